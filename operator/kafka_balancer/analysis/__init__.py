@@ -1,0 +1,1 @@
+"""Load analysis on Apache Spark: samples -> load snapshot. The only package importing pyspark."""

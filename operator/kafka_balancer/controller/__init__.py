@@ -1,0 +1,1 @@
+"""The kopf operator: handlers, CRD models, status. The only package importing kopf/kubernetes."""

@@ -1,0 +1,1 @@
+"""Execution of a proposal over the Kafka port: batches, throttles, progress, stop, resume."""

@@ -1,0 +1,159 @@
+"""The Kafka port: everything the balancer asks of a Kafka cluster, as one typed interface.
+
+The executor, the sampler and the controller depend on this interface only; the adapter in
+``kafka_balancer.kafka.adapter`` implements it with confluent-kafka and kafka-python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from kafka_balancer.model import ClusterModel
+
+# Broker-level and topic-level throttle configs (KIP-73).
+LEADER_THROTTLE_RATE = "leader.replication.throttled.rate"
+FOLLOWER_THROTTLE_RATE = "follower.replication.throttled.rate"
+LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
+
+DEFAULT_ELECTION_BATCH = 1000
+
+
+@dataclass(frozen=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True)
+class BrokerEndpoint:
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int | None
+    brokers: tuple[BrokerEndpoint, ...]
+
+
+@dataclass(frozen=True)
+class OngoingReassignment:
+    """A reassignment in progress, as ListPartitionReassignments reports it (KIP-455)."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        return tuple(b for b in self.replicas if b not in self.removing)
+
+
+@dataclass(frozen=True)
+class ThrottledReplicas:
+    """The replicas of one topic listed in its throttled.replicas configs: (partition, broker) pairs."""
+
+    leader: tuple[tuple[int, int], ...] = ()
+    follower: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class ConsumerGroupMember:
+    member_id: str
+    client_id: str
+    host: str
+    subscription: tuple[str, ...]
+    assignment: Mapping[str, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class ConsumerGroupInfo:
+    group_id: str
+    state: str
+    protocol_type: str
+    assignor: str
+    members: tuple[ConsumerGroupMember, ...]
+    committed: Mapping[TopicPartition, int] = field(default_factory=dict)
+    log_end: Mapping[TopicPartition, int] = field(default_factory=dict)
+
+    def lag(self) -> dict[TopicPartition, int]:
+        return {tp: max(0, self.log_end.get(tp, off) - off) for tp, off in self.committed.items()}
+
+
+class KafkaError(Exception):
+    """An error Kafka returned, with its error name (e.g. ``NOT_CONTROLLER``) and the partition."""
+
+    def __init__(self, name: str, message: str = "", partition: TopicPartition | None = None):
+        self.name = name
+        self.partition = partition
+        where = f" for {partition}" if partition is not None else ""
+        super().__init__(f"{name}{where}{': ' + message if message else ''}")
+
+
+class KafkaUnavailableError(KafkaError):
+    """The cluster cannot be reached (bootstrap down, timeout, authentication failed)."""
+
+
+@runtime_checkable
+class KafkaPort(Protocol):
+    """What the balancer needs from a Kafka cluster. All calls block; run them off event loops."""
+
+    # ----- read ---------------------------------------------------------------------------
+    def describe_cluster(self) -> ClusterDescription: ...
+
+    def read_cluster(self, *, with_sizes: bool = True) -> ClusterModel:
+        """Brokers (racks, liveness), partitions (replicas, leader, ISR), topic durability settings,
+        and, with ``with_sizes``, each partition's size (its leader's log size from DescribeLogDirs).
+        Rates are zero: they come from the analysis, not from one read."""
+        ...
+
+    def replica_sizes(self) -> dict[tuple[TopicPartition, int], int]:
+        """(partition, broker id) -> size in bytes of that replica's log (DescribeLogDirs)."""
+        ...
+
+    def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]: ...
+
+    def broker_configs(self, broker_ids: Iterable[int]) -> dict[int, dict[str, str]]: ...
+
+    def list_reassignments(self) -> dict[TopicPartition, OngoingReassignment]: ...
+
+    def consumer_groups(self) -> list[ConsumerGroupInfo]:
+        """Every consumer group with members, subscriptions, assignments, offsets and log-end offsets."""
+        ...
+
+    # ----- act ----------------------------------------------------------------------------
+    def alter_reassignments(
+        self, targets: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> dict[TopicPartition, KafkaError | None]:
+        """Start (target replicas) or cancel (None) reassignments; per-partition errors, no raise."""
+        ...
+
+    def elect_preferred_leaders(
+        self, partitions: Sequence[TopicPartition], *, batch_size: int = DEFAULT_ELECTION_BATCH
+    ) -> dict[TopicPartition, KafkaError | None]:
+        """Preferred-leader election, one request per ``batch_size`` partitions.
+        ELECTION_NOT_NEEDED counts as success (None)."""
+        ...
+
+    def alter_broker_configs(self, changes: Mapping[int, Mapping[str, str | None]]) -> None:
+        """IncrementalAlterConfigs on brokers: a value sets, None deletes."""
+        ...
+
+    def alter_topic_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        """IncrementalAlterConfigs on topics: a value sets, None deletes."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,223 @@
+"""Build a validated :class:`ClusterModel` one broker and one partition at a time.
+
+Both the snapshot reader and the Kafka adapter feed this builder, so every way into the model
+goes through the same checks and the same error messages.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from kafka_balancer.model.cluster import NO_BROKER, ClusterModel, _frozen
+from kafka_balancer.model.errors import ModelError
+
+
+def _check_number(value: object, where: str, field: str, *, minimum: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ModelError(f"{where}: field '{field}' must be a number, got {value!r}")
+    number = float(value)
+    if math.isnan(number) or math.isinf(number) or number < minimum:
+        raise ModelError(f"{where}: field '{field}' must be >= {minimum:g}, got {value!r}")
+    return number
+
+
+class ClusterBuilder:
+    """Collects brokers, partitions and topic settings; :meth:`build` validates and freezes."""
+
+    def __init__(self, *, cluster_name: str | None = None, captured_at: str | None = None):
+        self.cluster_name = cluster_name
+        self.captured_at = captured_at
+        self._brokers: dict[int, tuple[str | None, bool, tuple[float, float, float, float]]] = {}
+        self._topic_settings: dict[str, tuple[int, int]] = {}
+        self._seen: set[tuple[str, int]] = set()
+        self._topic: list[str] = []
+        self._partition: list[int] = []
+        self._replicas: list[Sequence[int]] = []
+        self._isr: list[Sequence[int] | None] = []
+        self._leader: list[int | None] = []
+        self._loads: list[tuple[float, float, float, float, float]] = []
+
+    # ----- brokers and topics --------------------------------------------------------------
+    def add_broker(
+        self,
+        broker_id: int,
+        *,
+        rack: str | None = None,
+        alive: bool = True,
+        disk_bytes: float | None = None,
+        network_in_bytes_per_sec: float | None = None,
+        network_out_bytes_per_sec: float | None = None,
+        cpu_cores: float | None = None,
+    ) -> None:
+        where = f"broker {broker_id}"
+        if isinstance(broker_id, bool) or not isinstance(broker_id, int) or broker_id < 0:
+            raise ModelError(f"brokers: field 'id' must be a non-negative integer, got {broker_id!r}")
+        if broker_id in self._brokers:
+            raise ModelError(f"{where}: duplicate broker id {broker_id}")
+        caps = []
+        for name, value in (
+            ("capacity.diskBytes", disk_bytes),
+            ("capacity.networkInBytesPerSec", network_in_bytes_per_sec),
+            ("capacity.networkOutBytesPerSec", network_out_bytes_per_sec),
+            ("capacity.cpuCores", cpu_cores),
+        ):
+            if value is None:
+                caps.append(math.nan)
+            else:
+                number = _check_number(value, where, name)
+                if number <= 0:
+                    raise ModelError(f"{where}: field '{name}' must be > 0, got {value!r}")
+                caps.append(number)
+        self._brokers[broker_id] = (rack, bool(alive), (caps[0], caps[1], caps[2], caps[3]))
+
+    def set_topic(
+        self,
+        name: str,
+        *,
+        min_insync_replicas: int | None = None,
+        unclean_leader_election: bool | None = None,
+    ) -> None:
+        if not name:
+            raise ModelError("topics: field 'name' must be a non-empty string")
+        if min_insync_replicas is not None and (
+            isinstance(min_insync_replicas, bool) or not isinstance(min_insync_replicas, int) or min_insync_replicas < 1
+        ):
+            raise ModelError(
+                f"topic '{name}': field 'minInsyncReplicas' must be an integer >= 1, got {min_insync_replicas!r}"
+            )
+        unclean = -1 if unclean_leader_election is None else int(bool(unclean_leader_election))
+        self._topic_settings[name] = (min_insync_replicas or 0, unclean)
+
+    # ----- partitions ----------------------------------------------------------------------
+    def add_partition(
+        self,
+        topic: str,
+        partition: int,
+        replicas: Sequence[int],
+        *,
+        leader: int | None = None,
+        leader_given: bool = False,
+        isr: Sequence[int] | None = None,
+        size_bytes: float = 0.0,
+        bytes_in_per_sec: float = 0.0,
+        bytes_out_per_sec: float = 0.0,
+        messages_in_per_sec: float = 0.0,
+        cpu_cores_leader: float | None = None,
+    ) -> None:
+        """Add a partition; ``leader_given`` tells an explicit ``None`` (offline) from absent."""
+        where = f"partition {topic}-{partition}"
+        if not isinstance(topic, str) or not topic:
+            raise ModelError(f"partitions: field 'topic' must be a non-empty string, got {topic!r}")
+        if isinstance(partition, bool) or not isinstance(partition, int) or partition < 0:
+            raise ModelError(f"topic '{topic}': field 'partition' must be a non-negative integer, got {partition!r}")
+        key = (topic, partition)
+        if key in self._seen:
+            raise ModelError(f"{where}: duplicate partition")
+        if not replicas:
+            raise ModelError(f"{where}: field 'replicas' must not be empty, got {list(replicas)!r}")
+        if len(set(replicas)) != len(replicas):
+            raise ModelError(f"{where}: field 'replicas' has a duplicate broker, got {list(replicas)!r}")
+        if isr is not None and len(set(isr)) != len(isr):
+            raise ModelError(f"{where}: field 'isr' has a duplicate broker, got {list(isr)!r}")
+        loads = (
+            _check_number(size_bytes, where, "sizeBytes"),
+            _check_number(bytes_in_per_sec, where, "bytesInPerSec"),
+            _check_number(bytes_out_per_sec, where, "bytesOutPerSec"),
+            _check_number(messages_in_per_sec, where, "messagesInPerSec"),
+            math.nan if cpu_cores_leader is None else _check_number(cpu_cores_leader, where, "cpuCoresLeader"),
+        )
+        self._seen.add(key)
+        self._topic.append(topic)
+        self._partition.append(partition)
+        self._replicas.append(replicas)
+        self._isr.append(isr)
+        self._leader.append(leader if leader_given or leader is not None else replicas[0])
+        self._loads.append(loads)
+
+    # ----- build ---------------------------------------------------------------------------
+    def build(self) -> ClusterModel:
+        if not self._brokers:
+            raise ModelError("brokers: a cluster needs at least one broker")
+        ids = sorted(self._brokers)
+        broker_ids = np.array(ids, dtype=np.int32)
+        position = {b: i for i, b in enumerate(ids)}
+        racks = tuple(self._brokers[b][0] for b in ids)
+        alive = np.array([self._brokers[b][1] for b in ids], dtype=np.bool_)
+        capacity = np.array([self._brokers[b][2] for b in ids], dtype=np.float64).reshape(-1, 4)
+
+        topics = tuple(sorted(set(self._topic) | set(self._topic_settings)))
+        topic_pos = {t: i for i, t in enumerate(topics)}
+        min_isr = np.zeros(len(topics), dtype=np.int32)
+        unclean = np.full(len(topics), -1, dtype=np.int8)
+        for name, (m, u) in self._topic_settings.items():
+            min_isr[topic_pos[name]] = m
+            unclean[topic_pos[name]] = u
+
+        count = len(self._topic)
+        order = sorted(range(count), key=lambda i: (self._topic[i], self._partition[i]))
+        max_rf = max((len(r) for r in self._replicas), default=1)
+        replicas = np.full((count, max_rf), NO_BROKER, dtype=np.int32)
+        isr_mask = np.zeros((count, max_rf), dtype=np.bool_)
+        leader = np.full(count, NO_BROKER, dtype=np.int32)
+        partition_topic = np.empty(count, dtype=np.int32)
+        partition_id = np.empty(count, dtype=np.int32)
+        loads = np.empty((count, 5), dtype=np.float64)
+        for row, i in enumerate(order):
+            topic, part = self._topic[i], self._partition[i]
+            reps = self._replicas[i]
+            try:
+                indices = [position[b] for b in reps]
+            except KeyError as err:
+                raise ModelError(
+                    f"partition {topic}-{part}: field 'replicas' names unknown broker {err.args[0]!r}"
+                    f" (known brokers: {ids})"
+                ) from None
+            replicas[row, : len(indices)] = indices
+            isr = self._isr[i]
+            if isr is None:
+                isr_mask[row, : len(indices)] = True
+            else:
+                slot = {b: k for k, b in enumerate(reps)}
+                for b in isr:
+                    if b not in slot:
+                        raise ModelError(
+                            f"partition {topic}-{part}: field 'isr' names broker {b!r}, "
+                            f"which is not a replica {list(reps)!r}"
+                        )
+                    isr_mask[row, slot[b]] = True
+            lead = self._leader[i]
+            if lead is not None:
+                if lead not in position or lead not in reps:
+                    raise ModelError(
+                        f"partition {topic}-{part}: field 'leader' must be one of the replicas "
+                        f"{list(reps)!r}, got {lead!r}"
+                    )
+                leader[row] = position[lead]
+            partition_topic[row] = topic_pos[topic]
+            partition_id[row] = part
+            loads[row] = self._loads[i]
+
+        return ClusterModel(
+            broker_ids=_frozen(broker_ids),
+            broker_racks=racks,
+            broker_alive=_frozen(alive),
+            capacity=_frozen(capacity),
+            topics=topics,
+            topic_min_isr=_frozen(min_isr),
+            topic_unclean_election=_frozen(unclean),
+            partition_topic=_frozen(partition_topic),
+            partition_id=_frozen(partition_id),
+            replicas=_frozen(replicas),
+            isr_mask=_frozen(isr_mask),
+            leader=_frozen(leader),
+            size_bytes=_frozen(np.ascontiguousarray(loads[:, 0])),
+            bytes_in=_frozen(np.ascontiguousarray(loads[:, 1])),
+            bytes_out=_frozen(np.ascontiguousarray(loads[:, 2])),
+            messages_in=_frozen(np.ascontiguousarray(loads[:, 3])),
+            cpu_leader=_frozen(np.ascontiguousarray(loads[:, 4])),
+            cluster_name=self.cluster_name,
+            captured_at=self.captured_at,
+        )

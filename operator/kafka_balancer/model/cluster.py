@@ -1,0 +1,254 @@
+"""The cluster model: brokers, partitions and topic settings as read-only numpy arrays.
+
+Replicas are stored in a padded matrix of *broker indices* (not ids) so that the planner can
+work on whole arrays: ``replicas[p, k]`` is the index into ``broker_ids`` of the k-th replica of
+partition ``p`` (the first is the preferred leader), ``-1`` past the partition's replication
+factor. The ISR is a boolean mask over the same slots, because in a consistent cluster the ISR is
+always a subset of the replicas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+NO_BROKER: Final = -1
+
+# Column order of the capacity matrix and of per-partition load columns that mirror it.
+RESOURCES: Final = ("disk", "network_in", "network_out", "cpu")
+DISK, NETWORK_IN, NETWORK_OUT, CPU = range(4)
+
+IntArray = npt.NDArray[np.int32]
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+
+
+_Array = TypeVar("_Array", bound="np.ndarray[Any, Any]")
+
+
+def _frozen(array: _Array) -> _Array:
+    array.flags.writeable = False
+    return array
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """One broker as a plain record, for code that walks brokers one at a time."""
+
+    id: int
+    rack: str | None
+    alive: bool
+    disk_bytes: float | None = None
+    network_in_bytes_per_sec: float | None = None
+    network_out_bytes_per_sec: float | None = None
+    cpu_cores: float | None = None
+
+
+@dataclass(frozen=True)
+class TopicSettings:
+    """Durability settings of one topic that the planner and executor respect."""
+
+    name: str
+    min_insync_replicas: int | None = None
+    unclean_leader_election: bool | None = None
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """One partition as a plain record (ids, not indices), for tests and small tools."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    leader: int | None
+    isr: tuple[int, ...]
+    size_bytes: float = 0.0
+    bytes_in_per_sec: float = 0.0
+    bytes_out_per_sec: float = 0.0
+    messages_in_per_sec: float = 0.0
+    cpu_cores_leader: float | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class ClusterModel:
+    """An immutable, array-backed description of one Kafka cluster at one moment.
+
+    Build it with :func:`kafka_balancer.model.build.build_cluster` (or from a snapshot), which
+    validates and freezes the arrays; the constructor itself trusts its input.
+    """
+
+    # Brokers, sorted by id.
+    broker_ids: IntArray
+    broker_racks: tuple[str | None, ...]
+    broker_alive: BoolArray
+    capacity: FloatArray  # (B, 4) in RESOURCES order; NaN = unknown (unlimited)
+
+    # Topics, sorted by name, with their settings (min ISR 0 = not set).
+    topics: tuple[str, ...]
+    topic_min_isr: IntArray
+    topic_unclean_election: npt.NDArray[np.int8]  # 1 true, 0 false, -1 not set
+
+    # Partitions, sorted by (topic, partition).
+    partition_topic: IntArray  # index into topics
+    partition_id: IntArray
+    replicas: IntArray  # (P, max_rf) broker indices, NO_BROKER padded
+    isr_mask: BoolArray  # (P, max_rf)
+    leader: IntArray  # broker index, NO_BROKER when offline
+    size_bytes: FloatArray
+    bytes_in: FloatArray
+    bytes_out: FloatArray
+    messages_in: FloatArray
+    cpu_leader: FloatArray  # NaN = not measured
+
+    cluster_name: str | None = None
+    captured_at: str | None = None
+    _index: dict[tuple[str, int], int] | None = field(default=None, repr=False, compare=False)
+
+    # ----- sizes ---------------------------------------------------------------------------
+    @property
+    def num_brokers(self) -> int:
+        return int(self.broker_ids.shape[0])
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.partition_id.shape[0])
+
+    @property
+    def replication_factor(self) -> IntArray:
+        rf: IntArray = (self.replicas != NO_BROKER).sum(axis=1).astype(np.int32)
+        return rf
+
+    @property
+    def num_replicas(self) -> int:
+        return int((self.replicas != NO_BROKER).sum())
+
+    # ----- lookups -------------------------------------------------------------------------
+    def broker_index(self, broker_id: int) -> int:
+        pos = int(np.searchsorted(self.broker_ids, broker_id))
+        if pos >= self.num_brokers or int(self.broker_ids[pos]) != broker_id:
+            raise KeyError(f"unknown broker id {broker_id}")
+        return pos
+
+    def partition_index(self, topic: str, partition: int) -> int:
+        index = self._index
+        if index is None:
+            index = {
+                (self.topics[t], int(p)): i
+                for i, (t, p) in enumerate(zip(self.partition_topic.tolist(), self.partition_id.tolist(), strict=True))
+            }
+            object.__setattr__(self, "_index", index)
+        try:
+            return index[(topic, partition)]
+        except KeyError:
+            raise KeyError(f"unknown partition {topic}-{partition}") from None
+
+    def topic_name(self, p: int) -> str:
+        return self.topics[int(self.partition_topic[p])]
+
+    def replica_ids(self, p: int) -> tuple[int, ...]:
+        row = self.replicas[p]
+        return tuple(int(self.broker_ids[b]) for b in row[row != NO_BROKER])
+
+    def isr_ids(self, p: int) -> tuple[int, ...]:
+        row = self.replicas[p]
+        mask = (row != NO_BROKER) & self.isr_mask[p]
+        return tuple(int(self.broker_ids[b]) for b in row[mask])
+
+    def leader_id(self, p: int) -> int | None:
+        b = int(self.leader[p])
+        return None if b == NO_BROKER else int(self.broker_ids[b])
+
+    def broker(self, b: int) -> BrokerInfo:
+        cap = [None if np.isnan(c) else float(c) for c in self.capacity[b]]
+        return BrokerInfo(
+            id=int(self.broker_ids[b]),
+            rack=self.broker_racks[b],
+            alive=bool(self.broker_alive[b]),
+            disk_bytes=cap[DISK],
+            network_in_bytes_per_sec=cap[NETWORK_IN],
+            network_out_bytes_per_sec=cap[NETWORK_OUT],
+            cpu_cores=cap[CPU],
+        )
+
+    def brokers(self) -> list[BrokerInfo]:
+        return [self.broker(b) for b in range(self.num_brokers)]
+
+    def partition(self, p: int) -> PartitionInfo:
+        cpu = float(self.cpu_leader[p])
+        return PartitionInfo(
+            topic=self.topic_name(p),
+            partition=int(self.partition_id[p]),
+            replicas=self.replica_ids(p),
+            leader=self.leader_id(p),
+            isr=self.isr_ids(p),
+            size_bytes=float(self.size_bytes[p]),
+            bytes_in_per_sec=float(self.bytes_in[p]),
+            bytes_out_per_sec=float(self.bytes_out[p]),
+            messages_in_per_sec=float(self.messages_in[p]),
+            cpu_cores_leader=None if np.isnan(cpu) else cpu,
+        )
+
+    def partitions(self) -> list[PartitionInfo]:
+        return [self.partition(p) for p in range(self.num_partitions)]
+
+    def topic_settings(self) -> list[TopicSettings]:
+        out = []
+        for t, name in enumerate(self.topics):
+            min_isr = int(self.topic_min_isr[t])
+            unclean = int(self.topic_unclean_election[t])
+            out.append(
+                TopicSettings(
+                    name=name,
+                    min_insync_replicas=min_isr or None,
+                    unclean_leader_election=None if unclean < 0 else bool(unclean),
+                )
+            )
+        return out
+
+    def racks(self) -> tuple[str | None, ...]:
+        return self.broker_racks
+
+    def nbytes(self) -> int:
+        """Memory held by the arrays (the planner's working set)."""
+        arrays = (
+            self.broker_ids, self.broker_alive, self.capacity, self.topic_min_isr,
+            self.topic_unclean_election, self.partition_topic, self.partition_id, self.replicas,
+            self.isr_mask, self.leader, self.size_bytes, self.bytes_in, self.bytes_out,
+            self.messages_in, self.cpu_leader,
+        )  # fmt: skip
+        return int(sum(a.nbytes for a in arrays))
+
+    def with_placement(self, replicas: IntArray, leader: IntArray) -> ClusterModel:
+        """A copy with new replica placement and leaders; the ISR becomes every live replica.
+
+        Used to evaluate a plan: after a reassignment completes, all new replicas are in sync.
+        """
+        if replicas.shape[0] != self.num_partitions:
+            raise ValueError("replicas must have one row per partition")
+        replicas = np.ascontiguousarray(replicas, dtype=np.int32)
+        alive = np.concatenate([self.broker_alive, np.array([False])])
+        isr = (replicas != NO_BROKER) & alive[replicas]
+        return ClusterModel(
+            broker_ids=self.broker_ids,
+            broker_racks=self.broker_racks,
+            broker_alive=self.broker_alive,
+            capacity=self.capacity,
+            topics=self.topics,
+            topic_min_isr=self.topic_min_isr,
+            topic_unclean_election=self.topic_unclean_election,
+            partition_topic=self.partition_topic,
+            partition_id=self.partition_id,
+            replicas=_frozen(replicas),
+            isr_mask=_frozen(isr),
+            leader=_frozen(np.ascontiguousarray(leader, dtype=np.int32)),
+            size_bytes=self.size_bytes,
+            bytes_in=self.bytes_in,
+            bytes_out=self.bytes_out,
+            messages_in=self.messages_in,
+            cpu_leader=self.cpu_leader,
+            cluster_name=self.cluster_name,
+            captured_at=self.captured_at,
+        )

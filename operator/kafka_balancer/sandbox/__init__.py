@@ -1,0 +1,1 @@
+"""A multi-broker Kafka protocol emulator for tests, rehearsals and the demo."""
