@@ -14,6 +14,7 @@ from kafka_balancer.model.cluster import (
     TopicSettings,
 )
 from kafka_balancer.model.errors import ModelError
+from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.snapshot import (
     dumps_snapshot,
     loads_snapshot,
@@ -34,6 +35,8 @@ __all__ = [
     "ClusterModel",
     "ModelError",
     "PartitionInfo",
+    "PartitionTarget",
+    "ReassignmentPlan",
     "TopicSettings",
     "dumps_snapshot",
     "loads_snapshot",
