@@ -15,6 +15,15 @@ from typing import Protocol, cast
 # name -> module under kafka_balancer.cli
 SUBCOMMANDS: dict[str, str] = {
     "demo": "demo",
+    "plan": "plan",
+    "sandbox": "sandbox",
+    "analyze": "analyze",
+    "sample": "sample",
+    "execute": "execute",
+    "stop": "stop",
+    "crds": "crds",
+    "consumers": "consumers",
+    "audit": "audit",
 }
 
 

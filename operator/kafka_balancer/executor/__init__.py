@@ -1,1 +1,34 @@
-"""Execution of a proposal over the Kafka port: batches, throttles, progress, stop, resume."""
+"""Execution of a proposal over the Kafka port: batches, throttles, progress, stop, resume.
+
+See docs/executor.md. Entry point: :class:`Executor` (``run()`` blocks; ``request_stop()`` from
+another thread, or ``stop_requested()`` of the store, stops it).
+"""
+
+from kafka_balancer.executor.engine import ExecutionConflictError, ExecutionResult, Executor
+from kafka_balancer.executor.options import Clock, ExecutorOptions, SystemClock, parse_rate
+from kafka_balancer.executor.progress import BrokerProgress, Progress
+from kafka_balancer.executor.recovery import abandon
+from kafka_balancer.executor.scheduler import Limits
+from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, TaskState, plan_id
+from kafka_balancer.executor.store import ExecutionStore, FileExecutionStore, MemoryExecutionStore
+
+__all__ = [
+    "BrokerProgress",
+    "Clock",
+    "ExecutionConflictError",
+    "ExecutionRecord",
+    "ExecutionResult",
+    "ExecutionState",
+    "ExecutionStore",
+    "Executor",
+    "ExecutorOptions",
+    "FileExecutionStore",
+    "Limits",
+    "MemoryExecutionStore",
+    "Progress",
+    "SystemClock",
+    "TaskState",
+    "abandon",
+    "parse_rate",
+    "plan_id",
+]

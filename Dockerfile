@@ -1,0 +1,59 @@
+# syntax=docker/dockerfile:1
+# kafka-balancer operator image.
+#   docker build -t kafka-balancer:0.1.0 .
+# Runs as a non-root user with a read-only root filesystem: everything it writes goes to /tmp,
+# /var/lib/kafka-balancer/spark (Spark local dirs) and /var/lib/kafka-balancer/samples (the sample
+# store), which the Helm chart mounts as volumes.
+
+# ---- build: resolve and install the package and its dependencies into a virtualenv --------------
+FROM python:3.11.10-slim-bookworm AS build
+
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+
+RUN python -m venv /opt/kafka-balancer
+ENV PATH=/opt/kafka-balancer/bin:$PATH
+
+WORKDIR /src
+# pyproject.toml first so the dependency layer is cached while only the code changes.
+COPY pyproject.toml README.md ./
+COPY operator ./operator
+RUN pip install --upgrade pip \
+    && pip install . \
+    && python -m compileall -q /opt/kafka-balancer
+
+# ---- runtime: Python, a headless Java 17 for Spark, the virtualenv, nothing else ------------------
+FROM python:3.11.10-slim-bookworm AS runtime
+
+# Java runs Spark's local engine inside the operator pod (spark.engine=local, the default).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless tini \
+    && rm -rf /var/lib/apt/lists/*
+
+RUN groupadd --system --gid 10001 balancer \
+    && useradd --system --uid 10001 --gid balancer --home-dir /tmp --no-create-home --shell /usr/sbin/nologin balancer \
+    && mkdir -p /var/lib/kafka-balancer/samples /var/lib/kafka-balancer/spark \
+    && chown -R 10001:10001 /var/lib/kafka-balancer
+
+COPY --from=build /opt/kafka-balancer /opt/kafka-balancer
+
+ENV PATH=/opt/kafka-balancer/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    HOME=/tmp \
+    SPARK_LOCAL_DIRS=/var/lib/kafka-balancer/spark \
+    KAFKA_BALANCER_SAMPLE_STORE=/var/lib/kafka-balancer/samples \
+    KAFKA_BALANCER_METRICS_PORT=9090
+
+VOLUME ["/tmp", "/var/lib/kafka-balancer/spark", "/var/lib/kafka-balancer/samples"]
+
+# 9090: Prometheus metrics. 8080: kopf's liveness endpoint (/healthz) for the probes.
+EXPOSE 9090 8080
+
+USER 10001:10001
+
+# --standalone: one replica, no kopf peering objects (the chart's Deployment uses Recreate).
+# The arguments choose the namespaces: --all-namespaces (default) or --namespace=NS, repeated.
+ENTRYPOINT ["tini", "--", "kopf", "run", "-m", "kafka_balancer.controller.operator", "--standalone"]
+CMD ["--all-namespaces", "--liveness=http://0.0.0.0:8080/healthz"]

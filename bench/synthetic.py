@@ -1,0 +1,115 @@
+"""Synthetic skewed Kafka clusters for planner tests and benchmarks (seeded, so reproducible).
+
+A cluster has ``racks`` racks of equal size; the last ``new_brokers`` brokers are empty (just
+added). Topics have very different sizes (log-normal), retention and fan-out, so disk, network
+and leader load do not move together; existing replicas are placed rack-aware but with strongly
+uneven broker weights, so the cluster starts far from balanced.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
+    array.flags.writeable = False
+    return array
+
+
+def skewed_cluster(
+    *,
+    brokers: int = 12,
+    new_brokers: int = 3,
+    racks: int = 3,
+    partitions: int = 2000,
+    rf: int = 3,
+    topics: int | None = None,
+    skew: float = 1.0,
+    seed: int = 7,
+    dead_brokers: int = 0,
+) -> ClusterModel:
+    """A skewed cluster; ``skew`` 0 = even weights, 1 = brokers weighted 1..4x, 2 = up to 9x."""
+    if brokers % racks:
+        raise ValueError(f"brokers ({brokers}) must be a multiple of racks ({racks}) for equal-size racks")
+    rng = np.random.default_rng(seed)
+    topics = topics or max(1, partitions // 20)
+    old = brokers - new_brokers
+    rack_of = np.arange(brokers) % racks
+    weight = 1.0 + skew * rng.random(brokers) * (1.0 + skew)
+    weight[old:] = 0.0  # new brokers start empty
+
+    # Partitions per topic: a few big topics, many small ones; every topic gets at least one.
+    share = rng.pareto(1.2, topics) + 0.05
+    counts = np.maximum(1, np.floor(share / share.sum() * (partitions - topics)).astype(np.int64) + 1)
+    counts[0] += partitions - counts.sum()
+    if counts[0] < 1:
+        counts = np.full(topics, partitions // topics)
+        counts[: partitions - counts.sum()] += 1
+    partition_topic = np.repeat(np.arange(topics), counts).astype(np.int32)
+    partition_id = (np.arange(partitions) - np.repeat(np.cumsum(counts) - counts, counts)).astype(np.int32)
+
+    rate = rng.lognormal(mean=13.0, sigma=1.5, size=topics)  # bytes/s per partition of each topic
+    retention = rng.uniform(6 * 3600, 3 * 86400, size=topics)
+    fanout = rng.uniform(0.5, 3.0, size=topics)
+    noise = rng.lognormal(0.0, 0.3, size=partitions)
+    bytes_in = rate[partition_topic] * noise
+    size = bytes_in * retention[partition_topic] * rng.lognormal(0.0, 0.2, size=partitions)
+    bytes_out = bytes_in * fanout[partition_topic]
+
+    replicas = np.full((partitions, rf), NO_BROKER, dtype=np.int32)
+    first_rack = rng.integers(0, racks, size=partitions)
+    for k in range(min(rf, racks)):
+        rack = (first_rack + k) % racks
+        for r in range(racks):
+            members = np.flatnonzero((rack_of == r) & (weight > 0))
+            rows = np.flatnonzero(rack == r)
+            cum = np.cumsum(weight[members])
+            pick = np.searchsorted(cum, rng.random(rows.size) * cum[-1], side="right")
+            replicas[rows, k] = members[np.minimum(pick, members.size - 1)]
+    for k in range(racks, rf):  # more replicas than racks: any broker not yet used
+        for p in range(partitions):
+            free = np.setdiff1d(np.flatnonzero(weight > 0), replicas[p, :k])
+            replicas[p, k] = rng.choice(free)
+
+    alive = np.ones(brokers, dtype=np.bool_)
+    if dead_brokers:
+        alive[rng.choice(old, size=dead_brokers, replace=False)] = False
+    isr = replicas != NO_BROKER
+    isr &= alive[np.maximum(replicas, 0)]
+    leader = replicas[:, 0].copy()
+    leader[~alive[leader]] = NO_BROKER
+    names = tuple(f"topic-{t:05d}" for t in range(topics))
+    return ClusterModel(
+        broker_ids=_frozen(np.arange(brokers, dtype=np.int32)),
+        broker_racks=tuple(f"rack-{r}" for r in rack_of),
+        broker_alive=_frozen(alive),
+        capacity=_frozen(np.full((brokers, 4), np.nan)),
+        topics=names,
+        topic_min_isr=_frozen(np.zeros(topics, dtype=np.int32)),
+        topic_unclean_election=_frozen(np.full(topics, -1, dtype=np.int8)),
+        partition_topic=_frozen(partition_topic),
+        partition_id=_frozen(partition_id),
+        replicas=_frozen(replicas),
+        isr_mask=_frozen(isr),
+        leader=_frozen(leader.astype(np.int32)),
+        size_bytes=_frozen(size),
+        bytes_in=_frozen(bytes_in),
+        bytes_out=_frozen(bytes_out),
+        messages_in=_frozen(bytes_in / 1024.0),
+        cpu_leader=_frozen(np.full(partitions, np.nan)),
+        cluster_name=f"synthetic-{brokers}b-{partitions}p-seed{seed}",
+    )
+
+
+def disk_lower_bound(model: ClusterModel, removed: tuple[int, ...] = (), threshold: float = 1.10) -> float:
+    """Bytes any plan must move: max(disk above threshold×avg, disk below (2−threshold)×avg) + removed bytes."""
+    valid = model.replicas != NO_BROKER
+    disk = np.bincount(model.replicas[valid], weights=np.repeat(model.size_bytes, valid.sum(axis=1)),
+                       minlength=model.num_brokers)  # fmt: skip
+    gone = np.isin(model.broker_ids, removed) | ~model.broker_alive
+    live = disk[~gone]
+    avg = disk.sum() / live.size
+    above = np.maximum(live - threshold * avg, 0).sum()
+    below = np.maximum((2 - threshold) * avg - live, 0).sum()
+    return float(max(above, below) + disk[gone].sum())

@@ -1,0 +1,189 @@
+"""Consumer-group balance across a cluster: read groups through the Kafka port, simulate every
+assignor on each group's real members and subscriptions, rank groups by imbalance.
+
+Each group becomes a what-if document (the same G.json that ``kafka-balancer consumers simulate``
+reads), so the plain-Python path, the Spark path and the offline CLI share one code path per group.
+Spark only pays off with thousands of groups; below ``spark_threshold`` it runs in-process.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kafka_balancer.kafka.port import ConsumerGroupInfo, KafkaPort, TopicPartition
+from kafka_balancer.model.cluster import ClusterModel
+from kafka_balancer.planner.consumers import ASSIGNOR_NAMES, parse_group, simulate
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import SparkSession
+
+DEFAULT_SPARK_THRESHOLD = 1000
+
+
+@dataclass(frozen=True)
+class GroupsInput:
+    """What the analysis needs from the cluster: the groups, partitions per topic, message rates."""
+
+    groups: tuple[ConsumerGroupInfo, ...]
+    partitions: Mapping[str, int]
+    rates: Mapping[tuple[str, int], float]
+
+
+def collect(port: KafkaPort, model: ClusterModel | None = None) -> GroupsInput:
+    """Read groups and topic sizes; rates come from ``model`` (an analysed snapshot) when given."""
+    model = model or port.read_cluster(with_sizes=False)
+    partitions = Counter(model.topic_name(p) for p in range(model.num_partitions))
+    rates = {
+        (model.topic_name(p), int(model.partition_id[p])): float(model.messages_in[p])
+        for p in range(model.num_partitions)
+        if model.messages_in[p] > 0
+    }
+    return GroupsInput(tuple(port.consumer_groups()), dict(partitions), rates)
+
+
+def group_document(
+    info: ConsumerGroupInfo, partitions: Mapping[str, int], rates: Mapping[tuple[str, int], float]
+) -> dict[str, Any] | None:
+    """The group as a G.json document, or None when there is nothing to simulate (no members, not a
+    consumer group, or its members read no existing topic)."""
+    if info.protocol_type not in ("consumer", "") or not info.members:
+        return None
+    subscribed = sorted({t for m in info.members for t in m.subscription if t in partitions})
+    if not subscribed:
+        return None
+    lag_by_tp = info.lag()
+    doc: dict[str, Any] = {
+        "topics": {t: partitions[t] for t in subscribed},
+        "members": [
+            {
+                "id": m.member_id,
+                "topics": list(m.subscription),
+                "assignment": {
+                    t: [p for p in parts if p < partitions[t]] for t, parts in m.assignment.items() if t in subscribed
+                },
+            }
+            for m in info.members
+        ],
+    }
+    if info.assignor in ASSIGNOR_NAMES:
+        doc["assignor"] = info.assignor
+    if lag_by_tp:
+        doc["lag"] = {
+            t: [float(lag_by_tp.get(TopicPartition(t, p), 0)) for p in range(partitions[t])] for t in subscribed
+        }
+    if any((t, p) in rates for t in subscribed for p in range(partitions[t])):
+        doc["rate"] = {t: [rates.get((t, p), 0.0) for p in range(partitions[t])] for t in subscribed}
+    return doc
+
+
+def analyze_document(group_id: str, state: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """One group's report: current balance and lag, every assignor simulated, the recommendation."""
+    result = simulate(parse_group(doc))
+    current = result.get("current", {})
+    balance = current.get("balance", {})
+    lag_total = sum(sum(v) for v in doc.get("lag", {}).values())
+    return {
+        "group": group_id,
+        "state": state,
+        "assignor": doc.get("assignor"),
+        "members": len(doc["members"]),
+        "partitions": sum(doc["topics"].values()),
+        "totalLag": lag_total,
+        "imbalanceRatio": balance.get("imbalanceRatio", 1.0),
+        "lagImbalanceRatio": balance.get("lagImbalanceRatio"),
+        "rateImbalanceRatio": balance.get("rateImbalanceRatio"),
+        "maxPartitions": balance.get("maxPartitions", 0),
+        "minPartitions": balance.get("minPartitions", 0),
+        "recommendation": result["recommendation"],
+        "simulation": result,
+    }
+
+
+def _documents(data: GroupsInput) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for info in sorted(data.groups, key=lambda g: g.group_id):
+        doc = group_document(info, data.partitions, data.rates)
+        if doc is not None:
+            yield info.group_id, info.state, doc
+
+
+def analyze_python(data: GroupsInput) -> list[dict[str, Any]]:
+    return [analyze_document(g, s, doc) for g, s, doc in _documents(data)]
+
+
+def _analyze_batch(batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    # Runs in Spark's Python workers: imports stay inside so the driver-side module has no pandas cost.
+    import pandas as pd  # noqa: PLC0415
+
+    for batch in batches:
+        reports = [
+            json.dumps(analyze_document(g, s, json.loads(d)), sort_keys=True)
+            for g, s, d in zip(batch["group"], batch["state"], batch["document"], strict=True)
+        ]
+        yield pd.DataFrame({"group": batch["group"], "report": reports})
+
+
+def analyze_spark(data: GroupsInput, spark: SparkSession) -> list[dict[str, Any]]:
+    """The same reports computed on Spark, one task per slice of groups (DataFrame API only, so it
+    also runs over Spark Connect)."""
+    rows = [(g, s, json.dumps(doc, sort_keys=True)) for g, s, doc in _documents(data)]
+    if not rows:
+        return []
+    frame = spark.createDataFrame(rows, schema="group string, state string, document string")
+    result = frame.mapInPandas(_analyze_batch, schema="group string, report string").collect()
+    reports = {row["group"]: json.loads(row["report"]) for row in result}
+    return [reports[g] for g, _s, _d in rows]
+
+
+def analyze(
+    data: GroupsInput, *, spark: SparkSession | None = None, spark_threshold: int = DEFAULT_SPARK_THRESHOLD
+) -> list[dict[str, Any]]:
+    """Reports for every group with members; on Spark when a session is given and groups are many."""
+    if spark is not None and len(data.groups) >= spark_threshold:
+        return analyze_spark(data, spark)
+    return analyze_python(data)
+
+
+def most_imbalanced(reports: Iterable[dict[str, Any]], top_n: int) -> list[dict[str, Any]]:
+    """The ``top_n`` groups by imbalance ratio (then lag imbalance, then name), as status entries."""
+    ranked = sorted(
+        reports,
+        key=lambda r: (-r["imbalanceRatio"], -(r["lagImbalanceRatio"] or 0.0), r["group"]),
+    )
+    return [
+        {
+            "group": r["group"],
+            "assignor": r["assignor"],
+            "members": r["members"],
+            "imbalanceRatio": r["imbalanceRatio"],
+            "lagImbalanceRatio": r["lagImbalanceRatio"],
+            "totalLag": r["totalLag"],
+            "recommendedAssignor": r["recommendation"]["assignor"],
+        }
+        for r in ranked[:top_n]
+    ]
+
+
+def metric_samples(reports: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str, str], float]]:
+    """(metric name, labels, value) for the consumer-group gauges the operator exports."""
+    out: list[tuple[str, dict[str, str], float]] = []
+    for r in reports:
+        labels = {"group": r["group"]}
+        out.append(("kafka_balancer_consumer_group_imbalance_ratio", labels, float(r["imbalanceRatio"])))
+        if r["lagImbalanceRatio"] is not None:
+            out.append(("kafka_balancer_consumer_group_lag_imbalance_ratio", labels, float(r["lagImbalanceRatio"])))
+        out.append(("kafka_balancer_consumer_group_lag", labels, float(r["totalLag"])))
+        out.append(("kafka_balancer_consumer_group_members", labels, float(r["members"])))
+        recommended = r["recommendation"]["assignor"]
+        out.append(
+            (
+                "kafka_balancer_consumer_group_recommended_assignor_info",
+                {**labels, "current": r["assignor"] or "unknown", "recommended": recommended},
+                1.0,
+            )
+        )
+    return out

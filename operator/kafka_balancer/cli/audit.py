@@ -1,0 +1,87 @@
+"""`kafka-balancer audit`: topics that can lose acknowledged data and partitions at risk now.
+
+kafka-balancer audit --bootstrap-servers HOST:PORT [--json] [--fail-on-findings]
+kafka-balancer audit --snapshot cluster.json [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kafka_balancer.cli.consumers import add_connection_arguments, open_port
+
+if TYPE_CHECKING:
+    from kafka_balancer.planner.durability import AuditReport
+
+HELP = "Durability audit: RF < 3, min.insync.replicas < 2 or >= RF, unclean election; partitions at risk."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--snapshot", type=Path, help="audit a cluster snapshot file instead of a live cluster")
+    parser.add_argument(
+        "--default-min-insync-replicas",
+        type=int,
+        default=1,
+        help="snapshot: broker default for topics without the setting (Kafka's default: 1)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--fail-on-findings", action="store_true", help="exit 1 when anything is flagged")
+    add_connection_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kafka_balancer.kafka.port import KafkaError  # noqa: PLC0415
+    from kafka_balancer.model.errors import ModelError  # noqa: PLC0415
+    from kafka_balancer.model.snapshot import loads_snapshot  # noqa: PLC0415
+    from kafka_balancer.planner.durability import AuditOptions, audit  # noqa: PLC0415
+
+    if args.default_min_insync_replicas < 1:
+        raise SystemExit(f"audit: --default-min-insync-replicas must be >= 1, got {args.default_min_insync_replicas}")
+    options = AuditOptions(default_min_insync_replicas=args.default_min_insync_replicas)
+    if args.snapshot is not None:
+        try:
+            report = audit(loads_snapshot(args.snapshot.read_text(encoding="utf-8")), None, options)
+        except OSError as err:
+            raise SystemExit(f"audit: cannot read {args.snapshot}: {err.strerror}") from None
+        except ModelError as err:
+            raise SystemExit(f"audit: {args.snapshot}: {err}") from None
+    else:
+        from kafka_balancer.analysis.audit import audit_cluster  # noqa: PLC0415
+
+        port = open_port(args, "audit")
+        try:
+            _model, report = audit_cluster(port, options)
+        except (KafkaError, ModelError) as err:
+            raise SystemExit(f"audit: {err}") from None
+        finally:
+            port.close()
+    if args.json:
+        json.dump(report.to_dict(), sys.stdout, indent=2)
+        print()
+    else:
+        print(render(report))
+    findings = bool(report.flagged) or report.at_risk_total > 0
+    return 1 if args.fail_on_findings and findings else 0
+
+
+def render(report: AuditReport) -> str:
+    out = [f"{len(report.topics)} topics audited, {len(report.flagged)} flagged, "
+           f"{report.at_risk_total} partitions at risk now"]  # fmt: skip
+    if report.flagged:
+        out.append("\nTOPIC  RF  MIN.ISR  UNCLEAN  FLAGS")
+        for t in report.flagged:
+            flags = ", ".join(t.flags)
+            out.append(f"{t.name}  {t.replication_factor}  {t.min_insync_replicas}  "
+                       f"{str(t.unclean_leader_election).lower()}  {flags}")  # fmt: skip
+    if report.at_risk:
+        out.append("\nPARTITION  REPLICAS  ISR  LEADER  RISKS")
+        for p in report.at_risk:
+            leader = "none" if p.leader is None else str(p.leader)
+            out.append(f"{p.topic}-{p.partition}  {list(p.replicas)}  {list(p.isr)}  {leader}  {', '.join(p.risks)}")
+        if report.at_risk_total > len(report.at_risk):
+            out.append(f"... and {report.at_risk_total - len(report.at_risk)} more")
+    return "\n".join(out)

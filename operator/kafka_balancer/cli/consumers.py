@@ -1,0 +1,188 @@
+"""`kafka-balancer consumers`: consumer-group balance of a live cluster, or an offline what-if.
+
+kafka-balancer consumers --bootstrap-servers HOST:PORT [--top N] [--json]
+kafka-balancer consumers simulate --group G.json [--json] [--new-member ID]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafka_balancer.kafka.port import KafkaPort
+
+HELP = "Consumer-group balance: every assignor simulated, churn when members leave or join, a recommendation."
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    """Connection options shared by the commands that talk to a live cluster."""
+    parser.add_argument("--bootstrap-servers", help="HOST:PORT[,HOST:PORT...] of the cluster")
+    parser.add_argument("--security-protocol", default="PLAINTEXT", help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+    parser.add_argument("--sasl-mechanism", help="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+    parser.add_argument("--username", help="SASL user name")
+    parser.add_argument(
+        "--password-env", default="KAFKA_PASSWORD", help="environment variable holding the SASL password"
+    )
+    parser.add_argument("--ca-file", help="CA certificate (PEM) for SSL")
+
+
+def open_port(args: argparse.Namespace, command: str) -> KafkaPort:
+    from kafka_balancer.kafka.adapter import KafkaAdapter  # noqa: PLC0415 - loads the client libraries
+    from kafka_balancer.kafka.connection import ConnectionSpec  # noqa: PLC0415
+
+    if not args.bootstrap_servers:
+        raise SystemExit(f"{command}: --bootstrap-servers is required")
+    try:
+        spec = ConnectionSpec(
+            bootstrap_servers=args.bootstrap_servers,
+            security_protocol=args.security_protocol,
+            sasl_mechanism=args.sasl_mechanism,
+            username=args.username,
+            password=os.environ.get(args.password_env),
+            ca_path=args.ca_file,
+        )
+    except ValueError as err:
+        raise SystemExit(f"{command}: {err}") from None
+    port: KafkaPort = KafkaAdapter(spec)
+    return port
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", nargs="?", choices=["simulate"], help="simulate: offline what-if on a G.json file")
+    parser.add_argument("--group", type=Path, help="simulate: the group file (topics, members, optional assignment)")
+    parser.add_argument("--new-member", default="new-member", help="simulate: id of the member that joins")
+    parser.add_argument("--top", type=int, default=20, help="live: show the N most imbalanced groups")
+    parser.add_argument("--snapshot", type=Path, help="live: analysed snapshot with message rates per partition")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_connection_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "simulate":
+        return _simulate(args)
+    return _live(args)
+
+
+# ----- offline what-if ----------------------------------------------------------------------------
+def _simulate(args: argparse.Namespace) -> int:
+    from kafka_balancer.model.errors import ModelError  # noqa: PLC0415
+    from kafka_balancer.planner.consumers import parse_group, simulate  # noqa: PLC0415
+
+    if args.group is None:
+        raise SystemExit("consumers simulate: --group G.json is required")
+    try:
+        data = json.loads(args.group.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise SystemExit(f"consumers simulate: cannot read {args.group}: {err.strerror}") from None
+    except json.JSONDecodeError as err:
+        raise SystemExit(f"consumers simulate: {args.group} is not valid JSON: {err}") from None
+    try:
+        result = simulate(parse_group(data), new_member=args.new_member)
+    except (ModelError, ValueError) as err:
+        raise SystemExit(f"consumers simulate: {args.group}: {err}") from None
+    if args.json:
+        json.dump(result, sys.stdout, indent=2)
+        print()
+    else:
+        print(render_simulation(result))
+    return 0
+
+
+def _fmt_ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
+    return "\n".join(lines)
+
+
+def render_simulation(result: dict[str, Any]) -> str:
+    rows = []
+    for name, res in result["assignors"].items():
+        leaves = res["churnIfMemberLeaves"].values()
+        worst = max(leaves, key=lambda v: (v["moved"], v["movedBeyondLeaver"]), default=None)
+        bal = res["balance"]
+        rows.append(
+            [
+                name,
+                _fmt_ratio(bal["imbalanceRatio"]),
+                f"{bal['maxPartitions']}/{bal['minPartitions']}",
+                _fmt_ratio(bal.get("lagImbalanceRatio")),
+                "-" if worst is None else f"{worst['moved']} ({worst['movedBeyondLeaver']} extra)",
+                str(res["churnIfMemberJoins"]["moved"]),
+                str(res.get("movesFromCurrent", "-")),
+            ]
+        )
+    out = [
+        _table(
+            ["ASSIGNOR", "IMBALANCE", "MAX/MIN", "LAG-IMB", "LEAVE-MOVES(WORST)", "JOIN-MOVES", "FROM-CURRENT"], rows
+        )
+    ]
+    for name, res in result["assignors"].items():
+        out.append(f"\n{name}:")
+        for member, topics in res["assignment"].items():
+            parts = " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in topics.items()) or "(none)"
+            out.append(f"  {member}: {parts}")
+    rec = result["recommendation"]
+    switch = rec["switch"]
+    cost = "" if switch["partitionsMoved"] is None else f", {switch['partitionsMoved']} partitions change owner"
+    out.append(
+        f"\nrecommended: {rec['assignor']} ({rec['reason']}); switching takes "
+        f"{switch['rollingBounces']} rolling restart(s){cost}"
+    )
+    return "\n".join(out)
+
+
+# ----- live cluster -------------------------------------------------------------------------------
+def _live(args: argparse.Namespace) -> int:
+    from kafka_balancer.analysis.consumer_groups import analyze, collect, most_imbalanced  # noqa: PLC0415
+    from kafka_balancer.kafka.port import KafkaError  # noqa: PLC0415
+    from kafka_balancer.model.errors import ModelError  # noqa: PLC0415
+    from kafka_balancer.model.snapshot import loads_snapshot  # noqa: PLC0415
+
+    if args.top < 1:
+        raise SystemExit(f"consumers: --top must be >= 1, got {args.top}")
+    model = None
+    if args.snapshot is not None:
+        try:
+            model = loads_snapshot(args.snapshot.read_text(encoding="utf-8"))
+        except (OSError, ModelError) as err:
+            raise SystemExit(f"consumers: --snapshot {args.snapshot}: {err}") from None
+    port = open_port(args, "consumers")
+    try:
+        reports = analyze(collect(port, model))
+    except KafkaError as err:
+        raise SystemExit(f"consumers: {err}") from None
+    finally:
+        port.close()
+    top = most_imbalanced(reports, args.top)
+    if args.json:
+        by_group = {r["group"]: r for r in reports}
+        json.dump({"groups": [by_group[t["group"]] for t in top]}, sys.stdout, indent=2)
+        print()
+        return 0
+    rows = [
+        [
+            r["group"],
+            r["state"],
+            r["assignor"] or "-",
+            str(r["members"]),
+            str(r["partitions"]),
+            f"{r['maxPartitions']}/{r['minPartitions']}",
+            _fmt_ratio(r["imbalanceRatio"]),
+            str(int(r["totalLag"])),
+            _fmt_ratio(r["lagImbalanceRatio"]),
+            r["recommendation"]["assignor"],
+        ]
+        for r in (next(x for x in reports if x["group"] == t["group"]) for t in top)
+    ]
+    header = ["GROUP", "STATE", "ASSIGNOR", "MEMBERS", "PARTITIONS", "MAX/MIN", "IMBALANCE", "LAG", "LAG-IMB"]
+    print(_table([*header, "RECOMMENDED"], rows) if rows else "no consumer groups with members")
+    return 0

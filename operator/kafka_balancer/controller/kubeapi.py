@@ -1,0 +1,146 @@
+"""The controller's own Kubernetes API calls (besides kopf's watches and patches), in one place.
+
+Blocking (the official client); called from worker threads, never on kopf's event loop. Every call
+made here is listed in :mod:`kafka_balancer.controller.rbac` for the chart's RBAC rules.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Final
+
+import kubernetes
+
+from kafka_balancer.model.policy import GROUP, VERSION
+
+POLICIES: Final = "balancepolicies"
+GROUPS: Final = "resourcegroups"
+
+
+class NotFoundError(LookupError):
+    """The named object does not exist."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    username: str | None
+    password: str | None
+    ca_pem: str | None
+
+
+def _data(secret: Any, key: str) -> str | None:
+    raw = (secret.data or {}).get(key)
+    if raw is None:
+        return None
+    return base64.b64decode(raw).decode()
+
+
+class KubeApi:
+    """Thin typed wrapper over the kubernetes client for what the reconciler reads and writes."""
+
+    def __init__(self, api_client: kubernetes.client.ApiClient) -> None:
+        self._client = api_client
+        self._custom = kubernetes.client.CustomObjectsApi(api_client)
+        self._core = kubernetes.client.CoreV1Api(api_client)
+
+    @classmethod
+    def from_environment(cls) -> KubeApi:
+        """In-cluster service account, else the kubeconfig (KUBECONFIG or ~/.kube/config)."""
+        try:
+            kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
+            return cls(kubernetes.client.ApiClient())
+        except kubernetes.config.ConfigException:
+            # The client reads KUBECONFIG once at import; read it now so a later setting counts.
+            path = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+            return cls(kubernetes.config.new_client_from_config(config_file=path))  # type: ignore[no-untyped-call]
+
+    def close(self) -> None:
+        self._client.close()  # type: ignore[no-untyped-call]
+
+    # ----- custom resources ---------------------------------------------------------------
+    def get_group(self, namespace: str, name: str) -> dict[str, Any]:
+        try:
+            obj = self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, GROUPS, name)
+        except kubernetes.client.ApiException as err:
+            if err.status == 404:
+                raise NotFoundError(f"ResourceGroup {namespace}/{name} not found") from None
+            raise
+        if not isinstance(obj, dict):
+            raise NotFoundError(f"ResourceGroup {namespace}/{name}: unexpected answer {obj!r}")
+        return obj
+
+    def list_policies(self) -> list[dict[str, Any]]:
+        """Every BalancePolicy in every namespace (for the one-policy-per-cluster rule)."""
+        result = self._custom.list_cluster_custom_object(GROUP, VERSION, POLICIES)
+        items = result.get("items", []) if isinstance(result, dict) else []
+        return [item for item in items if isinstance(item, dict)]
+
+    def patch_policy_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        """Merge-patch the status subresource (used by the executor's checkpoint store from its thread)."""
+        self._custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, POLICIES, name, {"status": status}
+        )
+
+    # ----- core ---------------------------------------------------------------------------
+    def credentials(self, namespace: str, name: str, keys: tuple[str, str, str]) -> Credentials:
+        """Read a Secret: (username key, password key, CA key). Raises NotFoundError naming the Secret."""
+        try:
+            secret = self._core.read_namespaced_secret(name, namespace)
+        except kubernetes.client.ApiException as err:
+            if err.status == 404:
+                raise NotFoundError(f"Secret {namespace}/{name} not found") from None
+            raise
+        if secret is None:
+            raise NotFoundError(f"Secret {namespace}/{name} not found")
+        user_key, password_key, ca_key = keys
+        return Credentials(_data(secret, user_key), _data(secret, password_key), _data(secret, ca_key))
+
+    def put_config_map(self, namespace: str, name: str, data: dict[str, str], owner: dict[str, Any]) -> None:
+        """Create or replace a ConfigMap owned by the policy (deleted with it by the garbage collector)."""
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": {"app.kubernetes.io/managed-by": "kafka-balancer"},
+                "ownerReferences": [owner],
+            },
+            "data": data,
+        }
+        try:
+            self._core.read_namespaced_config_map(name, namespace)
+        except kubernetes.client.ApiException as err:
+            if err.status != 404:
+                raise
+            self._core.create_namespaced_config_map(namespace, body)  # type: ignore[arg-type] # a dict is accepted
+            return
+        self._core.patch_namespaced_config_map(name, namespace, body)
+
+    def get_config_map(self, namespace: str, name: str) -> dict[str, str]:
+        try:
+            cm = self._core.read_namespaced_config_map(name, namespace)
+        except kubernetes.client.ApiException as err:
+            if err.status == 404:
+                raise NotFoundError(f"ConfigMap {namespace}/{name} not found") from None
+            raise
+        return dict(cm.data or {})
+
+
+def owner_reference(body: dict[str, Any]) -> dict[str, Any]:
+    meta = body.get("metadata", {})
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": body.get("kind", "BalancePolicy"),
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, indent=1, sort_keys=True)

@@ -1,0 +1,170 @@
+"""The kopf operator: thin handlers that hand each BalancePolicy/ResourceGroup to the reconciler.
+
+Run it with ``kopf run -m kafka_balancer.controller.operator --standalone -A`` (the image's entry
+point). Importing this module registers the handlers. Settings come from the environment:
+
+- ``KAFKA_BALANCER_METRICS_PORT`` (9090; 0 picks a free port), ``KAFKA_BALANCER_METRICS_ADDRESS`` (0.0.0.0)
+- ``KAFKA_BALANCER_RECONCILE_SECONDS`` (30): the level-based timer that re-reads the cluster
+- ``KAFKA_BALANCER_EXECUTION_POLL_SECONDS`` (executor default): how often executions poll Kafka
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import kopf
+import kubernetes
+
+from kafka_balancer.controller.kubeapi import KubeApi
+from kafka_balancer.controller.reconcile import Reconciler, ReconcilerOptions
+from kafka_balancer.controller.services import ModulePlanner, Runs, adapter_connector
+from kafka_balancer.controller.status import READY, STALLED, ResourceGroupStatus, set_condition
+from kafka_balancer.metrics import Metrics
+from kafka_balancer.model.policy import GROUP, VERSION, PolicyError, parse_resource_group_spec
+
+FINALIZER = "kafkabalancer.io/finalizer"
+POLICIES = (GROUP, VERSION, "balancepolicies")
+GROUPS = (GROUP, VERSION, "resourcegroups")
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    metrics_port: int = 9090
+    metrics_address: str = "0.0.0.0"  # noqa: S104 - Prometheus scrapes the pod from outside
+    reconcile_seconds: float = 30.0
+    execution_poll_seconds: float | None = None
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> OperatorConfig:
+        env = dict(os.environ if env is None else env)
+        poll = env.get("KAFKA_BALANCER_EXECUTION_POLL_SECONDS")
+        try:
+            return cls(
+                metrics_port=int(env.get("KAFKA_BALANCER_METRICS_PORT", "9090")),
+                metrics_address=env.get("KAFKA_BALANCER_METRICS_ADDRESS", cls.metrics_address),
+                reconcile_seconds=float(env.get("KAFKA_BALANCER_RECONCILE_SECONDS", "30")),
+                execution_poll_seconds=float(poll) if poll else None,
+            )
+        except ValueError as err:
+            raise SystemExit(f"kafka-balancer: bad KAFKA_BALANCER_* environment setting: {err}") from None
+
+
+CONFIG = OperatorConfig.from_env()
+
+
+@kopf.on.login()
+def login(**_: Any) -> kopf.ConnectionInfo:
+    """Service account in a pod, else the kubeconfig named by KUBECONFIG *now* (the client library only
+    reads that variable when first imported, which is too early for tests and wrappers)."""
+    try:
+        kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
+    except kubernetes.config.ConfigException:
+        path = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+        kubernetes.config.load_kube_config(config_file=path)  # type: ignore[no-untyped-call]
+    config = kubernetes.client.Configuration.get_default_copy()
+    header = config.get_api_key_with_prefix("BearerToken") or config.get_api_key_with_prefix("authorization")
+    parts = header.split(" ", 1) if header else []
+    scheme, token = (None, None) if not parts else (None, parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+    return kopf.ConnectionInfo(
+        server=config.host,
+        ca_path=config.ssl_ca_cert,
+        insecure=not config.verify_ssl,
+        username=config.username or None,
+        password=config.password or None,
+        scheme=scheme,
+        token=token,
+        certificate_path=config.cert_file,
+        private_key_path=config.key_file,
+    )
+
+
+@kopf.on.startup()
+async def startup(
+    settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any
+) -> None:
+    settings.persistence.finalizer = FINALIZER
+    # Keep kopf's bookkeeping in annotations so status holds only what users read.
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="kafkabalancer.io")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix="kafkabalancer.io", key="last-handled-configuration"
+    )
+    settings.posting.level = logging.WARNING  # our own Events describe transitions; no log echo
+    settings.scanning.disabled = True  # the resources are known: no cluster-wide CRD listing needed
+    config = OperatorConfig.from_env()
+    metrics = Metrics()
+    memo.metrics_server = metrics.serve(config.metrics_port, config.metrics_address)
+    memo.kube = await asyncio.to_thread(KubeApi.from_environment)
+    memo.runs = Runs()
+    memo.locks = {}
+    memo.reconciler = Reconciler(
+        kube=memo.kube,
+        connector=adapter_connector,
+        planner=ModulePlanner(),
+        runs=memo.runs,
+        metrics=metrics,
+        options=ReconcilerOptions(execution_poll_seconds=config.execution_poll_seconds),
+    )
+    logger.info("kafka-balancer operator started; metrics on %s", memo.metrics_server.url)
+
+
+@kopf.on.cleanup()
+async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    if "runs" in memo:
+        await asyncio.to_thread(memo.runs.detach_all)
+    if "metrics_server" in memo:
+        memo.metrics_server.close()
+    if "kube" in memo:
+        memo.kube.close()
+
+
+async def _reconcile(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
+    key = (body.metadata.namespace, body.metadata.name)
+    lock = memo.locks.setdefault(key, asyncio.Lock())
+    async with lock:  # the timer and the change handlers never reconcile one policy at the same time
+        outcome = await asyncio.to_thread(memo.reconciler.reconcile, dict(body))
+    data = outcome.status.model_dump(mode="json", by_alias=True, exclude={"execution_checkpoint"})
+    patch.status.update(data)
+    for kind, reason, message in outcome.events:
+        kopf.event(body, type=kind, reason=reason, message=message[:1000])
+
+
+@kopf.on.resume(*POLICIES)
+@kopf.on.create(*POLICIES)
+@kopf.on.update(*POLICIES, field="spec")
+async def policy_changed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
+    await _reconcile(body, patch, memo)
+
+
+@kopf.timer(*POLICIES, interval=CONFIG.reconcile_seconds, initial_delay=CONFIG.reconcile_seconds, sharp=True)
+async def policy_timer(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
+    await _reconcile(body, patch, memo)
+
+
+@kopf.on.delete(*POLICIES)
+async def policy_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    await asyncio.to_thread(memo.reconciler.deleted, dict(body))
+    memo.locks.pop((body.metadata.namespace, body.metadata.name), None)
+
+
+@kopf.on.resume(*GROUPS)
+@kopf.on.create(*GROUPS)
+@kopf.on.update(*GROUPS, field="spec")
+async def group_changed(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+    """Validate a ResourceGroup on its own; policies using it re-read it on their next reconciliation."""
+    status = ResourceGroupStatus.model_validate(body.get("status") or {})
+    generation = body.metadata.get("generation")
+    try:
+        parse_resource_group_spec(dict(body.spec))
+    except PolicyError as err:
+        status.conditions = set_condition(status.conditions, READY, False, reason="InvalidSpec", message=str(err))
+        status.conditions = set_condition(status.conditions, STALLED, True, reason="InvalidSpec", message=str(err))
+        kopf.warn(body, reason="InvalidSpec", message=str(err))
+    else:
+        status.conditions = set_condition(status.conditions, READY, True, reason="Valid", generation=generation)
+        status.conditions = set_condition(status.conditions, STALLED, False, reason="Valid", generation=generation)
+    status.observed_generation = generation
+    patch.status.update(status.model_dump(mode="json", by_alias=True))

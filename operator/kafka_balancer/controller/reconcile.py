@@ -1,0 +1,613 @@
+"""One reconciliation of a BalancePolicy: read the spec, the groups, the cluster; decide; act; report.
+
+Level-based: every call starts from the object as it is now and the cluster as it is now, and
+returns the whole status. Blocking (Kubernetes client, Kafka port, planner): the kopf handlers call
+it in a worker thread. Decisions are pure functions elsewhere (approval.decide, triggers.why_propose);
+this module gathers their inputs and carries out their answers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from kafka_balancer.controller import cron
+from kafka_balancer.controller.approval import decide
+from kafka_balancer.controller.kubeapi import Credentials, KubeApi, NotFoundError, owner_reference
+from kafka_balancer.controller.services import (
+    Connector,
+    DetachablePort,
+    Groups,
+    Planner,
+    Run,
+    Runs,
+    StatusExecutionStore,
+    make_executor,
+)
+from kafka_balancer.controller.status import (
+    EXECUTING,
+    PROPOSAL_READY,
+    READY,
+    RECONCILING,
+    STALLED,
+    BalancePolicyStatus,
+    GroupImbalance,
+    LastRun,
+    ObservedCluster,
+    Progress,
+    ProposalStatus,
+    is_true,
+    now_iso,
+    set_condition,
+)
+from kafka_balancer.controller.triggers import Observed, Recorded, planning_fingerprint, why_propose
+from kafka_balancer.executor import ExecutionState
+from kafka_balancer.executor import Progress as ExecProgress
+from kafka_balancer.kafka.port import KafkaError, KafkaPort
+from kafka_balancer.metrics import ExecutionFigures, Metrics, PolicyKey
+from kafka_balancer.model import ClusterModel, ReassignmentPlan
+from kafka_balancer.model.policy import (
+    BalancePolicySpec,
+    PolicyError,
+    check_groups,
+    parse_balance_policy_spec,
+    parse_resource_group_spec,
+)
+from kafka_balancer.model.proposal import Proposal
+
+log = logging.getLogger(__name__)
+
+
+class Stall(Exception):  # noqa: N818 - a control-flow signal, not an error type users see
+    """Stop this reconciliation: the spec or the environment needs a human. Reported as Stalled."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass
+class Outcome:
+    status: BalancePolicyStatus
+    events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message)
+
+
+@dataclass
+class _Ctx:
+    """What one reconciliation knows about its policy, passed between the steps."""
+
+    key: tuple[str, str]  # namespace, name
+    generation: int
+    body: dict[str, Any]
+    spec: BalancePolicySpec
+    credentials: Credentials | None
+    events: list[tuple[str, str, str]]
+    metric_key: PolicyKey
+
+
+@dataclass(frozen=True)
+class ReconcilerOptions:
+    execution_poll_seconds: float | None = None  # executor poll interval; None = the executor's default
+
+
+class Reconciler:
+    def __init__(
+        self,
+        *,
+        kube: KubeApi,
+        connector: Connector,
+        planner: Planner,
+        runs: Runs,
+        metrics: Metrics,
+        options: ReconcilerOptions | None = None,
+    ) -> None:
+        self.kube = kube
+        self.connector = connector
+        self.planner = planner
+        self.runs = runs
+        self.metrics = metrics
+        self.options = options or ReconcilerOptions()
+
+    # ----- entry points -------------------------------------------------------------------
+    def reconcile(self, body: dict[str, Any]) -> Outcome:
+        meta = body.get("metadata", {})
+        namespace, name = str(meta.get("namespace")), str(meta.get("name"))
+        generation = int(meta.get("generation") or 1)
+        before = BalancePolicyStatus.model_validate(body.get("status") or {})
+        status = before.model_copy(deep=True)
+        status.observed_generation = generation
+        events: list[tuple[str, str, str]] = []
+        self.metrics.reconciled(name, namespace)
+        try:
+            self._reconcile(body, status, events)
+            status.conditions = set_condition(
+                status.conditions, STALLED, False, reason="Reconciled", message="", generation=generation
+            )
+            status.conditions = set_condition(
+                status.conditions, READY, True, reason="Reconciled", message="spec accepted", generation=generation
+            )
+        except Stall as stall:
+            self.metrics.error(name, namespace, stall.reason)
+            status.state = "Stalled"
+            status.conditions = set_condition(
+                status.conditions, STALLED, True, reason=stall.reason, message=stall.message, generation=generation
+            )
+            # An execution that runs on (spec fixed later) keeps the policy Ready; a bad spec does not.
+            running = is_true(status.conditions, EXECUTING)
+            status.conditions = set_condition(
+                status.conditions,
+                READY,
+                running,
+                reason="Executing" if running else stall.reason,
+                message=stall.message,
+                generation=generation,
+            )
+        status.conditions = set_condition(
+            status.conditions,
+            RECONCILING,
+            status.state in {"Analysing", "Executing"},
+            reason=status.state,
+            message="",
+            generation=generation,
+        )
+        self.metrics.set_state(name, namespace, status.state)
+        return Outcome(status, events + _transitions(before, status))
+
+    def deleted(self, body: dict[str, Any]) -> None:
+        """The policy is being deleted: stop its execution cleanly and forget its metrics."""
+        meta = body.get("metadata", {})
+        key = (str(meta.get("namespace")), str(meta.get("name")))
+        run = self.runs.get(key)
+        if run is not None:
+            run.stop("PolicyDeleted")
+            if run.future is not None:
+                run.future.result(timeout=120)
+            self.runs.pop(key)
+        cluster = ((body.get("status") or {}).get("observedCluster") or {}).get("clusterId")
+        self.metrics.forget(key[1], key[0], [c for c in (cluster,) if c])
+
+    # ----- the steps ----------------------------------------------------------------------
+    def _reconcile(self, body: dict[str, Any], status: BalancePolicyStatus, events: list[tuple[str, str, str]]) -> None:
+        meta = body["metadata"]
+        namespace, name = str(meta["namespace"]), str(meta["name"])
+        generation = int(meta.get("generation") or 1)
+        key = (namespace, name)
+        spec = self._spec(body)
+        groups = self._groups(namespace, spec)
+        self._refuse_duplicate(body, spec)
+        credentials = self._credentials(namespace, spec)
+        ctx = _Ctx(key, generation, body, spec, credentials, events, PolicyKey(name, namespace, ""))
+
+        group_specs = {g: s.model_dump(mode="json") for g, s in groups}
+        fingerprint = planning_fingerprint(spec, group_specs)
+        run = self.runs.get(key)
+        if run is not None and not run.done:
+            # Documented in docs/crds.md: these changes stop the run cleanly (in-flight moves cancelled,
+            # throttles removed); others (throttle, concurrency) apply from the next execution.
+            withdrawn = spec.mode == "DryRun" or (spec.mode == "Manual" and spec.approved_proposal != run.proposal_id)
+            if spec.paused:
+                run.stop("Paused")
+            elif withdrawn:
+                run.stop("ApprovalWithdrawn")
+            elif status.proposal is not None and fingerprint != status.proposal.fingerprint:
+                run.stop("SpecChanged")
+            self._report_running(run, status, spec)
+            return
+        if run is not None:
+            self._finish(key, run, status, events)
+
+        port = self._connect(spec, credentials)
+        try:
+            model = port.read_cluster(with_sizes=True)
+            description = port.describe_cluster()
+        except KafkaError as err:
+            raise Stall(
+                "ClusterUnreachable", f"spec.cluster.bootstrapServers {spec.cluster.bootstrap_servers}: {err}"
+            ) from None
+        finally:
+            port.close()
+        cluster_id = description.cluster_id or spec.cluster.bootstrap_servers
+        self._refuse_duplicate(body, spec, cluster_id)
+        racks = {int(b): model.broker_racks[i] for i, b in enumerate(model.broker_ids.tolist())}
+        try:
+            check_groups(groups, topics=model.topics, racks=racks)
+        except PolicyError as err:
+            raise Stall("OverlappingResourceGroups", str(err)) from None
+        alive = tuple(
+            int(b) for b, up in zip(model.broker_ids.tolist(), model.broker_alive.tolist(), strict=True) if up
+        )
+        metric_key = ctx.metric_key = PolicyKey(name, namespace, cluster_id)
+        imbalance = self._imbalance(model, spec, groups, metric_key)
+        previous_brokers = tuple(status.observed_cluster.brokers) if status.observed_cluster else None
+        status.observed_cluster = ObservedCluster(cluster_id=cluster_id, brokers=list(alive))
+        status.imbalance = imbalance
+
+        if self._resume(ctx, status):
+            return
+
+        executed = _executed_ids(status)
+        proposal = status.proposal
+        pending = proposal is not None and proposal.moves + proposal.leader_changes > 0 and proposal.id not in executed
+        now = dt.datetime.now(dt.UTC)
+        reason = why_propose(
+            spec,
+            Observed(now, fingerprint, alive, imbalance),
+            Recorded(
+                fingerprint=proposal.fingerprint if proposal else None,
+                brokers=previous_brokers,
+                last_schedule=_parse_time(status.last_schedule_time),
+                executing=False,
+                pending=pending,
+            ),
+        )
+        if reason == "Schedule":
+            status.last_schedule_time = now_iso()
+        if reason is not None:
+            status.proposal = self._propose(ctx, groups, model, fingerprint, reason)
+            events.append(("Normal", "ProposalCreated", _describe(status.proposal)))
+        proposal = status.proposal
+        if proposal is None:
+            status.state = "Pending"
+            return
+        empty = proposal.moves + proposal.leader_changes == 0
+        decision = decide(spec, proposal.id, proposal_empty=empty, executed_ids=executed, now=now)
+        status.conditions = set_condition(
+            status.conditions,
+            PROPOSAL_READY,
+            not empty and proposal.id not in executed,
+            reason=decision.reason,
+            message=decision.message,
+            generation=generation,
+        )
+        if decision.stalled:
+            raise Stall(decision.reason, decision.message)
+        if decision.execute:
+            plan = self._stored_plan(namespace, proposal)
+            self._start(ctx, proposal.id, plan, None)
+            events.append(("Normal", "ExecutionStarted", f"executing proposal {proposal.id}: {_describe(proposal)}"))
+            run = self.runs.get(key)
+            if run is not None:
+                self._report_running(run, status, spec)
+            return
+        status.conditions = set_condition(
+            status.conditions, EXECUTING, False, reason=decision.reason, message="", generation=generation
+        )
+        if empty or proposal.id in executed:
+            done = status.last_run is not None and status.last_run.proposal_id == proposal.id
+            status.state = "Completed" if done else "Balanced"
+        else:
+            status.state = "Paused" if spec.paused else "ProposalReady"
+
+    def _spec(self, body: dict[str, Any]) -> BalancePolicySpec:
+        try:
+            spec = parse_balance_policy_spec(body.get("spec"))
+            if spec.triggers.schedule is not None:
+                try:
+                    cron.validate(spec.triggers.schedule)
+                except cron.CronError as err:
+                    raise PolicyError("spec.triggers.schedule", str(err)) from None
+            for i, window in enumerate(spec.execution.maintenance_windows):
+                try:
+                    cron.in_maintenance_window([window], dt.datetime.now(dt.UTC))
+                except cron.CronError as err:
+                    raise PolicyError(f"spec.execution.maintenanceWindows[{i}].start", str(err)) from None
+        except PolicyError as err:
+            raise Stall("InvalidSpec", str(err)) from None
+        return spec
+
+    def _groups(self, namespace: str, spec: BalancePolicySpec) -> Groups:
+        groups = []
+        for group in spec.resource_groups:
+            try:
+                obj = self.kube.get_group(namespace, group)
+            except NotFoundError:
+                raise Stall(
+                    "UnknownResourceGroup",
+                    f"spec.resourceGroups: ResourceGroup '{group}' does not exist in namespace {namespace}",
+                ) from None
+            try:
+                groups.append((group, parse_resource_group_spec(obj.get("spec"))))
+            except PolicyError as err:
+                raise Stall("InvalidResourceGroup", f"ResourceGroup '{group}': {err}") from None
+        try:
+            check_groups(groups)
+        except PolicyError as err:
+            raise Stall("OverlappingResourceGroups", str(err)) from None
+        return groups
+
+    def _refuse_duplicate(self, body: dict[str, Any], spec: BalancePolicySpec, cluster_id: str | None = None) -> None:
+        """One policy per cluster: the oldest wins; the others are Stalled until it goes away."""
+        meta = body["metadata"]
+        mine = (str(meta.get("creationTimestamp") or ""), str(meta["namespace"]), str(meta["name"]))
+        servers = _servers(spec.cluster.bootstrap_servers)
+        for other in self.kube.list_policies():
+            ometa = other.get("metadata", {})
+            theirs = (str(ometa.get("creationTimestamp") or ""), str(ometa.get("namespace")), str(ometa.get("name")))
+            if theirs == mine or theirs > mine or ometa.get("deletionTimestamp"):
+                continue
+            other_servers = _servers(str(((other.get("spec") or {}).get("cluster") or {}).get("bootstrapServers", "")))
+            other_id = ((other.get("status") or {}).get("observedCluster") or {}).get("clusterId")
+            if servers & other_servers or (cluster_id is not None and other_id == cluster_id):
+                raise Stall(
+                    "DuplicateCluster",
+                    f"cluster {spec.cluster.bootstrap_servers} is already balanced by BalancePolicy "
+                    f"{theirs[1]}/{theirs[2]}: one policy per cluster; delete one of them",
+                )
+
+    def _credentials(self, namespace: str, spec: BalancePolicySpec) -> Credentials | None:
+        ref = spec.cluster.credentials_secret
+        if ref is None:
+            return None
+        try:
+            creds = self.kube.credentials(namespace, ref.name, (ref.username_key, ref.password_key, ref.ca_key))
+        except NotFoundError as err:
+            raise Stall("MissingSecret", f"spec.cluster.credentialsSecret: {err}") from None
+        if spec.cluster.security_protocol.startswith("SASL"):
+            for key, value in ((ref.username_key, creds.username), (ref.password_key, creds.password)):
+                if value is None:
+                    raise Stall(
+                        "MissingSecret", f"spec.cluster.credentialsSecret: Secret {ref.name} has no key '{key}'"
+                    )
+        return creds
+
+    def _connect(self, spec: BalancePolicySpec, credentials: Credentials | None) -> KafkaPort:
+        try:
+            return self.connector(spec.cluster, credentials)
+        except (KafkaError, OSError) as err:
+            raise Stall(
+                "ClusterUnreachable", f"spec.cluster.bootstrapServers {spec.cluster.bootstrap_servers}: {err}"
+            ) from None
+
+    def _imbalance(self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups, key: PolicyKey) -> float | None:
+        resource = spec.triggers.on_imbalance.resource if spec.triggers.on_imbalance else "disk"
+        try:
+            per_group = self.planner.imbalance(model, spec, groups, resource)
+        except Exception as err:
+            log.warning("imbalance of %s/%s not computed: %s", key.namespace, key.policy, err)
+            return None
+        self.metrics.set_imbalance(key, resource, per_group)
+        return round(max((worst for worst, _ in per_group.values()), default=1.0), 4)
+
+    def _propose(
+        self, ctx: _Ctx, groups: Groups, model: ClusterModel, fingerprint: str, trigger: str
+    ) -> ProposalStatus:
+        spec, body, key = ctx.spec, ctx.body, ctx.metric_key
+        with self.metrics.planning_seconds.labels(key.policy, key.namespace, key.cluster).time():
+            try:
+                proposal = self.planner.propose(model, spec, groups)
+            except Exception as err:
+                reason = getattr(err, "reason", None)
+                if reason is None:
+                    raise
+                raise Stall("UnsatisfiableGoal", str(err)) from None
+        summary = dict(proposal.summary)
+        config_map = f"{key.policy}-proposal"
+        self.kube.put_config_map(
+            key.namespace,
+            config_map,
+            {
+                "proposal-id": proposal.id,
+                "plan.json": proposal.plan.dumps(indent=1),
+                "proposal.json": proposal.dumps(indent=1),
+                "summary.json": json.dumps(summary, indent=1, sort_keys=True, default=str),
+            },
+            owner_reference(body),
+        )
+        self.metrics.set_proposal(
+            key,
+            moves=int(summary.get("moves", len(proposal.plan))),
+            bytes_to_move=int(summary.get("bytesToMove", 0)),
+            leader_changes=len(proposal.leader_changes),
+        )
+        if "balancednessBefore" in summary:
+            self.metrics.set_balancedness(key, float(summary["balancednessBefore"]))
+        return ProposalStatus(
+            id=proposal.id,
+            operation=spec.operation.type,
+            moves=int(summary.get("moves", len(proposal.plan))),
+            bytes_to_move=int(summary.get("bytesToMove", 0)),
+            leader_changes=len(proposal.leader_changes),
+            balancedness_before=float(summary.get("balancednessBefore", 0.0)),
+            balancedness_after=float(summary.get("balancednessAfter", 0.0)),
+            groups=_group_rows(summary, spec),
+            config_map=config_map,
+            created_at=now_iso(),
+            trigger=trigger,
+            fingerprint=fingerprint,
+        )
+
+    def _stored_plan(self, namespace: str, proposal: ProposalStatus) -> ReassignmentPlan:
+        """The reviewed plan, exactly as stored when it was proposed (never recomputed)."""
+        try:
+            data = self.kube.get_config_map(namespace, proposal.config_map)
+        except NotFoundError as err:
+            raise Stall("ProposalLost", f"status.proposal.configMap: {err}; a new proposal is needed") from None
+        stored = Proposal.loads(data.get("proposal.json", "{}"))
+        if stored.id != proposal.id:
+            raise Stall(
+                "ProposalLost", f"ConfigMap {proposal.config_map} holds proposal {stored.id}, not {proposal.id}"
+            )
+        return stored.plan
+
+    # ----- executions ---------------------------------------------------------------------
+    def _start(self, ctx: _Ctx, proposal_id: str, plan: ReassignmentPlan, record: dict[str, Any] | None) -> None:
+        namespace, name = ctx.key
+        metric_key = ctx.metric_key
+        real_port = self._connect(ctx.spec, ctx.credentials)  # its own connection: the execution outlives this call
+        store = StatusExecutionStore(self.kube, namespace, name, record)
+        port = cast(KafkaPort, DetachablePort(real_port, store.detached))
+
+        def on_progress(progress: ExecProgress) -> None:
+            run.progress = progress
+            self.metrics.set_execution(metric_key, _figures(progress))
+
+        context = {
+            "proposalId": proposal_id,
+            "policy": f"{namespace}/{name}",
+            "uid": str(ctx.body["metadata"].get("uid")),
+        }
+        executor = make_executor(
+            port,
+            plan,
+            store,
+            ctx.spec,
+            on_progress=on_progress,
+            context=context,
+            poll_seconds=self.options.execution_poll_seconds,
+        )
+        run = Run(proposal_id, ctx.generation, executor, store, port, started_at=now_iso())
+        self.runs.start(ctx.key, run)
+
+    def _resume(self, ctx: _Ctx, status: BalancePolicyStatus) -> bool:
+        """An unfinished execution in status and none running here: the operator restarted. Resume it."""
+        if not status.execution_checkpoint or status.proposal is None:
+            return False
+        record = json.loads(status.execution_checkpoint)
+        if ExecutionState(record.get("state", "Pending")).finished:
+            return False
+        proposal_id = str((record.get("context") or {}).get("proposalId", ""))
+        if proposal_id != status.proposal.id:
+            return False
+        plan = self._stored_plan(ctx.key[0], status.proposal)
+        self._start(ctx, proposal_id, plan, record)
+        ctx.events.append(
+            ("Normal", "ExecutionResumed", f"resumed proposal {proposal_id} from the checkpoint in status")
+        )
+        run = self.runs.get(ctx.key)
+        if run is not None:
+            self._report_running(run, status, ctx.spec)
+        return True
+
+    def _report_running(self, run: Run, status: BalancePolicyStatus, spec: BalancePolicySpec) -> None:
+        status.state = "Executing"
+        if run.progress is not None:
+            status.progress = _progress(run.progress)
+        why = f"stopping: {run.stop_reason}" if run.stop_reason else f"executing proposal {run.proposal_id}"
+        status.conditions = set_condition(
+            status.conditions, EXECUTING, True, reason="Executing", message=why, generation=status.observed_generation
+        )
+        del spec
+
+    def _finish(
+        self, key: tuple[str, str], run: Run, status: BalancePolicyStatus, events: list[tuple[str, str, str]]
+    ) -> None:
+        self.runs.pop(key)
+        assert run.future is not None
+        try:
+            result = run.future.result()
+        except Exception as err:
+            outcome: Literal["Completed", "Stopped", "Failed"] = "Failed"
+            message, progress = str(err), run.progress
+        else:
+            progress = result.progress
+            outcome = "Failed"
+            if result.state == ExecutionState.COMPLETED:
+                outcome = "Completed"
+            elif result.state == ExecutionState.STOPPED:
+                outcome = "Stopped"
+            message = run.stop_reason or result.reason
+        status.last_run = LastRun(
+            proposal_id=run.proposal_id,
+            result=outcome,
+            started_at=run.started_at,
+            finished_at=now_iso(),
+            bytes_moved=int(progress.bytes_moved) if progress else 0,
+            partitions_moved=int(progress.partitions_done) if progress else 0,
+            message=message,
+        )
+        if progress is not None:
+            status.progress = _progress(progress)
+        cluster = status.observed_cluster.cluster_id if status.observed_cluster else ""
+        self.metrics.execution_finished(PolicyKey(key[1], key[0], cluster or ""), outcome)
+        kind = "Normal" if outcome == "Completed" else "Warning"
+        events.append((kind, f"Execution{outcome}", f"proposal {run.proposal_id}: {message or outcome.lower()}"))
+        status.conditions = set_condition(
+            status.conditions, EXECUTING, False, reason=outcome, message=message, generation=status.observed_generation
+        )
+
+
+# ----- helpers ------------------------------------------------------------------------------------
+
+
+def _servers(text: str) -> set[str]:
+    return {s.strip().lower() for s in text.split(",") if s.strip()}
+
+
+def _parse_time(text: str | None) -> dt.datetime | None:
+    if not text:
+        return None
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _executed_ids(status: BalancePolicyStatus) -> frozenset[str]:
+    if status.last_run is not None and status.last_run.result == "Completed":
+        return frozenset({status.last_run.proposal_id})
+    return frozenset()
+
+
+def _figures(progress: ExecProgress) -> ExecutionFigures:
+    return ExecutionFigures(
+        bytes_moved=int(progress.bytes_moved),
+        bytes_total=int(progress.bytes_total),
+        partitions_moved=progress.partitions_done,
+        partitions_total=progress.partitions_total,
+        in_flight=progress.partitions_in_progress,
+        eta_seconds=progress.eta_seconds,
+    )
+
+
+def _progress(progress: ExecProgress) -> Progress:
+    return Progress(
+        bytes_moved=int(progress.bytes_moved),
+        bytes_total=int(progress.bytes_total),
+        partitions_done=progress.partitions_done,
+        partitions_total=progress.partitions_total,
+        percent=round(100.0 * progress.fraction, 1),
+        eta_seconds=None if progress.eta_seconds is None else int(progress.eta_seconds),
+    )
+
+
+def _group_rows(summary: dict[str, Any], spec: BalancePolicySpec) -> list[GroupImbalance]:
+    resource = spec.triggers.on_imbalance.resource if spec.triggers.on_imbalance else "disk"
+    rows = []
+    for group, stats in sorted((summary.get("groups") or {}).items()):
+        if not isinstance(stats, dict):
+            continue
+        before, after = stats.get("before"), stats.get("after")
+        value_before = before.get(resource) if isinstance(before, dict) else before
+        value_after = after.get(resource) if isinstance(after, dict) else after
+        if isinstance(value_before, int | float):
+            rows.append(
+                GroupImbalance(
+                    name=str(group),
+                    resource=resource,
+                    before=float(value_before),
+                    after=float(value_after) if isinstance(value_after, int | float) else None,
+                )
+            )
+    return rows
+
+
+def _describe(proposal: ProposalStatus) -> str:
+    return (
+        f"proposal {proposal.id} ({proposal.trigger or 'made'}): {proposal.moves} moves, "
+        f"{proposal.bytes_to_move} bytes, "
+        f"{proposal.leader_changes} leader changes, balancedness {proposal.balancedness_before:.1f} -> "
+        f"{proposal.balancedness_after:.1f}"
+    )
+
+
+def _transitions(before: BalancePolicyStatus, after: BalancePolicyStatus) -> list[tuple[str, str, str]]:
+    """An Event for every condition whose status or reason changed."""
+    old = {c.type: (c.status, c.reason) for c in before.conditions}
+    events = []
+    for cond in after.conditions:
+        if old.get(cond.type) == (cond.status, cond.reason) or cond.type == RECONCILING:
+            continue
+        warning = cond.type == STALLED and cond.status == "True"
+        events.append(("Warning" if warning else "Normal", cond.reason, f"{cond.type}={cond.status}: {cond.message}"))
+    return events

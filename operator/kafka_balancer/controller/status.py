@@ -1,0 +1,236 @@
+"""The BalancePolicy and ResourceGroup status as typed models, and metav1.Condition bookkeeping.
+
+Status reports what the controller observed and did; it never drives the controller (no phase
+machine): every reconciliation recomputes conditions from the spec, the cluster and the executor.
+``state`` is a one-word summary for ``kubectl get`` only. Plan details go to a ConfigMap; status
+holds the summary and a reference.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+# Condition types. Ready is True whenever the spec is accepted and the controller is working on it,
+# including during a long execution, so GitOps tools read a running execution as healthy.
+READY: Final = "Ready"
+RECONCILING: Final = "Reconciling"
+STALLED: Final = "Stalled"
+PROPOSAL_READY: Final = "ProposalReady"
+EXECUTING: Final = "Executing"
+CONDITION_TYPES: Final = (READY, RECONCILING, STALLED, PROPOSAL_READY, EXECUTING)
+
+State = Literal[
+    "Pending",  # accepted, nothing measured yet
+    "Analysing",  # sampling/analysing/planning
+    "Balanced",  # nothing to do
+    "ProposalReady",  # a proposal waits (DryRun, or Manual without a matching approval)
+    "Executing",
+    "Completed",  # the last execution finished
+    "Paused",
+    "Stalled",  # needs a human: see the Stalled condition
+]
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+class StatusModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", use_attribute_docstrings=True
+    )
+
+
+class Condition(StatusModel):
+    """metav1.Condition."""
+
+    type: str
+    """Ready, Reconciling, Stalled, ProposalReady or Executing."""
+    status: Literal["True", "False", "Unknown"]
+    """True, False or Unknown."""
+    reason: str
+    """CamelCase reason, e.g. UnknownResourceGroup, ClusterUnreachable, AwaitingApproval."""
+    message: str = ""
+    """Human-readable detail naming the field, value, broker or group at fault."""
+    last_transition_time: str
+    """When status last changed (RFC 3339)."""
+    observed_generation: int | None = None
+    """metadata.generation the condition was computed for."""
+
+
+class GroupImbalance(StatusModel):
+    """Imbalance of one resource group: the most loaded broker over the group's average."""
+
+    name: str
+    """ResourceGroup name (`cluster` when the policy has no groups)."""
+    resource: str
+    """Resource the ratio is computed on (disk, network-in, ...)."""
+    before: float
+    """max/avg before the proposal."""
+    after: float | None = None
+    """max/avg after the proposal."""
+
+
+class ProposalStatus(StatusModel):
+    """Summary of the current proposal; the plan itself is in the ConfigMap."""
+
+    id: str
+    """Deterministic id: set spec.approvedProposal to this value to execute it (Manual mode)."""
+    operation: str
+    """Operation the proposal realises."""
+    moves: int
+    """Partitions whose replica set changes."""
+    bytes_to_move: int
+    """Bytes copied by the replica moves."""
+    leader_changes: int
+    """Preferred-leader changes."""
+    balancedness_before: float
+    """0 to 100, before."""
+    balancedness_after: float
+    """0 to 100, after."""
+    groups: list[GroupImbalance] = Field(default_factory=list)
+    """Per-group imbalance."""
+    config_map: str
+    """ConfigMap (same namespace) holding plan.json and summary.json."""
+    created_at: str
+    """When the proposal was made."""
+    trigger: str = ""
+    """Why it was made: FirstProposal, SpecChanged, Schedule, Imbalance, BrokersChanged."""
+    fingerprint: str = ""
+    """Hash of the planning inputs (cluster, groups, goals, operation, analysis) it was made from."""
+
+
+class Progress(StatusModel):
+    """Progress of the running (or last) execution."""
+
+    bytes_moved: int = 0
+    """Bytes copied so far."""
+    bytes_total: int = 0
+    """Bytes to copy in this execution."""
+    partitions_done: int = 0
+    """Partitions whose reassignment completed."""
+    partitions_total: int = 0
+    """Partitions to reassign."""
+    percent: float = 0.0
+    """Bytes moved over bytes total (partitions when no bytes move), 0 to 100."""
+    eta_seconds: int | None = None
+    """Estimated seconds left at the current rate."""
+
+
+class LastRun(StatusModel):
+    """Outcome of the last execution."""
+
+    proposal_id: str
+    """Proposal executed."""
+    result: Literal["Completed", "Stopped", "Failed"]
+    """Completed, Stopped (cancelled, paused or spec changed) or Failed."""
+    started_at: str | None = None
+    """Start time."""
+    finished_at: str | None = None
+    """End time."""
+    bytes_moved: int = 0
+    """Bytes copied."""
+    partitions_moved: int = 0
+    """Partitions reassigned."""
+    message: str = ""
+    """Detail, e.g. the error that stopped it."""
+
+
+class ObservedCluster(StatusModel):
+    """What the controller last saw of the Kafka cluster (for broker-change triggers)."""
+
+    cluster_id: str | None = None
+    """Kafka cluster id."""
+    brokers: list[int] = Field(default_factory=list)
+    """Live broker ids."""
+
+
+class BalancePolicyStatus(StatusModel):
+    """Observed state of a BalancePolicy."""
+
+    observed_generation: int | None = None
+    """metadata.generation last reconciled."""
+    conditions: list[Condition] = Field(default_factory=list)
+    """Ready, Reconciling, Stalled, ProposalReady, Executing."""
+    state: State = "Pending"
+    """One-word summary for kubectl get; read the conditions for decisions."""
+    imbalance: float | None = None
+    """Worst max/avg ratio over groups for the watched resource (triggers.onImbalance.resource or disk)."""
+    proposal: ProposalStatus | None = None
+    """The current proposal."""
+    progress: Progress | None = None
+    """Progress of the running or last execution."""
+    last_run: LastRun | None = None
+    """Outcome of the last execution."""
+    observed_cluster: ObservedCluster | None = None
+    """Cluster id and brokers last seen."""
+    last_schedule_time: str | None = None
+    """Last time the schedule trigger fired."""
+    execution_checkpoint: str | None = None
+    """Executor checkpoint (opaque JSON, written by the execution): lets a restarted operator resume it."""
+
+
+class ResourceGroupStatus(StatusModel):
+    """Observed state of a ResourceGroup."""
+
+    observed_generation: int | None = None
+    """metadata.generation last validated."""
+    conditions: list[Condition] = Field(default_factory=list)
+    """Ready (spec valid) and Stalled (why not)."""
+
+
+def set_condition(
+    conditions: list[Condition],
+    type_: str,
+    status: bool,
+    *,
+    reason: str,
+    message: str = "",
+    generation: int | None = None,
+) -> list[Condition]:
+    """Return conditions with ``type_`` set; lastTransitionTime only moves when the status flips."""
+    value: Literal["True", "False"] = "True" if status else "False"
+    out: list[Condition] = []
+    found = False
+    for cond in conditions:
+        if cond.type != type_:
+            out.append(cond)
+            continue
+        found = True
+        since = cond.last_transition_time if cond.status == value else now_iso()
+        out.append(
+            Condition(
+                type=type_,
+                status=value,
+                reason=reason,
+                message=message,
+                last_transition_time=since,
+                observed_generation=generation,
+            )
+        )
+    if not found:
+        out.append(
+            Condition(
+                type=type_,
+                status=value,
+                reason=reason,
+                message=message,
+                last_transition_time=now_iso(),
+                observed_generation=generation,
+            )
+        )
+    order = {t: i for i, t in enumerate(CONDITION_TYPES)}
+    return sorted(out, key=lambda c: order.get(c.type, len(order)))
+
+
+def condition(conditions: list[Condition], type_: str) -> Condition | None:
+    return next((c for c in conditions if c.type == type_), None)
+
+
+def is_true(conditions: list[Condition], type_: str) -> bool:
+    found = condition(conditions, type_)
+    return found is not None and found.status == "True"

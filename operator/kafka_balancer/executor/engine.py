@@ -1,0 +1,534 @@
+"""The execution state machine: Pending -> MovingReplicas -> ElectingLeaders -> Completed,
+with Stopping -> Stopped and Failed on the side.
+
+One loop polls the cluster (ListPartitionReassignments + metadata), retires finished moves,
+starts new ones as soon as a slot frees (never in waves), and saves the record whenever a task
+changes state. The record is saved *before* anything it describes is done (a move submitted,
+a throttle set), so after a crash the next run knows everything that may have happened and
+reconciles it with what the cluster reports.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from kafka_balancer.executor.options import Clock, ExecutorOptions, SystemClock
+from kafka_balancer.executor.progress import BrokerProgress, Progress, RateMeter, eta
+from kafka_balancer.executor.safety import move_blocker, offline_partitions
+from kafka_balancer.executor.scheduler import pick_moves, strategy_named
+from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, TaskState, plan_id
+from kafka_balancer.executor.store import ExecutionStore
+from kafka_balancer.executor.tasks import Task, TaskKind, build_tasks
+from kafka_balancer.executor.throttle import ThrottleManager
+from kafka_balancer.kafka.port import KafkaError, KafkaPort, KafkaUnavailableError, OngoingReassignment, TopicPartition
+from kafka_balancer.model import ClusterModel, ModelError, ReassignmentPlan
+
+# Errors after which a submission is simply tried again on a later poll.
+RETRIABLE = frozenset(
+    {"NOT_CONTROLLER", "REQUEST_TIMED_OUT", "BROKER_NOT_AVAILABLE", "LEADER_NOT_AVAILABLE", "UNKNOWN_SERVER_ERROR"}
+)
+
+# Polls in a row that may fail to reach the cluster before the run gives up (resumable).
+MAX_CONSECUTIVE_ERRORS = 10
+
+ProgressCallback = Callable[[Progress], None]
+log = logging.getLogger(__name__)
+
+
+class ExecutionConflictError(ModelError):
+    """The store holds an unfinished execution of another plan."""
+
+
+class _Outcome(Enum):
+    DONE = "done"
+    STOP = "stop"
+    FAIL = "fail"
+
+
+@dataclass
+class ExecutionResult:
+    state: ExecutionState
+    reason: str
+    completed: list[str]
+    aborted: list[str]
+    pending: list[str]
+    dead: dict[str, str]
+    stuck: list[str]
+    election_failures: dict[str, str]
+    progress: Progress
+    submitted: int = 0  # reassignments this process submitted (moves and reorders)
+    tasks: list[tuple[Task, TaskState]] = field(default_factory=list)
+
+
+class Executor:
+    def __init__(
+        self,
+        port: KafkaPort,
+        plan: ReassignmentPlan,
+        store: ExecutionStore,
+        options: ExecutorOptions | None = None,
+        *,
+        clock: Clock | None = None,
+        on_progress: ProgressCallback | None = None,
+        context: dict[str, str] | None = None,
+    ) -> None:
+        self.port = port
+        self.plan = plan
+        self.store = store
+        self.options = options or ExecutorOptions()
+        self.clock = clock or SystemClock()
+        self.on_progress = on_progress
+        self.context = dict(context or {})
+        self._stop = threading.Event()
+        self._meter = RateMeter()
+        self.tasks: list[Task] = []
+        self.record = ExecutionRecord(plan_id(plan), ExecutionState.PENDING, [TaskState.PENDING] * len(plan))
+        self.throttles = ThrottleManager(port, self.options.throttle_bytes_per_sec, self.record.throttles, self._save)
+        self.in_flight: dict[int, Task] = {}
+        self.stuck: set[int] = set()
+        self.blocked: dict[int, str] = {}
+        self._blocked_since: dict[int, float] = {}
+        self._copied: dict[int, float] = {}  # in-flight task -> bytes copied so far
+        self._last_progress: dict[int, float] = {}
+        self._bytes_total = 0.0
+        self._leaders_total = 0
+        self._leaders_done = 0
+        self._election_failures: dict[str, str] = {}
+        self._throttle_failures: list[str] = []
+        self._started = 0.0
+        self.submitted = 0
+
+    # ----- public ------------------------------------------------------------------------
+    def request_stop(self) -> None:
+        """Ask the running execution to stop (thread-safe): it cancels in-flight moves and
+        removes its throttles, then :meth:`run` returns with state Stopped."""
+        self._stop.set()
+
+    def run(self) -> ExecutionResult:
+        self._start()
+        if self.options.dry_run:
+            return self._result()
+        state = self.record.state
+        if state in (ExecutionState.PENDING, ExecutionState.MOVING_REPLICAS):
+            self._set_state(ExecutionState.MOVING_REPLICAS)
+            outcome = self._move_loop()
+            if outcome is not _Outcome.DONE:
+                return self._wind_down(failed=outcome is _Outcome.FAIL)
+        elif state is ExecutionState.STOPPING:
+            return self._wind_down(failed=False)
+        self._throttle_failures = self.throttles.clear()
+        self._set_state(ExecutionState.ELECTING_LEADERS)
+        if not self._leadership():
+            return self._wind_down(failed=False)
+        return self._finish()
+
+    # ----- start and reconcile -----------------------------------------------------------
+    def _start(self) -> None:
+        self._started = self.clock.now()
+        cluster = self.port.read_cluster(with_sizes=True)
+        ongoing = self.port.list_reassignments()
+        self.tasks = build_tasks(self.plan, cluster, ongoing)
+        saved = self.store.load()
+        resumed = False
+        if saved is not None:
+            record = ExecutionRecord.from_dict(saved)
+            if not record.state.finished:
+                if record.plan_id != self.record.plan_id:
+                    raise ExecutionConflictError(
+                        f"execution store holds an unfinished execution of plan {record.plan_id} "
+                        f"(state {record.state.value}), not of this plan {self.record.plan_id}: "
+                        "stop it first (kafka-balancer stop)"
+                    )
+                self.record = ExecutionRecord.from_dict(saved, self.plan)
+                self.throttles.record = self.record.throttles
+                resumed = True
+        if not resumed:
+            self.record.started_at = time.time()
+        self.record.context.update(self.context)
+        states = self.record.tasks
+        for task in self.tasks:
+            i = task.index
+            if resumed and states[i] in (TaskState.COMPLETED, TaskState.DEAD, TaskState.ABORTED):
+                continue  # never redone: a completed move is not submitted again
+            running = ongoing.get(task.tp)
+            if running is not None and set(running.target) == set(task.target):
+                states[i] = TaskState.IN_PROGRESS  # ours, submitted before a restart: adopt it
+                self.in_flight[i] = task
+            elif running is None and task.kind is TaskKind.NOOP:
+                states[i] = TaskState.COMPLETED
+            else:
+                states[i] = TaskState.PENDING
+        self._bytes_total = self.record.bytes_done + sum(
+            t.bytes_to_move for t in self.tasks if t.kind is TaskKind.MOVE and not states[t.index].finished
+        )
+        self._sync_in_flight()
+        if not self.options.dry_run:
+            self._save()
+        self._emit()
+
+    # ----- moving replicas ---------------------------------------------------------------
+    def _move_loop(self) -> _Outcome:
+        opts = self.options
+        states = self.record.tasks
+        cluster = self.port.read_cluster(with_sizes=False)
+        movable = [t for t in self.tasks if t.kind is TaskKind.MOVE and states[t.index] is TaskState.PENDING]
+        queue = strategy_named(opts.strategy).order(movable, cluster)
+        involved = {b for t in self.tasks if t.kind is TaskKind.MOVE for b in (*t.original, *t.target)}
+        self.throttles.set_rates(involved)
+        self.throttles.update_replicas(list(self.in_flight.values()))
+        now = self.clock.now()
+        for i in self.in_flight:
+            self._last_progress[i] = now
+        errors = 0
+        while True:
+            if self._stopping():
+                return _Outcome.STOP
+            try:
+                queue, outcome = self._poll(queue)
+                errors = 0
+            except KafkaUnavailableError as err:
+                # A controller move or a broker restart: keep state, try again next poll.
+                errors += 1
+                if errors >= MAX_CONSECUTIVE_ERRORS:
+                    raise
+                log.warning("poll failed (%d in a row), retrying: %s", errors, err)
+                outcome = None
+            if outcome is not None:
+                return outcome
+            self.clock.sleep(opts.poll_interval_seconds)
+
+    def _poll(self, queue: list[Task]) -> tuple[list[Task], _Outcome | None]:
+        """One step: read the cluster, retire finished moves, start new ones."""
+        states = self.record.tasks
+        now = self.clock.now()
+        cluster = self.port.read_cluster(with_sizes=False)
+        ongoing = self.port.list_reassignments()
+        offline = offline_partitions(cluster)
+        if offline:
+            shown = ", ".join(offline[:20]) + (f" and {len(offline) - 20} more" if len(offline) > 20 else "")
+            self.record.reason = f"{len(offline)} offline partitions: {shown}"
+            return queue, _Outcome.FAIL
+        changed = self._retire_finished(cluster, ongoing)
+        changed |= self._watch_in_flight(now)
+        queue = [t for t in queue if states[t.index] is TaskState.PENDING]
+        self.blocked.clear()
+
+        def eligible(task: Task) -> bool:
+            why = move_blocker(task, cluster, ongoing)
+            if why is None:
+                self._blocked_since.pop(task.index, None)
+                return True
+            self.blocked[task.index] = why
+            self._blocked_since.setdefault(task.index, now)
+            return False
+
+        picked = pick_moves(queue, list(self.in_flight.values()), self.options.limits, eligible)
+        changed |= self._give_up_blocked(now)
+        if picked:
+            self._submit(picked, now)
+        elif changed:
+            self._sync_in_flight()
+            self.throttles.update_replicas(list(self.in_flight.values()))
+            self._save()
+        self._emit()
+        if not self.in_flight and not any(states[t.index] is TaskState.PENDING for t in queue):
+            return queue, _Outcome.DONE
+        return queue, None
+
+    def _retire_finished(self, cluster: ClusterModel, ongoing: Mapping[TopicPartition, OngoingReassignment]) -> bool:
+        changed = False
+        for i, task in list(self.in_flight.items()):
+            if task.tp in ongoing:
+                continue
+            current = cluster.replica_ids(cluster.partition_index(task.tp.topic, task.tp.partition))
+            if set(current) == set(task.target):
+                self.record.tasks[i] = TaskState.COMPLETED
+                self.record.bytes_done += task.bytes_to_move
+            else:
+                self.record.tasks[i] = TaskState.DEAD
+                self.record.dead_reasons[str(task.tp)] = (
+                    f"reassignment ended without reaching {list(task.target)} (cancelled outside the executor?); "
+                    f"replicas are {list(current)}"
+                )
+            self._forget(i)
+            changed = True
+        return changed
+
+    def _watch_in_flight(self, now: float) -> bool:
+        """Measure copied bytes; report (and optionally cancel) moves with no progress for stuckAfter."""
+        if not self.in_flight:
+            return False
+        sizes = self.port.replica_sizes()
+        to_cancel: list[Task] = []
+        for i, task in self.in_flight.items():
+            copied = sum(min(float(sizes.get((task.tp, b), 0)), task.size_bytes) for b in task.adding)
+            if copied > self._copied.get(i, 0.0):
+                self._copied[i] = copied
+                self._last_progress[i] = now
+                self.stuck.discard(i)
+            elif now - self._last_progress.setdefault(i, now) >= self.options.stuck_after_seconds:
+                self.stuck.add(i)
+                if self.options.cancel_stuck:
+                    to_cancel.append(task)
+        if not to_cancel:
+            return False
+        self.port.alter_reassignments({t.tp: None for t in to_cancel})
+        for task in to_cancel:
+            self.record.tasks[task.index] = TaskState.DEAD
+            self.record.dead_reasons[str(task.tp)] = (
+                f"stuck: no progress for {self.options.stuck_after_seconds:g}s, reassignment cancelled"
+            )
+            self._forget(task.index)
+        return True
+
+    def _give_up_blocked(self, now: float) -> bool:
+        limit = self.options.blocked_after_seconds
+        if limit is None:
+            return False
+        changed = False
+        for i, since in list(self._blocked_since.items()):
+            if now - since >= limit and self.record.tasks[i] is TaskState.PENDING:
+                self.record.tasks[i] = TaskState.DEAD
+                self.record.dead_reasons[str(self.tasks[i].tp)] = f"not started: {self.blocked.get(i, 'blocked')}"
+                del self._blocked_since[i]
+                changed = True
+        return changed
+
+    def _submit(self, picked: list[Task], now: float) -> None:
+        for task in picked:
+            self.record.tasks[task.index] = TaskState.IN_PROGRESS
+            self.in_flight[task.index] = task
+            self._last_progress[task.index] = now
+        self._sync_in_flight()
+        # Throttle and record first: a copy must never start unthrottled, nor a crash hide a move.
+        self.throttles.update_replicas(list(self.in_flight.values()))
+        self._save()
+        errors = self.port.alter_reassignments({t.tp: t.target for t in picked})
+        self.submitted += len(picked)
+        failed = False
+        for task in picked:
+            error = errors.get(task.tp)
+            if error is None:
+                continue
+            failed = True
+            self._forget(task.index)
+            if error.name in RETRIABLE:
+                self.record.tasks[task.index] = TaskState.PENDING
+            else:
+                self.record.tasks[task.index] = TaskState.DEAD
+                self.record.dead_reasons[str(task.tp)] = f"reassignment refused: {error}"
+        if failed:
+            self._sync_in_flight()
+            self.throttles.update_replicas(list(self.in_flight.values()))
+            self._save()
+
+    def _forget(self, i: int) -> None:
+        self.in_flight.pop(i, None)
+        self._copied.pop(i, None)
+        self._last_progress.pop(i, None)
+        self.stuck.discard(i)
+
+    # ----- leadership --------------------------------------------------------------------
+    def _leadership(self) -> bool:
+        """Reorder replicas of leader-only tasks, then elect preferred leaders in batches.
+        Returns False when a stop was requested."""
+        opts = self.options
+        states = self.record.tasks
+        reorders = [t for t in self.tasks if t.kind is TaskKind.REORDER and states[t.index] is TaskState.PENDING]
+        batch = opts.election_batch_size
+        for start in range(0, len(reorders), batch):
+            if self._stopping():
+                return False
+            chunk = reorders[start : start + batch]
+            # Same replica set in another order: Kafka completes such a reassignment at once.
+            errors = self.port.alter_reassignments({t.tp: t.target for t in chunk})
+            self.submitted += len(chunk)
+            for task in chunk:
+                error = errors.get(task.tp)
+                if error is not None:
+                    states[task.index] = TaskState.DEAD
+                    self.record.dead_reasons[str(task.tp)] = f"reorder refused: {error}"
+        self._wait_reassignments_gone([t.tp for t in reorders])
+        cluster = self.port.read_cluster(with_sizes=False)
+        for task in reorders:
+            if states[task.index] is TaskState.PENDING:
+                current = cluster.replica_ids(cluster.partition_index(task.tp.topic, task.tp.partition))
+                if current == task.target:
+                    states[task.index] = TaskState.COMPLETED
+                else:
+                    states[task.index] = TaskState.DEAD
+                    self.record.dead_reasons[str(task.tp)] = f"reorder did not apply; replicas are {list(current)}"
+        self._save()
+        need = [
+            t.tp
+            for t in self.tasks
+            if states[t.index] is TaskState.COMPLETED
+            and cluster.leader_id(cluster.partition_index(t.tp.topic, t.tp.partition)) != t.target[0]
+        ]
+        self._leaders_total = len(need)
+        failures: dict[TopicPartition, KafkaError] = {}
+        for attempt in range(opts.election_attempts):
+            if self._stopping():
+                return False
+            if attempt:
+                self.clock.sleep(opts.poll_interval_seconds)
+            errors = self.port.elect_preferred_leaders(need, batch_size=batch)
+            failures = {tp: e for tp in need if (e := errors.get(tp)) is not None}
+            self._leaders_done = self._leaders_total - len(failures)
+            self._emit()
+            if not failures:
+                break
+            need = sorted(failures)
+        self._election_failures = {str(tp): e.name for tp, e in failures.items()}
+        return True
+
+    def _wait_reassignments_gone(self, tps: list[TopicPartition]) -> None:
+        waiting = set(tps)
+        deadline = self.clock.now() + self.options.stuck_after_seconds
+        while waiting and self.clock.now() < deadline:
+            waiting &= set(self.port.list_reassignments())
+            if waiting:
+                self.clock.sleep(self.options.poll_interval_seconds)
+
+    # ----- ending ------------------------------------------------------------------------
+    def _wind_down(self, *, failed: bool) -> ExecutionResult:
+        """Stop (or fail): cancel our in-flight moves, remove our throttles, report."""
+        reason = self.record.reason
+        self._set_state(ExecutionState.STOPPING)
+        cancelling = dict(self.in_flight)
+        if cancelling:
+            self.port.alter_reassignments({t.tp: None for t in cancelling.values()})
+            self._wait_reassignments_gone([t.tp for t in cancelling.values()])
+        cluster = self.port.read_cluster(with_sizes=False)
+        for i, task in cancelling.items():
+            current = cluster.replica_ids(cluster.partition_index(task.tp.topic, task.tp.partition))
+            # A move may have finished just before the cancel reached the controller.
+            done = set(current) == set(task.target)
+            self.record.tasks[i] = TaskState.COMPLETED if done else TaskState.ABORTED
+            if done:
+                self.record.bytes_done += task.bytes_to_move
+            self._forget(i)
+        self._sync_in_flight()
+        left = self.throttles.clear()
+        self.record.reason = reason if failed else "stopped on request"
+        if left:
+            self.record.reason += f"; throttles not removed: {', '.join(left)}"
+        self._set_state(ExecutionState.FAILED if failed else ExecutionState.STOPPED)
+        self._emit()
+        return self._result()
+
+    def _finish(self) -> ExecutionResult:
+        states = self.record.tasks
+        dead = [t for t in self.tasks if states[t.index] is TaskState.DEAD]
+        problems = []
+        if dead:
+            listed = "; ".join(f"{t.tp} ({self.record.dead_reasons.get(str(t.tp), 'dead')})" for t in dead[:20])
+            problems.append(f"{len(dead)} partitions not moved: {listed}")
+        if self._election_failures:
+            failed = sorted(self._election_failures.items())
+            listed = ", ".join(f"{tp} ({name})" for tp, name in failed[:20])
+            problems.append(f"{len(failed)} leader elections failed: {listed}")
+        if self._throttle_failures:
+            problems.append(f"throttles not removed: {', '.join(self._throttle_failures)}")
+        self.record.reason = "; ".join(problems)
+        self._set_state(ExecutionState.FAILED if problems else ExecutionState.COMPLETED)
+        self._emit()
+        return self._result()
+
+    def _result(self) -> ExecutionResult:
+        states = self.record.tasks
+
+        def named(state: TaskState) -> list[str]:
+            return [str(t.tp) for t in self.tasks if states[t.index] is state]
+
+        return ExecutionResult(
+            state=self.record.state,
+            reason=self.record.reason,
+            completed=named(TaskState.COMPLETED),
+            aborted=named(TaskState.ABORTED),
+            pending=named(TaskState.PENDING),
+            dead={
+                str(t.tp): self.record.dead_reasons.get(str(t.tp), "")
+                for t in self.tasks
+                if states[t.index] is TaskState.DEAD
+            },
+            stuck=sorted(str(self.tasks[i].tp) for i in self.stuck),
+            election_failures=dict(self._election_failures),
+            progress=self.progress(),
+            submitted=self.submitted,
+            tasks=[(t, states[t.index]) for t in self.tasks],
+        )
+
+    # ----- bookkeeping -------------------------------------------------------------------
+    def _stopping(self) -> bool:
+        return self._stop.is_set() or self.store.stop_requested()
+
+    def _set_state(self, state: ExecutionState) -> None:
+        self.record.state = state
+        self._save()
+
+    def _sync_in_flight(self) -> None:
+        self.record.in_flight = sorted((t.tp.topic, t.tp.partition) for t in self.in_flight.values())
+
+    def _save(self) -> None:
+        if self.options.dry_run:
+            return
+        self.record.updated_at = time.time()
+        self.store.save(self.record.to_dict())
+
+    def progress(self) -> Progress:
+        states = self.record.tasks
+        partial = sum(self._copied.values())
+        moved = self.record.bytes_done + partial
+        now = self.clock.now()
+        self._meter.add(now, moved)
+        rate = self._meter.rate()
+        per_in: dict[int, list[float]] = {}
+        flight: dict[int, int] = {}
+        for t in self.tasks:
+            if t.kind is not TaskKind.MOVE:
+                continue
+            for b in t.adding:
+                entry = per_in.setdefault(b, [0.0, 0.0])
+                entry[1] += t.size_bytes
+                if states[t.index] is TaskState.COMPLETED:
+                    entry[0] += t.size_bytes
+        for i, t in self.in_flight.items():
+            for b in t.brokers:
+                flight[b] = flight.get(b, 0) + 1
+            if t.adding:
+                share = self._copied.get(i, 0.0) / len(t.adding)
+                for b in t.adding:
+                    per_in[b][0] += share
+        brokers = tuple(
+            BrokerProgress(b, flight.get(b, 0), per_in.get(b, [0.0, 0.0])[0], per_in.get(b, [0.0, 0.0])[1])
+            for b in sorted(set(per_in) | set(flight))
+        )
+        dead_bytes = sum(t.bytes_to_move for t in self.tasks if states[t.index] in (TaskState.DEAD, TaskState.ABORTED))
+        return Progress(
+            state=self.record.state,
+            partitions_total=len(self.tasks),
+            partitions_done=sum(1 for s in states if s is TaskState.COMPLETED),
+            partitions_in_progress=len(self.in_flight),
+            partitions_dead=sum(1 for s in states if s is TaskState.DEAD),
+            partitions_aborted=sum(1 for s in states if s is TaskState.ABORTED),
+            bytes_total=self._bytes_total,
+            bytes_moved=moved,
+            leaders_total=self._leaders_total,
+            leaders_done=self._leaders_done,
+            rate_bytes_per_sec=rate,
+            eta_seconds=eta(self._bytes_total - moved - dead_bytes, rate),
+            elapsed_seconds=now - self._started,
+            brokers=brokers,
+            stuck=tuple(sorted(str(self.tasks[i].tp) for i in self.stuck)),
+            blocked={str(self.tasks[i].tp): why for i, why in sorted(self.blocked.items())},
+        )
+
+    def _emit(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress(self.progress())

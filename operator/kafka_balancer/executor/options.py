@@ -1,0 +1,103 @@
+"""How an execution runs: limits, throttle, timeouts, and the clock it measures them with."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kafka_balancer.executor.scheduler import DEFAULT_MOVES_PER_BROKER, DEFAULT_MOVES_TOTAL, Limits
+from kafka_balancer.kafka.port import DEFAULT_ELECTION_BATCH
+from kafka_balancer.model import ModelError
+from kafka_balancer.model.policy import Execution
+
+
+class Clock(Protocol):
+    """Time as the executor sees it. Tests pass the emulator's scaled clock so a 30-minute
+    ``stuckAfter`` and a throttled copy take seconds of wall time."""
+
+    def now(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    throttle_bytes_per_sec: int | None = None  # None: no throttle is set
+    limits: Limits = field(default_factory=Limits)
+    strategy: str = "helpful-first"
+    stuck_after_seconds: float = 1800.0
+    cancel_stuck: bool = False
+    # A pending move blocked by cluster health (under-replicated, at min ISR) this long is given up
+    # (dead) so that the run can end and report it; None waits for the cluster to recover.
+    blocked_after_seconds: float | None = None
+    election_batch_size: int = DEFAULT_ELECTION_BATCH
+    # Elections are retried this many times: a preferred leader may need a moment to join the ISR.
+    election_attempts: int = 5
+    poll_interval_seconds: float = 1.0
+    dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        if self.throttle_bytes_per_sec is not None and self.throttle_bytes_per_sec < 1:
+            raise ModelError(f"execution: field 'throttleBytesPerSec' must be >= 1, got {self.throttle_bytes_per_sec}")
+        if self.stuck_after_seconds <= 0:
+            raise ModelError(f"execution: field 'stuckAfterSeconds' must be > 0, got {self.stuck_after_seconds}")
+        if self.election_batch_size < 1:
+            raise ModelError(f"execution: field 'electionBatchSize' must be >= 1, got {self.election_batch_size}")
+        if self.poll_interval_seconds <= 0:
+            raise ModelError(f"execution: field 'pollIntervalSeconds' must be > 0, got {self.poll_interval_seconds}")
+
+    @classmethod
+    def from_spec(cls, spec: Execution) -> ExecutorOptions:
+        """Options from a BalancePolicy's ``spec.execution`` (what the operator passes); adjust
+        the rest (poll interval, dry run) with :func:`dataclasses.replace`."""
+        return cls(
+            throttle_bytes_per_sec=spec.throttle_bytes_per_sec,
+            limits=Limits(
+                per_broker=spec.concurrent_moves_per_broker or DEFAULT_MOVES_PER_BROKER,
+                total=spec.concurrent_moves_total or DEFAULT_MOVES_TOTAL,
+            ),
+            stuck_after_seconds=float(spec.stuck_after_seconds),
+            cancel_stuck=spec.cancel_stuck,
+            election_batch_size=spec.election_batch_size,
+        )
+
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+}
+
+
+def parse_rate(text: str) -> int:
+    """``50MiB/s``, ``20MB/s``, ``1048576`` -> bytes per second."""
+    raw = text.strip().lower().removesuffix("/s").strip()
+    number = raw.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = raw[len(number) :].strip()
+    try:
+        value = float(number)
+    except ValueError:
+        raise ModelError(f"--throttle: not a rate like 50MiB/s, got {text!r}") from None
+    if unit not in _UNITS:
+        raise ModelError(f"--throttle: unknown unit {unit!r} in {text!r} (use B, KB, MB, GB, KiB, MiB, GiB)")
+    rate = int(value * _UNITS[unit])
+    if rate < 1:
+        raise ModelError(f"--throttle: must be at least 1 byte/s, got {text!r}")
+    return rate

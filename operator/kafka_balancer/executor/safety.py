@@ -1,0 +1,46 @@
+"""Cluster health checks made before each move starts: pure functions over a ClusterModel."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from kafka_balancer.executor.tasks import Task
+from kafka_balancer.kafka.port import OngoingReassignment, TopicPartition
+from kafka_balancer.model import NO_BROKER, ClusterModel
+
+
+def offline_partitions(cluster: ClusterModel) -> list[str]:
+    """Partitions without a leader, anywhere in the cluster: execution must not continue."""
+    rows = np.flatnonzero(cluster.leader == NO_BROKER).tolist()
+    return [f"{cluster.topic_name(p)}-{int(cluster.partition_id[p])}" for p in rows]
+
+
+def move_blocker(
+    task: Task,
+    cluster: ClusterModel,
+    ongoing: Mapping[TopicPartition, OngoingReassignment],
+) -> str | None:
+    """Why this move must not start now, or None when it may.
+
+    A partition whose ISR is at or below ``min.insync.replicas`` (when the topic sets it) is never
+    touched: one more lagging replica and producers with ``acks=all`` would fail. A partition
+    under-replicated for a reason outside the plan waits for its replicas to catch up, so a move
+    never adds copy load to a partition that is already short of in-sync copies.
+    """
+    if task.tp in ongoing:
+        return "another reassignment of this partition is in progress"
+    p = cluster.partition_index(task.tp.topic, task.tp.partition)
+    alive = {int(b) for b, live in zip(cluster.broker_ids.tolist(), cluster.broker_alive.tolist(), strict=True) if live}
+    offline = [b for b in task.adding if b not in alive]
+    if offline:
+        return f"target broker {offline[0]} is offline"
+    replicas, isr = cluster.replica_ids(p), cluster.isr_ids(p)
+    min_isr = int(cluster.topic_min_isr[int(cluster.partition_topic[p])])
+    if min_isr > 0 and len(isr) <= min_isr:
+        return f"ISR size {len(isr)} is at or below min.insync.replicas={min_isr}"
+    if len(isr) < len(replicas):
+        missing = [b for b in replicas if b not in isr]
+        return f"under-replicated: replicas {list(missing)} are out of sync"
+    return None

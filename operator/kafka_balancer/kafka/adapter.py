@@ -1,0 +1,373 @@
+"""KafkaAdapter: the KafkaPort over confluent-kafka (primary) and kafka-python 3.x.
+
+confluent-kafka (librdkafka) does metadata, configs, offsets, groups and elections.
+kafka-python does what confluent-kafka lacks: AlterPartitionReassignments,
+ListPartitionReassignments and DescribeLogDirs. Its client is opened on first use.
+Every error Kafka returns becomes a :class:`KafkaError` named as Kafka names it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import kafka.errors as kp_errors
+from confluent_kafka import ConsumerGroupTopicPartitions, ElectionType, KafkaException
+from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import AdminClient
+
+# The admin package re-exports these without __all__; import them from where they are defined so
+# that mypy --strict (no implicit re-export) sees them.
+from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
+from confluent_kafka.admin._listoffsets import OffsetSpec
+from kafka import TopicPartition as KpTopicPartition
+from kafka.admin import KafkaAdminClient
+
+from kafka_balancer.kafka.connection import ConnectionSpec
+from kafka_balancer.kafka.errors import error_name
+from kafka_balancer.kafka.port import (
+    DEFAULT_ELECTION_BATCH,
+    MIN_INSYNC_REPLICAS,
+    UNCLEAN_LEADER_ELECTION,
+    BrokerEndpoint,
+    ClusterDescription,
+    ConsumerGroupInfo,
+    ConsumerGroupMember,
+    KafkaError,
+    KafkaUnavailableError,
+    OngoingReassignment,
+    TopicPartition,
+)
+from kafka_balancer.model import ClusterBuilder, ClusterModel
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# librdkafka's own (negative) error codes that mean "could not talk to the cluster".
+_UNAVAILABLE = {"_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "_AUTHENTICATION", "_RESOLVE", "_SSL"}
+# Topic configs that the model keeps; "set" means set on the topic, not inherited.
+_TOPIC_SOURCES = {ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_TOPIC_CONFIG.value}  # librdkafka gives ints
+
+
+def _from_confluent(err: Any, partition: TopicPartition | None = None) -> KafkaError:
+    """A confluent_kafka.KafkaError (or KafkaException wrapping one) as our KafkaError."""
+    inner = err.args[0] if isinstance(err, KafkaException) and err.args else err
+    code = inner.code() if hasattr(inner, "code") else -1
+    name = error_name(code) if code >= 0 else (inner.name() if hasattr(inner, "name") else "UNKNOWN")
+    message = inner.str() if hasattr(inner, "str") else str(inner)
+    cls = KafkaUnavailableError if name in _UNAVAILABLE else KafkaError
+    return cls(name, message, partition)
+
+
+def _from_kafka_python(err: Any, partition: TopicPartition | None = None) -> KafkaError:
+    code = getattr(err, "errno", None)
+    if isinstance(code, int):
+        return KafkaError(error_name(code), str(err), partition)
+    if isinstance(err, kp_errors.KafkaTimeoutError | kp_errors.NoBrokersAvailable | kp_errors.KafkaConnectionError):
+        return KafkaUnavailableError(type(err).__name__, str(err), partition)
+    return KafkaError(type(err).__name__, str(err), partition)
+
+
+def _group_state(state: Any) -> str:
+    """Kafka's spelling of a group state (``PreparingRebalance``), from librdkafka's enum name."""
+    name = str(getattr(state, "name", state))
+    return "".join(word.capitalize() for word in name.split("_"))
+
+
+class KafkaAdapter:
+    """Implements :class:`kafka_balancer.kafka.port.KafkaPort`."""
+
+    def __init__(self, spec: ConnectionSpec):
+        self.spec = spec
+        self._admin_client: AdminClient | None = AdminClient(spec.confluent_config())
+        self._kp: KafkaAdminClient | None = None
+        self._timeout = spec.request_timeout_s
+
+    def __repr__(self) -> str:
+        return f"KafkaAdapter({self.spec})"
+
+    # ----- plumbing --------------------------------------------------------------------------
+    @property
+    def _admin(self) -> AdminClient:
+        if self._admin_client is None:
+            raise KafkaUnavailableError("CLOSED", f"adapter for {self.spec} is closed")
+        return self._admin_client
+
+    def _result(self, future: Any, partition: TopicPartition | None = None) -> Any:
+        try:
+            return future.result(timeout=self._timeout)
+        except KafkaException as err:
+            raise _from_confluent(err, partition) from err
+        except TimeoutError as err:  # concurrent.futures timeout
+            raise KafkaUnavailableError("REQUEST_TIMED_OUT", str(self.spec), partition) from err
+
+    def _kafka_python(self) -> KafkaAdminClient:
+        if self._kp is None:
+            try:
+                self._kp = KafkaAdminClient(**self.spec.kafka_python_config())
+            except kp_errors.KafkaError as err:
+                raise _from_kafka_python(err) from err
+        return self._kp
+
+    def _kp_call(self, fn: Callable[[KafkaAdminClient], T]) -> T:
+        try:
+            return fn(self._kafka_python())
+        except kp_errors.KafkaError as err:
+            raise _from_kafka_python(err) from err
+
+    # ----- read ------------------------------------------------------------------------------
+    def describe_cluster(self) -> ClusterDescription:
+        result = self._result(self._admin.describe_cluster())
+        controller = result.controller.id if result.controller is not None else None
+        brokers = tuple(
+            sorted(
+                (BrokerEndpoint(n.id, n.host, n.port, n.rack) for n in result.nodes),
+                key=lambda b: b.id,
+            )
+        )
+        return ClusterDescription(result.cluster_id, controller, brokers)
+
+    def _metadata(self) -> Any:
+        try:
+            return self._admin.list_topics(timeout=self._timeout)
+        except KafkaException as err:
+            raise _from_confluent(err) from err
+
+    def read_cluster(self, *, with_sizes: bool = True) -> ClusterModel:
+        description = self.describe_cluster()
+        metadata = self._metadata()
+        topics = sorted(t for t in metadata.topics if not t.startswith("__"))
+        configs = self._describe_configs(ConfigResource.Type.TOPIC, topics)
+        sizes = self.replica_sizes() if with_sizes else {}
+
+        builder = ClusterBuilder(cluster_name=description.cluster_id)
+        live = {b.id: b for b in description.brokers}
+        referenced: set[int] = set()
+        for name in topics:
+            for p in metadata.topics[name].partitions.values():
+                referenced.update(p.replicas)
+        for broker_id in sorted(set(live) | referenced):
+            # A broker that hosts replicas but is not in the metadata is down (Kafka lists live brokers only).
+            endpoint = live.get(broker_id)
+            builder.add_broker(broker_id, rack=endpoint.rack if endpoint else None, alive=endpoint is not None)
+        for name in topics:
+            entries = configs.get(name, {})
+            min_isr = entries.get(MIN_INSYNC_REPLICAS)
+            unclean = entries.get(UNCLEAN_LEADER_ELECTION)
+            builder.set_topic(
+                name,
+                min_insync_replicas=int(min_isr.value)
+                if min_isr is not None and min_isr.source in _TOPIC_SOURCES
+                else None,
+                unclean_leader_election=(
+                    unclean.value == "true" if unclean is not None and unclean.source in _TOPIC_SOURCES else None
+                ),
+            )
+            for index, p in sorted(metadata.topics[name].partitions.items()):
+                tp = TopicPartition(name, index)
+                leader = p.leader if p.leader >= 0 else None
+                # The partition's size is its leader's log; offline partitions take their largest replica.
+                if leader is not None and (tp, leader) in sizes:
+                    size = sizes[(tp, leader)]
+                else:
+                    size = max((sizes.get((tp, b), 0) for b in p.replicas), default=0)
+                builder.add_partition(
+                    name,
+                    index,
+                    list(p.replicas),
+                    leader=leader,
+                    leader_given=True,
+                    isr=list(p.isrs),
+                    size_bytes=float(size),
+                )
+        return builder.build()
+
+    def replica_sizes(self) -> dict[tuple[TopicPartition, int], int]:
+        per_broker = self._kp_call(lambda kp: kp.describe_log_dirs())
+        sizes: dict[tuple[TopicPartition, int], int] = {}
+        for entry in per_broker:
+            broker = int(entry["broker"])
+            for log_dir in entry["log_dirs"]:
+                for topic in log_dir["topics"]:
+                    name = topic["name"]
+                    for p in topic["partitions"]:
+                        if p.get("is_future_key"):
+                            continue  # a replica being moved between this broker's disks
+                        sizes[(TopicPartition(name, p["partition_index"]), broker)] = int(p["partition_size"])
+        return sizes
+
+    def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        wanted = {CkTopicPartition(tp.topic, tp.partition): latest for tp in partitions}
+        if not wanted:
+            return {}
+        futures = self._admin.list_offsets(wanted)
+        out: dict[TopicPartition, int] = {}
+        for ck, future in futures.items():
+            tp = TopicPartition(ck.topic, ck.partition)
+            out[tp] = int(self._result(future, tp).offset)
+        return out
+
+    def _describe_configs(self, rtype: Any, names: Iterable[str]) -> dict[str, dict[str, Any]]:
+        resources = [ConfigResource(rtype, str(n)) for n in names]
+        # librdkafka takes one BROKER resource per call (each goes to its own broker).
+        batches = [[r] for r in resources] if rtype == ConfigResource.Type.BROKER else [resources]
+        out: dict[str, dict[str, Any]] = {}
+        for batch in batches:
+            if batch:
+                futures = self._admin.describe_configs(batch)
+                out.update({res.name: self._result(future) for res, future in futures.items()})
+        return out
+
+    def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
+        """Every config of each topic with its effective value (defaults included)."""
+        raw = self._describe_configs(ConfigResource.Type.TOPIC, topics)
+        return {t: {k: e.value for k, e in entries.items() if e.value is not None} for t, entries in raw.items()}
+
+    def broker_configs(self, broker_ids: Iterable[int]) -> dict[int, dict[str, str]]:
+        raw = self._describe_configs(ConfigResource.Type.BROKER, [str(b) for b in broker_ids])
+        return {int(b): {k: e.value for k, e in entries.items() if e.value is not None} for b, entries in raw.items()}
+
+    def list_reassignments(self) -> dict[TopicPartition, OngoingReassignment]:
+        raw = self._kp_call(lambda kp: kp.list_partition_reassignments())
+        return {
+            TopicPartition(tp.topic, tp.partition): OngoingReassignment(
+                replicas=tuple(r["replicas"]),
+                adding=tuple(r["adding_replicas"]),
+                removing=tuple(r["removing_replicas"]),
+            )
+            for tp, r in raw.items()
+        }
+
+    def consumer_groups(self) -> list[ConsumerGroupInfo]:
+        listing = self._result(self._admin.list_consumer_groups())
+        for err in listing.errors:
+            log.warning("listing consumer groups: %s", err)
+        group_ids = sorted(g.group_id for g in listing.valid)
+        if not group_ids:
+            return []
+        described = {g: self._result(f) for g, f in self._admin.describe_consumer_groups(group_ids).items()}
+        # librdkafka does not expose the members' subscriptions; kafka-python decodes them.
+        raw = self._kp_call(lambda kp: kp.describe_groups(group_ids))
+        subscriptions: dict[tuple[str, str], tuple[str, ...]] = {}
+        for group_id, info in raw.items():
+            for m in info.get("members", []):
+                meta = m.get("member_metadata")
+                topics = getattr(meta, "topics", None) if not isinstance(meta, dict) else meta.get("topics")
+                subscriptions[(group_id, m["member_id"])] = tuple(topics or ())
+        committed: dict[str, dict[TopicPartition, int]] = {}
+        for group_id in group_ids:
+            request = [ConsumerGroupTopicPartitions(group_id)]
+            for _, future in self._admin.list_consumer_group_offsets(request).items():
+                result = self._result(future)
+                committed[group_id] = {
+                    TopicPartition(tp.topic, tp.partition): int(tp.offset)
+                    for tp in result.topic_partitions
+                    if tp.offset >= 0
+                }
+        all_tps = {tp for offsets in committed.values() for tp in offsets}
+        log_end = self.log_end_offsets(sorted(all_tps))
+        groups = []
+        for group_id in group_ids:
+            d = described[group_id]
+            members = []
+            for m in d.members:
+                assignment: dict[str, list[int]] = {}
+                for tp in m.assignment.topic_partitions if m.assignment else []:
+                    assignment.setdefault(tp.topic, []).append(tp.partition)
+                members.append(
+                    ConsumerGroupMember(
+                        member_id=m.member_id,
+                        client_id=m.client_id,
+                        host=m.host,
+                        subscription=subscriptions.get((group_id, m.member_id), tuple(sorted(assignment))),
+                        assignment={t: tuple(sorted(ps)) for t, ps in sorted(assignment.items())},
+                    )
+                )
+            offsets = committed.get(group_id, {})
+            groups.append(
+                ConsumerGroupInfo(
+                    group_id=group_id,
+                    state=_group_state(d.state),
+                    protocol_type="consumer" if not d.is_simple_consumer_group else "",
+                    assignor=d.partition_assignor or "",
+                    members=tuple(members),
+                    committed=offsets,
+                    log_end={tp: log_end[tp] for tp in offsets if tp in log_end},
+                )
+            )
+        return groups
+
+    # ----- act -------------------------------------------------------------------------------
+    def alter_reassignments(
+        self, targets: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> dict[TopicPartition, KafkaError | None]:
+        out: dict[TopicPartition, KafkaError | None] = {}
+        request = {}
+        for tp, r in targets.items():
+            if r is not None and not r:
+                # kafka-python refuses an empty list before sending; Kafka would answer this.
+                out[tp] = KafkaError("INVALID_REPLICA_ASSIGNMENT", "empty replica list", tp)
+            else:
+                request[KpTopicPartition(tp.topic, tp.partition)] = None if r is None else [int(b) for b in r]
+        if not request:
+            return out
+        raw = self._kp_call(lambda kp: kp.alter_partition_reassignments(request))
+        for kp_tp, err in raw.items():
+            tp = TopicPartition(kp_tp.topic, kp_tp.partition)
+            out[tp] = None if err is None else KafkaError(error_name(err.errno), err.description, tp)
+        for tp in targets:
+            out.setdefault(tp, KafkaError("UNKNOWN_SERVER_ERROR", "no result for this partition", tp))
+        return out
+
+    def elect_preferred_leaders(
+        self, partitions: Sequence[TopicPartition], *, batch_size: int = DEFAULT_ELECTION_BATCH
+    ) -> dict[TopicPartition, KafkaError | None]:
+        if batch_size < 1:
+            raise ValueError(f"election: field 'electionBatchSize' must be >= 1, got {batch_size!r}")
+        out: dict[TopicPartition, KafkaError | None] = {}
+        for start in range(0, len(partitions), batch_size):
+            batch = [CkTopicPartition(tp.topic, tp.partition) for tp in partitions[start : start + batch_size]]
+            # No keyword timeouts: confluent-kafka 2.16.1 raises SystemError with request_timeout=.
+            result = self._result(self._admin.elect_leaders(ElectionType.PREFERRED, batch))
+            for ck, err in result.items():
+                tp = TopicPartition(ck.topic, ck.partition)
+                if err is None or error_name(err.code()) == "ELECTION_NOT_NEEDED":
+                    out[tp] = None
+                else:
+                    out[tp] = _from_confluent(err, tp)
+        return out
+
+    def _alter(self, rtype: Any, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        resources = []
+        for name, configs in changes.items():
+            entries = [
+                ConfigEntry(
+                    key,
+                    value if value is not None else "",
+                    incremental_operation=AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET,
+                )
+                for key, value in configs.items()
+            ]
+            resources.append(ConfigResource(rtype, name, incremental_configs=entries))
+        batches = [[r] for r in resources] if rtype == ConfigResource.Type.BROKER else [resources]
+        for batch in batches:
+            if batch:
+                for _, future in self._admin.incremental_alter_configs(batch).items():
+                    self._result(future)
+
+    def alter_broker_configs(self, changes: Mapping[int, Mapping[str, str | None]]) -> None:
+        self._alter(ConfigResource.Type.BROKER, {str(b): c for b, c in changes.items()})
+
+    def alter_topic_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        self._alter(ConfigResource.Type.TOPIC, changes)
+
+    def close(self) -> None:
+        if self._kp is not None:
+            self._kp.close()
+            self._kp = None
+        # librdkafka has no close(): dropping the last reference destroys the handle and joins
+        # its threads now, rather than whenever the garbage collector gets to it.
+        self._admin_client = None

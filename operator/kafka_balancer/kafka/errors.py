@@ -1,0 +1,58 @@
+"""Kafka error codes by their protocol names (as Kafka's ``Errors`` enum spells them).
+
+Both clients name some errors differently (kafka-python says INVALID_REPLICATION_ASSIGNMENT where
+Kafka says INVALID_REPLICA_ASSIGNMENT), so the adapter maps every error through the numeric code
+to Kafka's own name; the emulator answers with the same table.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+ERROR_CODES: Final[dict[str, int]] = {
+    "UNKNOWN_SERVER_ERROR": -1,
+    "NONE": 0,
+    "OFFSET_OUT_OF_RANGE": 1,
+    "UNKNOWN_TOPIC_OR_PARTITION": 3,
+    "LEADER_NOT_AVAILABLE": 5,
+    "NOT_LEADER_OR_FOLLOWER": 6,
+    "REQUEST_TIMED_OUT": 7,
+    "BROKER_NOT_AVAILABLE": 8,
+    "REPLICA_NOT_AVAILABLE": 9,
+    "COORDINATOR_NOT_AVAILABLE": 15,
+    "NOT_COORDINATOR": 16,
+    "INVALID_TOPIC_EXCEPTION": 17,
+    "NOT_ENOUGH_REPLICAS": 19,
+    "GROUP_ID_NOT_FOUND": 69,
+    "CLUSTER_AUTHORIZATION_FAILED": 31,
+    "UNSUPPORTED_SASL_MECHANISM": 33,
+    "ILLEGAL_SASL_STATE": 34,
+    "UNSUPPORTED_VERSION": 35,
+    "TOPIC_ALREADY_EXISTS": 36,
+    "INVALID_PARTITIONS": 37,
+    "INVALID_REPLICATION_FACTOR": 38,
+    "INVALID_REPLICA_ASSIGNMENT": 39,
+    "INVALID_CONFIG": 40,
+    "NOT_CONTROLLER": 41,
+    "INVALID_REQUEST": 42,
+    "SASL_AUTHENTICATION_FAILED": 58,
+    "REASSIGNMENT_IN_PROGRESS": 60,
+    "PREFERRED_LEADER_NOT_AVAILABLE": 80,
+    "ELIGIBLE_LEADERS_NOT_AVAILABLE": 83,
+    "ELECTION_NOT_NEEDED": 84,
+    "NO_REASSIGNMENT_IN_PROGRESS": 85,
+    "GROUP_SUBSCRIBED_TO_TOPIC": 86,
+    "INVALID_RECORD": 87,
+    "UNSTABLE_OFFSET_COMMIT": 88,
+}
+
+ERROR_NAMES: Final[dict[int, str]] = {code: name for name, code in ERROR_CODES.items()}
+
+
+def error_name(code: int) -> str:
+    """Kafka's name for an error code; unknown codes keep their number visible."""
+    return ERROR_NAMES.get(code, f"KAFKA_ERROR_{code}")
+
+
+def error_code(name: str) -> int:
+    return ERROR_CODES[name]

@@ -1,0 +1,525 @@
+"""The custom resources' specs as typed models: BalancePolicy and ResourceGroup (kafkabalancer.io/v1alpha1).
+
+Pure data. The same models parse what ``kubectl apply`` sends (the controller), a policy file given to
+the CLI (the planner), and generate the CRDs' OpenAPI schemas (``kafka_balancer.controller.crdgen``),
+so the three never drift apart. Field names are camelCase in YAML and snake_case in Python.
+
+Validation that a structural schema can express (minimums, enums, patterns) lives in the field
+declarations and ends up in the CRD; cross-field rules (an operation's required fields, a broker in
+two groups) live in validators here and are reported by the controller as ``Stalled``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Final, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from kafka_balancer.model.errors import ModelError
+
+GROUP: Final = "kafkabalancer.io"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+
+HardGoal = Literal[
+    "rack-awareness",
+    "replica-capacity",
+    "disk-capacity",
+    "network-in-capacity",
+    "network-out-capacity",
+    "cpu-capacity",
+    "resource-group-confinement",
+    "excluded-brokers",
+]
+DistributionGoal = Literal[
+    "replica-distribution",
+    "disk-distribution",
+    "network-in-distribution",
+    "network-out-distribution",
+    "cpu-distribution",
+    "leader-count-distribution",
+    "leader-bytes-in-distribution",
+    "topic-replica-distribution",
+    "topic-leader-distribution",
+]
+OperationName = Literal[
+    "rebalance",
+    "add-brokers",
+    "remove-brokers",
+    "demote-brokers",
+    "fix-offline-replicas",
+    "change-replication-factor",
+    "move-topics",
+]
+ImbalanceResource = Literal["replicas", "leaders", "disk", "network-in", "network-out", "cpu"]
+Mode = Literal["DryRun", "Manual", "Auto"]
+# The tuples are the Literals' values, so a goal added in one place is added in both.
+HARD_GOALS: Final[tuple[HardGoal, ...]] = get_args(HardGoal)
+# Default priority order: a later goal never undoes an earlier one.
+DISTRIBUTION_GOALS: Final[tuple[DistributionGoal, ...]] = get_args(DistributionGoal)
+OPERATIONS: Final[tuple[OperationName, ...]] = get_args(OperationName)
+# Balance statistics a trigger can watch (the planner's per-resource max/avg ratio).
+IMBALANCE_RESOURCES: Final[tuple[ImbalanceResource, ...]] = get_args(ImbalanceResource)
+MODES: Final[tuple[Mode, ...]] = get_args(Mode)
+
+BrokerId = Annotated[int, Field(ge=0, description="A Kafka broker id.")]
+# Kafka's legal topic names; checked here so a typo fails at apply time, not mid-plan.
+TOPIC_NAME_PATTERN: Final = r"^[a-zA-Z0-9._-]{1,249}$"
+TopicName = Annotated[str, Field(pattern=TOPIC_NAME_PATTERN, description="A Kafka topic name.")]
+# A Kubernetes object name (DNS-1123 subdomain), for references to ResourceGroups and Secrets.
+K8S_NAME_PATTERN: Final = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+K8sName = Annotated[str, Field(pattern=K8S_NAME_PATTERN, max_length=253)]
+BOOTSTRAP_PATTERN: Final = r"^[^,\s:]+:[0-9]{1,5}(,[^,\s:]+:[0-9]{1,5})*$"
+# Five cron fields (minute hour day-of-month month day-of-week); the controller parses them fully.
+CRON_PATTERN: Final = r"^\s*\S+(\s+\S+){4}\s*$"
+HHMM_PATTERN: Final = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+PROPOSAL_ID_PATTERN: Final = r"^[a-z0-9-]{4,63}$"
+
+
+class SpecModel(BaseModel):
+    """Base of every spec model: camelCase in YAML, unknown fields refused, immutable."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        use_attribute_docstrings=True,
+    )
+
+
+# ----- BalancePolicy.spec.cluster ---------------------------------------------------------------
+
+
+class SecretReference(SpecModel):
+    """A Secret in the policy's namespace holding the Kafka credentials."""
+
+    name: K8sName
+    """Name of the Secret."""
+    username_key: str = "username"
+    """Key of the SASL username in the Secret."""
+    password_key: str = "password"  # noqa: S105 - the name of a key, not a password
+    """Key of the SASL password in the Secret."""
+    ca_key: str = "ca.crt"
+    """Key of the PEM CA bundle that signs the brokers' certificates (SSL, SASL_SSL)."""
+
+
+class ClusterConnection(SpecModel):
+    """How the operator reaches the Kafka cluster."""
+
+    bootstrap_servers: Annotated[str, Field(pattern=BOOTSTRAP_PATTERN)]
+    """Comma-separated host:port list, e.g. `kafka-0.kafka:9092,kafka-1.kafka:9092`."""
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    """Kafka `security.protocol`."""
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    """Kafka `sasl.mechanism`; required with SASL_PLAINTEXT and SASL_SSL."""
+    credentials_secret: SecretReference | None = None
+    """Secret with the SASL username/password and the CA bundle; required with SASL."""
+
+    @model_validator(mode="after")
+    def _sasl_needs_credentials(self) -> ClusterConnection:
+        if self.security_protocol.startswith("SASL"):
+            if self.sasl_mechanism is None:
+                raise ValueError(f"saslMechanism is required with securityProtocol {self.security_protocol}")
+            if self.credentials_secret is None:
+                raise ValueError(f"credentialsSecret is required with securityProtocol {self.security_protocol}")
+        return self
+
+
+# ----- BalancePolicy.spec.goals -----------------------------------------------------------------
+
+
+class Goals(SpecModel):
+    """Which goals the planner optimises, in which order, and with which thresholds."""
+
+    hard: list[HardGoal] = Field(default_factory=lambda: list(HARD_GOALS))
+    """Hard goals: a proposal that breaks one is refused. Default: all of them."""
+    distribution: list[DistributionGoal] = Field(default_factory=lambda: list(DISTRIBUTION_GOALS))
+    """Distribution goals in priority order; a later goal never undoes an earlier one. Default: all, in the
+    documented order."""
+    balance_threshold: Annotated[float, Field(ge=1.0, le=10.0)] = 1.10
+    """A broker is balanced when its load is within this ratio of its group's average (1.10 = ±10%)."""
+    capacity_threshold: Annotated[float, Field(gt=0.0, le=1.0)] = 0.8
+    """Share of a broker's capacity (disk, network, CPU) a plan may use."""
+    max_replicas_per_broker: Annotated[int, Field(ge=1)] = 4000
+    """Replica-capacity limit per broker."""
+    excluded_brokers_for_replicas: list[BrokerId] = Field(default_factory=list)
+    """Brokers that receive no new replicas."""
+    excluded_brokers_for_leadership: list[BrokerId] = Field(default_factory=list)
+    """Brokers that receive no new leaders."""
+    min_completeness: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
+    """Share of partitions that must have load samples in the window before a proposal is made."""
+
+    @field_validator("hard", "distribution")
+    @classmethod
+    def _no_duplicates(cls, goals: list[str]) -> list[str]:
+        dup = sorted({g for g in goals if goals.count(g) > 1})
+        if dup:
+            raise ValueError(f"goal '{dup[0]}' is listed twice")
+        return goals
+
+
+# ----- BalancePolicy.spec.operation -------------------------------------------------------------
+
+
+class Operation(SpecModel):
+    """What the proposal does. `rebalance` balances the groups; the others change the cluster's shape."""
+
+    type: OperationName = "rebalance"
+    """One of rebalance, add-brokers, remove-brokers, demote-brokers, fix-offline-replicas,
+    change-replication-factor, move-topics."""
+    brokers: list[BrokerId] = Field(default_factory=list)
+    """Brokers to add, remove or demote (add-brokers, remove-brokers, demote-brokers)."""
+    topics: list[TopicName] = Field(default_factory=list)
+    """Topics to change (change-replication-factor, move-topics)."""
+    replication_factor: Annotated[int, Field(ge=1)] | None = None
+    """New replication factor (change-replication-factor)."""
+    target_brokers: list[BrokerId] = Field(default_factory=list)
+    """Brokers to move the topics onto (move-topics), or to limit where removed brokers' replicas go."""
+    target_group: K8sName | None = None
+    """ResourceGroup to move the topics into (move-topics)."""
+
+    @model_validator(mode="after")
+    def _required_fields(self) -> Operation:
+        needs_brokers = {"add-brokers", "remove-brokers", "demote-brokers"}
+        if self.type in needs_brokers and not self.brokers:
+            raise ValueError(f"operation {self.type} needs a non-empty 'brokers' list")
+        if self.type == "change-replication-factor" and (not self.topics or self.replication_factor is None):
+            raise ValueError("operation change-replication-factor needs 'topics' and 'replicationFactor'")
+        if self.type == "move-topics":
+            if not self.topics:
+                raise ValueError("operation move-topics needs a non-empty 'topics' list")
+            if not self.target_brokers and self.target_group is None:
+                raise ValueError("operation move-topics needs 'targetBrokers' or 'targetGroup'")
+        overlap = sorted(set(self.brokers) & set(self.target_brokers))
+        if self.type == "remove-brokers" and overlap:
+            raise ValueError(f"broker {overlap[0]} is both removed and a target")
+        return self
+
+
+# ----- BalancePolicy.spec.triggers --------------------------------------------------------------
+
+
+class ImbalanceTrigger(SpecModel):
+    """Make a proposal when a balance statistic crosses a threshold (checked by the controller's timer)."""
+
+    threshold: Annotated[float, Field(gt=1.0)] = 1.25
+    """Fire when the most loaded broker carries more than this ratio of its group's average."""
+    resource: ImbalanceResource = "disk"
+    """Statistic to watch: replicas, leaders, disk, network-in, network-out, cpu."""
+
+
+class Triggers(SpecModel):
+    """When the controller makes a new proposal on its own (besides spec changes)."""
+
+    schedule: Annotated[str, Field(pattern=CRON_PATTERN)] | None = None
+    """Five-field cron expression in UTC (minute hour day-of-month month day-of-week), e.g. `0 3 * * *`."""
+    on_imbalance: ImbalanceTrigger | None = None
+    """Propose when the cluster drifts out of balance."""
+    on_broker_change: bool = False
+    """Propose when a broker joins or leaves the cluster (add-brokers/remove-brokers for the change)."""
+
+
+# ----- BalancePolicy.spec.execution -------------------------------------------------------------
+
+
+class MaintenanceWindow(SpecModel):
+    """A window (UTC) in which executions may start and run; outside all windows execution waits."""
+
+    start: Annotated[str, Field(pattern=rf"{CRON_PATTERN}|{HHMM_PATTERN}")]
+    """`HH:MM` (every day) or a five-field cron expression for the window's start."""
+    duration_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)]
+    """Length of the window."""
+
+
+class Execution(SpecModel):
+    """Limits that keep an execution safe for the cluster's clients."""
+
+    throttle_bytes_per_sec: Annotated[int, Field(ge=1)] | None = None
+    """Replication throttle on the moving replicas' brokers, bytes/s; unset = no throttle."""
+    concurrent_moves_per_broker: Annotated[int, Field(ge=1)] = 5
+    """Reassignments in flight per broker."""
+    concurrent_moves_total: Annotated[int, Field(ge=1)] = 1000
+    """Reassignments in flight in the whole cluster."""
+    max_bytes_per_run: Annotated[int, Field(ge=1)] | None = None
+    """Stop after moving this many bytes; the rest waits for the next run. Unset = no limit."""
+    maintenance_windows: list[MaintenanceWindow] = Field(default_factory=list)
+    """When executions may run; empty = any time."""
+    stuck_after_seconds: Annotated[int, Field(ge=1)] = 1800
+    """A move with no progress for this long is reported as stuck."""
+    cancel_stuck: bool = False
+    """Cancel stuck moves (and continue with the rest) instead of only reporting them."""
+    election_batch_size: Annotated[int, Field(ge=1)] = 1000
+    """Partitions per preferred-leader election request."""
+
+
+# ----- BalancePolicy.spec.analysis --------------------------------------------------------------
+
+
+class AnalysisEngine(SpecModel):
+    """Where the Spark analysis runs."""
+
+    type: Literal["local", "connect", "sparkApplication"] = "local"
+    """`local` (inside the operator, local[2]), `connect` (Spark Connect at url) or `sparkApplication`."""
+    url: str | None = None
+    """Spark Connect URL (`sc://host:15002`) or the SparkApplication's namespace/name."""
+
+    @model_validator(mode="after")
+    def _url_when_remote(self) -> AnalysisEngine:
+        if self.type != "local" and not self.url:
+            raise ValueError(f"engine type {self.type} needs a 'url'")
+        return self
+
+
+class ConsumerGroupAnalysis(SpecModel):
+    """Report consumer-group balance alongside the broker balance."""
+
+    enabled: bool = False
+    """Collect consumer-group assignments and lag."""
+    top_n: Annotated[int, Field(ge=1)] = 10
+    """How many most-lagging groups to report."""
+
+
+class Analysis(SpecModel):
+    """How load is sampled and summarised before planning."""
+
+    samples: str | None = None
+    """URL of the sample store (a directory or `file://` URL of Parquet files); unset = the operator's own."""
+    interval_seconds: Annotated[int, Field(ge=1)] = 60
+    """Seconds between samples."""
+    window_seconds: Annotated[int, Field(ge=1)] = 300
+    """Seconds of samples the analysis summarises."""
+    statistic: Literal["avg", "p95"] = "p95"
+    """Statistic of each partition's rates over the window."""
+    engine: AnalysisEngine = Field(default_factory=AnalysisEngine)
+    """Where Spark runs."""
+    consumer_groups: ConsumerGroupAnalysis = Field(default_factory=ConsumerGroupAnalysis)
+    """Consumer-group analysis."""
+
+    @model_validator(mode="after")
+    def _window_holds_a_sample(self) -> Analysis:
+        if self.window_seconds < self.interval_seconds:
+            raise ValueError(
+                f"windowSeconds ({self.window_seconds}) must be at least intervalSeconds ({self.interval_seconds})"
+            )
+        return self
+
+
+# ----- the two specs ----------------------------------------------------------------------------
+
+
+class BalancePolicySpec(SpecModel):
+    """What balanced means for one Kafka cluster, and how the operator may get there."""
+
+    cluster: ClusterConnection
+    """The Kafka cluster this policy balances (one policy per cluster)."""
+    resource_groups: list[K8sName] = Field(default_factory=list)
+    """Names of ResourceGroups (same namespace) balanced separately; empty = the whole cluster as one group."""
+    goals: Goals = Field(default_factory=Goals)
+    """Goals and thresholds."""
+    operation: Operation = Field(default_factory=Operation)
+    """What the proposal does."""
+    triggers: Triggers = Field(default_factory=Triggers)
+    """When new proposals are made."""
+    execution: Execution = Field(default_factory=Execution)
+    """Execution limits."""
+    analysis: Analysis = Field(default_factory=Analysis)
+    """Sampling and analysis."""
+    mode: Mode = "Manual"
+    """`DryRun`: proposals only. `Manual`: execute the proposal named in approvedProposal. `Auto`: execute
+    every proposal."""
+    approved_proposal: Annotated[str, Field(pattern=PROPOSAL_ID_PATTERN)] | None = None
+    """Id of the proposal to execute in Manual mode; must equal status.proposal.id."""
+    paused: bool = False
+    """Stop proposing and executing (an execution in flight is stopped cleanly)."""
+
+    @field_validator("resource_groups")
+    @classmethod
+    def _unique_groups(cls, groups: list[str]) -> list[str]:
+        dup = sorted({g for g in groups if groups.count(g) > 1})
+        if dup:
+            raise ValueError(f"group '{dup[0]}' is listed twice")
+        return groups
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> BalancePolicySpec:
+        target = self.operation.target_group
+        if target is not None and self.resource_groups and target not in self.resource_groups:
+            raise ValueError(f"operation.targetGroup '{target}' is not in resourceGroups {self.resource_groups}")
+        return self
+
+
+class BrokerSelector(SpecModel):
+    """The brokers of a group: by id or by rack (exactly one)."""
+
+    ids: list[BrokerId] | None = None
+    """Broker ids."""
+    racks: list[Annotated[str, Field(min_length=1)]] | None = None
+    """Every broker whose `broker.rack` is one of these."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> BrokerSelector:
+        if (self.ids is None) == (self.racks is None):
+            raise ValueError("set exactly one of 'ids' or 'racks'")
+        chosen = self.ids if self.ids is not None else self.racks
+        if not chosen:
+            raise ValueError("'ids' or 'racks' must not be empty")
+        return self
+
+
+class TopicSelector(SpecModel):
+    """The topics of a group: exact names and regular expressions (full match)."""
+
+    names: list[TopicName] = Field(default_factory=list)
+    """Topic names."""
+    patterns: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    """Regular expressions matched against the whole topic name."""
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as err:
+                raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {err}") from None
+        return patterns
+
+    def matches(self, topic: str) -> bool:
+        return topic in self.names or any(re.fullmatch(p, topic) for p in self.patterns)
+
+
+class ResourceGroupSpec(SpecModel):
+    """A set of brokers and the topics that live on them, balanced against its own average."""
+
+    brokers: BrokerSelector
+    """The group's brokers."""
+    topics: TopicSelector = Field(default_factory=TopicSelector)
+    """The group's topics; a topic in no group stays where it is balanced with the brokers in no group."""
+
+
+# ----- whole objects ----------------------------------------------------------------------------
+
+
+class ObjectMeta(BaseModel):
+    """The part of metadata the operator reads; everything else is kept by Kubernetes."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    name: K8sName
+    namespace: str = "default"
+    generation: int | None = None
+
+
+class BalancePolicy(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    api_version: Literal["kafkabalancer.io/v1alpha1"] = Field("kafkabalancer.io/v1alpha1", alias="apiVersion")
+    kind: Literal["BalancePolicy"] = "BalancePolicy"
+    metadata: ObjectMeta
+    spec: BalancePolicySpec
+
+
+class ResourceGroup(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    api_version: Literal["kafkabalancer.io/v1alpha1"] = Field("kafkabalancer.io/v1alpha1", alias="apiVersion")
+    kind: Literal["ResourceGroup"] = "ResourceGroup"
+    metadata: ObjectMeta
+    spec: ResourceGroupSpec
+
+
+class PolicyError(ModelError):
+    """A spec that does not validate; ``field`` is the dotted camelCase path, ``value`` the bad value."""
+
+    def __init__(self, field: str, message: str, value: Any = None):
+        self.field = field
+        self.value = value
+        self.message = message
+        shown = "" if value is None else f" (got {value!r})"
+        super().__init__(f"{field}: {message}{shown}")
+
+
+def _first_error(err: ValidationError, prefix: str) -> PolicyError:
+    first = err.errors(include_url=False)[0]
+    field = prefix
+    for part in first["loc"]:
+        field += f"[{part}]" if isinstance(part, int) else f".{part}"
+    message = str(first["msg"]).removeprefix("Value error, ")
+    value = first.get("input") if first["type"] not in {"missing"} else None
+    if isinstance(value, Mapping | list):
+        value = None  # a whole sub-object is not a useful "got"; the message says what is wrong
+    return PolicyError(field, message, value)
+
+
+def parse_balance_policy_spec(spec: Any) -> BalancePolicySpec:
+    """Validate a BalancePolicy spec (as found in the object's ``spec``). Raises PolicyError."""
+    try:
+        return BalancePolicySpec.model_validate(spec)
+    except ValidationError as err:
+        raise _first_error(err, "spec") from None
+
+
+def parse_resource_group_spec(spec: Any) -> ResourceGroupSpec:
+    """Validate a ResourceGroup spec. Raises PolicyError."""
+    try:
+        return ResourceGroupSpec.model_validate(spec)
+    except ValidationError as err:
+        raise _first_error(err, "spec") from None
+
+
+def parse_manifests(documents: Sequence[Any]) -> tuple[list[BalancePolicy], list[ResourceGroup]]:
+    """Split parsed YAML documents (e.g. ``yaml.safe_load_all``) into policies and groups; others are skipped.
+
+    Used by the CLI: a BalancePolicy manifest is also the CLI's policy file.
+    """
+    policies: list[BalancePolicy] = []
+    groups: list[ResourceGroup] = []
+    for i, doc in enumerate(documents):
+        if not isinstance(doc, Mapping) or doc.get("apiVersion") != API_VERSION:
+            continue
+        kind = doc.get("kind")
+        where = f"document[{i}] ({kind} {doc.get('metadata', {}).get('name')!r})"
+        try:
+            if kind == "BalancePolicy":
+                policies.append(BalancePolicy.model_validate(doc))
+            elif kind == "ResourceGroup":
+                groups.append(ResourceGroup.model_validate(doc))
+        except ValidationError as err:
+            raise _first_error(err, where) from None
+    return policies, groups
+
+
+def check_groups(
+    groups: Sequence[tuple[str, ResourceGroupSpec]],
+    topics: Sequence[str] = (),
+    racks: Mapping[int, str | None] | None = None,
+) -> None:
+    """Refuse a broker or topic claimed by two groups of one policy. Raises PolicyError.
+
+    ``topics`` (the cluster's topic names) catch two patterns matching one topic, and ``racks`` (broker
+    id -> rack) catch a broker chosen by id in one group and by rack in another; without them only
+    literal overlaps (same id, same rack, same topic name) are found.
+    """
+    owner: dict[tuple[str, str], str] = {}
+    for name, spec in groups:
+        claims: list[tuple[str, str]] = []
+        if racks is not None:
+            claims += [("broker", str(b)) for b in group_brokers(spec, racks)]
+        claims += [("broker", str(b)) for b in spec.brokers.ids or ()]
+        claims += [("rack", r) for r in spec.brokers.racks or ()]
+        claims += [("topic", t) for t in spec.topics.names]
+        claims += [("topic", t) for t in topics if t not in spec.topics.names and spec.topics.matches(t)]
+        for claim in dict.fromkeys(claims):
+            other = owner.setdefault(claim, name)
+            if other != name:
+                kind, value = claim
+                raise PolicyError("spec.resourceGroups", f"{kind} {value} is in two groups: '{other}' and '{name}'")
+
+
+def group_brokers(spec: ResourceGroupSpec, racks: Mapping[int, str | None]) -> list[int]:
+    """The broker ids of a group given the cluster's broker -> rack map (ids not in the cluster are kept)."""
+    if spec.brokers.ids is not None:
+        return sorted(spec.brokers.ids)
+    wanted = set(spec.brokers.racks or ())
+    return sorted(b for b, rack in racks.items() if rack in wanted)

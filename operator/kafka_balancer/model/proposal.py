@@ -1,0 +1,134 @@
+"""A proposal: what the planner hands to the executor and the controller.
+
+It bundles the reassignment plan (Kafka's JSON, replicas reordered where the preferred leader
+changes), the leader changes on their own (for the election batches that follow the moves), and
+a JSON-able summary (moves, bytes, per-goal statistics before/after, balancedness).
+
+The id is a hash of the input snapshot, the options and the plan, so approving an id approves
+exactly what was reviewed: any change to the cluster, the policy or the plan gives another id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kafka_balancer.model.cluster import ClusterModel
+from kafka_balancer.model.errors import ModelError
+from kafka_balancer.model.plan import ReassignmentPlan
+
+PROPOSAL_ID_LENGTH = 16
+
+
+@dataclass(frozen=True, order=True)
+class LeaderChange:
+    """A partition whose leader after the plan (its preferred leader) differs from its leader now."""
+
+    topic: str
+    partition: int
+    old_leader: int | None
+    new_leader: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "from": self.old_leader, "to": self.new_leader}
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """The plan, the leader changes, and the summary, identified by a deterministic id.
+
+    ``summary`` keys (all JSON values): ``proposalId``, ``operation``, ``moves`` (replicas added on
+    new brokers), ``partitionsMoved``, ``bytesToMove``, ``leaderChanges``, ``balancednessBefore`` and
+    ``balancednessAfter`` (0..100), ``goalsHolding`` / ``goalsViolated`` (names, after the plan),
+    ``goals`` (per goal: ``holdsBefore``, ``holdsAfter``, ``before`` and ``after`` statistics) and
+    ``groups`` (per resource group: brokers, per-resource ``before``/``after`` statistics with
+    ``maxOverAvg``, ``minOverAvg``, ``stddevOverAvg``).
+    """
+
+    id: str
+    plan: ReassignmentPlan
+    leader_changes: tuple[LeaderChange, ...]
+    summary: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.plan.partitions and not self.leader_changes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "plan": self.plan.to_dict(),
+            "leaderChanges": [c.to_dict() for c in self.leader_changes],
+            "summary": dict(self.summary),
+        }
+
+    def dumps(self, *, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Proposal:
+        if not isinstance(data, Mapping):
+            raise ModelError(f"proposal: must be an object, got {type(data).__name__}")
+        pid = data.get("id")
+        if not isinstance(pid, str) or not pid:
+            raise ModelError(f"proposal: field 'id' must be a non-empty string, got {pid!r}")
+        plan = ReassignmentPlan.from_dict(data.get("plan"))
+        raw_changes = data.get("leaderChanges", [])
+        if not isinstance(raw_changes, list):
+            raise ModelError(f"proposal: field 'leaderChanges' must be a list, got {raw_changes!r}")
+        changes = []
+        for i, row in enumerate(raw_changes):
+            if not isinstance(row, Mapping) or not isinstance(row.get("topic"), str):
+                raise ModelError(f"proposal: leaderChanges[{i}] must be an object with a 'topic', got {row!r}")
+            new = row.get("to")
+            part = row.get("partition")
+            if not isinstance(new, int) or not isinstance(part, int):
+                raise ModelError(f"proposal: leaderChanges[{i}]: fields 'partition' and 'to' must be integers")
+            old = row.get("from")
+            changes.append(LeaderChange(row["topic"], part, old if isinstance(old, int) else None, new))
+        summary = data.get("summary", {})
+        if not isinstance(summary, Mapping):
+            raise ModelError(f"proposal: field 'summary' must be an object, got {summary!r}")
+        return cls(pid, plan, tuple(sorted(changes)), dict(summary))
+
+    @classmethod
+    def loads(cls, text: str | bytes) -> Proposal:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ModelError(f"proposal: not valid JSON: {err}") from None
+        return cls.from_dict(data)
+
+
+def model_fingerprint(model: ClusterModel) -> str:
+    """A hash of everything in the model the planner reads (placement, leaders, loads, brokers)."""
+    digest = hashlib.sha256()
+    for array in (
+        model.broker_ids, model.broker_alive, model.capacity, model.topic_min_isr, model.partition_topic,
+        model.partition_id, model.replicas, model.leader, model.size_bytes, model.bytes_in, model.bytes_out,
+        model.cpu_leader,
+    ):  # fmt: skip
+        digest.update(np.ascontiguousarray(array).tobytes())
+    digest.update(json.dumps([list(model.broker_racks), list(model.topics)]).encode())
+    return digest.hexdigest()
+
+
+def proposal_id(
+    snapshot_fingerprint: str, options: Any, plan: ReassignmentPlan, leaders: Iterable[LeaderChange]
+) -> str:
+    """The deterministic id: sha256 of snapshot fingerprint + canonical options JSON + plan + leader changes.
+
+    ``options`` must be JSON-able (the planner passes its options as a dict). Lower-case hex, so it
+    fits the CRD's ``approvedProposal`` pattern.
+    """
+    digest = hashlib.sha256()
+    digest.update(snapshot_fingerprint.encode())
+    digest.update(json.dumps(options, sort_keys=True, default=str).encode())
+    digest.update(plan.dumps().encode())
+    digest.update(json.dumps([c.to_dict() for c in leaders]).encode())
+    return digest.hexdigest()[:PROPOSAL_ID_LENGTH]

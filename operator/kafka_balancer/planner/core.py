@@ -1,0 +1,239 @@
+"""The planner's entry points: ``plan`` (model + options -> Proposal) and ``evaluate`` (statistics only).
+
+Order of work: the operation's shape change, hard goals (evacuate, racks, leadership, capacity),
+then each distribution goal in priority order, then the per-topic goals. Every step after the
+hard goals accepts a move only if no goal gets worse on the brokers it touches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
+from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
+from kafka_balancer.model.proposal import LeaderChange, Proposal, model_fingerprint, proposal_id
+from kafka_balancer.planner.balance import balance_goal
+from kafka_balancer.planner.goals import (
+    GOAL_QUANTITY,
+    TOPIC_GOALS,
+    balancedness,
+    goal_violation,
+    hard_goal_status,
+    quantity_stats,
+)
+from kafka_balancer.planner.hard import bad_slots, enforce_capacity, evacuate, fix_leadership, precheck
+from kafka_balancer.planner.operations import change_replication_factor, move_topics
+from kafka_balancer.planner.options import PlannerOptions, PlanningError
+from kafka_balancer.planner.state import QUANTITY_NAMES, Ints, State, resolve_groups
+from kafka_balancer.planner.topics import balance_topic_goal
+
+# Operations that only change the cluster's shape: no distribution rounds afterwards, so the
+# data moved is just what the operation needs.
+SHAPE_ONLY = frozenset({"demote-brokers", "fix-offline-replicas", "change-replication-factor", "move-topics"})
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Balance statistics of one placement: per group and quantity, per goal, and the score."""
+
+    groups: dict[str, dict[str, Any]]
+    goals: dict[str, dict[str, Any]]
+    balancedness: float
+    hard_goals: dict[str, bool] = field(default_factory=dict)
+
+    def max_over_avg(self, resource: str, group: str | None = None) -> float:
+        """Largest max/avg ratio of ``resource`` (replicas|leaders|disk|network-in|network-out|cpu) over groups."""
+        if resource not in QUANTITY_NAMES:
+            raise ValueError(f"resource must be one of {', '.join(QUANTITY_NAMES)}, got {resource!r}")
+        values = [g[resource]["maxOverAvg"] for name, g in self.groups.items() if group in (None, name)]
+        return max(values, default=1.0)
+
+    @property
+    def goals_holding(self) -> list[str]:
+        return [g for g, s in self.goals.items() if s["holds"]] + [g for g, ok in self.hard_goals.items() if ok]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "groups": self.groups,
+            "goals": self.goals,
+            "hardGoals": self.hard_goals,
+            "balancedness": self.balancedness,
+        }
+
+
+def _evaluate_state(st: State, original: Ints) -> Evaluation:
+    violations = {g: goal_violation(st, g) for g in st.options.distribution_goals}
+    goals = {g: {"holds": v <= 1e-9, "violation": round(v, 6)} for g, v in violations.items()}
+    return Evaluation(quantity_stats(st), goals, balancedness(st, violations), hard_goal_status(st, original))
+
+
+def evaluate(model: ClusterModel, options: PlannerOptions | None = None) -> Evaluation:
+    """Statistics of the current placement without planning (for metrics and imbalance triggers).
+
+    Leaders are counted where the preferred leader (first replica) is, as after an election.
+    """
+    options = options or PlannerOptions()
+    st = State(model, options, resolve_groups(model, options))
+    return _evaluate_state(st, model.replicas)
+
+
+def plan(model: ClusterModel, options: PlannerOptions | None = None) -> Proposal:
+    """Compute the proposal for ``model`` under ``options``; raises PlanningError on an unmet hard goal."""
+    options = options or PlannerOptions()
+    groups = resolve_groups(model, options)
+    before = State(model, options, groups)
+    st = State(model, options, resolve_groups(model, options))
+    _check_operation(st)
+    _apply_operation(st)
+    precheck(st)
+    op = options.operation.type
+    if op != "demote-brokers":
+        evacuate_mask = ~st.active
+        parts, slots = bad_slots(st, evacuate_mask)
+        evacuate(st, parts, slots, _targets(st))
+    fix_leadership(st)
+    if op != "demote-brokers":
+        enforce_capacity(st)
+    if op not in SHAPE_ONLY:
+        for goal in options.distribution_goals:
+            if goal in GOAL_QUANTITY:
+                balance_goal(st, goal)
+        for goal in TOPIC_GOALS:
+            if goal in options.distribution_goals:
+                balance_topic_goal(st, goal)
+    _final_checks(st, model.replicas)
+    return build_proposal(model, options, before, st)
+
+
+def _check_operation(st: State) -> None:
+    op = st.options.operation
+    for b in op.brokers:
+        st.index_of(b, "operation.brokers")
+    for b in op.target_brokers:
+        st.index_of(b, "operation.targetBrokers")
+    if op.type == "add-brokers":
+        for b in op.brokers:
+            i = st.index_of(b, "operation.brokers")
+            if not st.model.broker_alive[i]:
+                raise PlanningError("invalid-options", f"field 'operation.brokers' names broker {b}, which is down")
+
+
+def _apply_operation(st: State) -> None:
+    op = st.options.operation
+    if op.type == "change-replication-factor" and op.replication_factor is not None:
+        change_replication_factor(st, op.topics, op.replication_factor)
+    elif op.type == "move-topics":
+        target_group = None
+        if op.target_group is not None:
+            target_group = st.groups.names.index(op.target_group)
+            targets = st.groups.broker == target_group
+        else:
+            targets = np.zeros(st.model.num_brokers, dtype=np.bool_)
+            targets[[st.index_of(b, "operation.targetBrokers") for b in op.target_brokers]] = True
+        move_topics(st, op.topics, targets & st.can_host, target_group)
+        if op.target_group is None:
+            # Explicit brokers may cross groups: these topics are pinned there, not confined.
+            st.movable = np.zeros_like(st.movable)
+    elif op.type == "fix-offline-replicas" or op.type in {"demote-brokers"}:
+        st.movable = np.zeros_like(st.movable)
+
+
+def _targets(st: State) -> np.ndarray[Any, np.dtype[np.bool_]] | None:
+    op = st.options.operation
+    if op.type == "remove-brokers" and op.target_brokers:
+        mask = np.zeros(st.model.num_brokers, dtype=np.bool_)
+        mask[[st.index_of(b, "operation.targetBrokers") for b in op.target_brokers]] = True
+        return mask
+    return None
+
+
+def _final_checks(st: State, original: Ints) -> None:
+    status = hard_goal_status(st, original)
+    if st.options.operation.type == "demote-brokers":
+        status.pop("rack-awareness", None)  # demotion moves no data, so it cannot fix racks
+        status.pop("resource-group-confinement", None)
+    failed = [g for g, ok in status.items() if not ok]
+    if failed:
+        raise PlanningError(failed[0], f"the plan would still break hard goal {failed[0]}; see docs/goals.md")
+    offline = (st.rep != NO_BROKER) & ~st.active[np.maximum(st.rep, 0)]
+    if st.options.operation.type != "demote-brokers" and offline.any():
+        p = int(np.flatnonzero(offline.any(axis=1))[0])
+        raise PlanningError("excluded-brokers", f"partition {st.model.topic_name(p)} still has a replica offline")
+
+
+def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, st: State) -> Proposal:
+    width = max(model.replicas.shape[1], st.rep.shape[1])
+    orig = np.full((model.num_partitions, width), NO_BROKER, dtype=np.int32)
+    orig[:, : model.replicas.shape[1]] = model.replicas
+    final = np.full_like(orig, NO_BROKER)
+    final[:, : st.rep.shape[1]] = st.rep
+    changed = np.flatnonzero((orig != final).any(axis=1))
+    ids = model.broker_ids
+    targets = []
+    for p in changed.tolist():
+        row = final[p]
+        targets.append(
+            PartitionTarget(model.topic_name(p), int(model.partition_id[p]), tuple(int(ids[b]) for b in row[row >= 0]))
+        )
+    reassignment = ReassignmentPlan.of(targets)
+    new_leader = final[:, 0]
+    lead_changed = np.flatnonzero((new_leader != model.leader) & (new_leader != NO_BROKER))
+    leader_changes = tuple(
+        LeaderChange(
+            model.topic_name(p),
+            int(model.partition_id[p]),
+            None if model.leader[p] == NO_BROKER else int(ids[model.leader[p]]),
+            int(ids[new_leader[p]]),
+        )
+        for p in lead_changed.tolist()
+    )
+    fo, ff = orig[changed], final[changed]
+    added = (ff != NO_BROKER) & ~(ff[:, :, None] == fo[:, None, :]).any(axis=2)
+    per_part = added.sum(axis=1)
+    moves = int(per_part.sum())
+    bytes_to_move = float((model.size_bytes[changed] * per_part).sum())
+    opts = options.to_dict()
+    pid = proposal_id(model_fingerprint(model), opts, reassignment, leader_changes)
+    ev_before = _evaluate_state(before, model.replicas)
+    ev_after = _evaluate_state(st, model.replicas)
+    summary = {
+        "proposalId": pid,
+        "operation": options.operation.type,
+        "moves": moves,
+        "partitionsMoved": len(targets),
+        "bytesToMove": bytes_to_move,
+        "leaderChanges": len(leader_changes),
+        "balancednessBefore": ev_before.balancedness,
+        "balancednessAfter": ev_after.balancedness,
+        "goalsHolding": ev_after.goals_holding,
+        "goalsViolated": [
+            g for g in (*options.hard_goals, *options.distribution_goals) if g not in ev_after.goals_holding
+        ],
+        "goals": {
+            g: {
+                "holdsBefore": ev_before.goals[g]["holds"],
+                "holdsAfter": ev_after.goals[g]["holds"],
+                "violationBefore": ev_before.goals[g]["violation"],
+                "violationAfter": ev_after.goals[g]["violation"],
+                "before": _goal_stats(ev_before, g),
+                "after": _goal_stats(ev_after, g),
+            }
+            for g in options.distribution_goals
+        },
+        "hardGoals": ev_after.hard_goals,
+        "groups": {
+            name: {"brokers": stats["brokers"], "before": ev_before.groups.get(name, {}), "after": stats}
+            for name, stats in ev_after.groups.items()
+        },
+    }
+    return Proposal(pid, reassignment, leader_changes, summary)
+
+
+def _goal_stats(ev: Evaluation, goal: str) -> dict[str, Any]:
+    if goal not in GOAL_QUANTITY:
+        return {"violation": ev.goals[goal]["violation"]}
+    name = QUANTITY_NAMES[GOAL_QUANTITY[goal]]
+    return {group: stats[name] for group, stats in ev.groups.items()}

@@ -1,0 +1,216 @@
+"""Goal bands and statistics: when does a goal hold, and how far is each broker from it.
+
+A distribution goal holds when every active broker of a group is within
+``[avg × (2 − threshold), avg × threshold]`` of the group's own average (counts: the band is
+rounded outwards to whole numbers). A broker's *violation* is its distance outside the band;
+the planner never accepts a move that increases any goal's violation on the brokers it touches.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+import numpy as np
+
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.state import (
+    COUNT_QUANTITIES,
+    NUM_Q,
+    Q_CPU,
+    Q_DISK,
+    Q_LEADER_IN,
+    Q_LEADERS,
+    Q_NET_IN,
+    Q_NET_OUT,
+    Q_REPLICAS,
+    QUANTITY_NAMES,
+    Ints,
+    State,
+)
+
+GOAL_QUANTITY: Final = {
+    "replica-distribution": Q_REPLICAS,
+    "disk-distribution": Q_DISK,
+    "network-in-distribution": Q_NET_IN,
+    "network-out-distribution": Q_NET_OUT,
+    "cpu-distribution": Q_CPU,
+    "leader-count-distribution": Q_LEADERS,
+    "leader-bytes-in-distribution": Q_LEADER_IN,
+}
+TOPIC_GOALS: Final = ("topic-replica-distribution", "topic-leader-distribution")
+CAPACITY_GOALS: Final = {
+    "replica-capacity": Q_REPLICAS,
+    "disk-capacity": Q_DISK,
+    "network-in-capacity": Q_NET_IN,
+    "network-out-capacity": Q_NET_OUT,
+    "cpu-capacity": Q_CPU,
+}
+# Relative slack for float comparisons, so a broker exactly on the band edge counts as inside.
+EPS: Final = 1e-9
+# Topics whose partitions' bytes-in vary more than this (coefficient of variation) are skipped by
+# the topic-leader goal: spreading the leaders of unequal partitions evenly is not balance.
+TOPIC_LEADER_MAX_CV: Final = 0.5
+
+
+def bands(st: State, q: int, threshold: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Per-broker (lower, upper, group average) of quantity ``q``; inactive brokers get (-inf, inf)."""
+    groups = st.groups
+    ng = len(groups.names)
+    weights = np.where(st.active, st.load[:, q], 0.0)
+    total = np.bincount(groups.broker, weights=weights, minlength=ng)
+    count = np.bincount(groups.broker, weights=st.active.astype(np.float64), minlength=ng)
+    avg_g = np.divide(total, count, out=np.zeros(ng), where=count > 0)
+    avg = avg_g[groups.broker]
+    lower = avg * (2.0 - threshold)
+    upper = avg * threshold
+    if q in COUNT_QUANTITIES:
+        lower = np.floor(lower + 1e-9)
+        upper = np.ceil(upper - 1e-9)
+    off = ~st.active | ~groups.balanced[groups.broker]
+    lower = np.where(off, -math.inf, lower)
+    upper = np.where(off, math.inf, upper)
+    return lower, upper, avg
+
+
+def topic_bands(st: State, counts: Ints, threshold: float) -> tuple[FloatArray, FloatArray]:
+    """Per-topic (lower, upper) count band over the active brokers of the topic's group."""
+    groups = st.groups
+    active_per_group = np.bincount(groups.broker[st.active], minlength=len(groups.names)).astype(np.float64)
+    n = active_per_group[groups.topic]
+    total = (counts * st.active[None, :]).sum(axis=1).astype(np.float64)
+    avg = np.divide(total, n, out=np.zeros_like(total), where=n > 0)
+    return np.floor(avg * (2.0 - threshold) + 1e-9), np.ceil(avg * threshold - 1e-9)
+
+
+def violation(load: FloatArray, lower: FloatArray, upper: FloatArray) -> FloatArray:
+    out: FloatArray = np.maximum(load - upper, 0.0) + np.maximum(lower - load, 0.0)
+    return out
+
+
+def tolerance(avg: FloatArray) -> FloatArray:
+    out: FloatArray = np.abs(avg) * EPS + 1e-9
+    return out
+
+
+def topic_leader_applies(st: State) -> BoolArray:
+    """Topics whose partitions carry similar load (bytes-in CV under TOPIC_LEADER_MAX_CV)."""
+    nt = len(st.model.topics)
+    if st.model.num_partitions == 0:
+        return np.zeros(nt, dtype=np.bool_)
+    n = np.bincount(st.ptopic, minlength=nt).astype(np.float64)
+    s1 = np.bincount(st.ptopic, weights=st.model.bytes_in, minlength=nt)
+    s2 = np.bincount(st.ptopic, weights=st.model.bytes_in**2, minlength=nt)
+    mean = np.divide(s1, n, out=np.zeros(nt), where=n > 0)
+    var = np.maximum(np.divide(s2, n, out=np.zeros(nt), where=n > 0) - mean**2, 0.0)
+    cv = np.divide(np.sqrt(var), mean, out=np.zeros(nt), where=mean > 0)
+    out: BoolArray = cv <= TOPIC_LEADER_MAX_CV
+    return out
+
+
+def goal_violation(st: State, goal: str) -> float:
+    """Total out-of-band distance of one distribution goal, relative to its group averages."""
+    threshold = st.options.balance_threshold
+    if goal in GOAL_QUANTITY:
+        q = GOAL_QUANTITY[goal]
+        lower, upper, avg = bands(st, q, threshold)
+        v = violation(st.load[:, q], lower, upper)
+        v = np.where(v > tolerance(avg), v, 0.0)
+        return float(np.sum(np.divide(v, avg, out=np.zeros_like(v), where=avg > 0)))
+    counts = st.tcount if goal == "topic-replica-distribution" else st.tlead
+    lo, hi = topic_bands(st, counts, threshold)
+    in_group = (st.groups.broker[None, :] == st.groups.topic[:, None]) & st.active[None, :]
+    in_group &= st.groups.balanced[st.groups.topic][:, None]
+    if goal == "topic-leader-distribution":
+        in_group &= topic_leader_applies(st)[:, None]
+    v = np.maximum(counts - hi[:, None], 0) + np.maximum(lo[:, None] - counts, 0)
+    return float(np.sum(np.where(in_group, v, 0)))
+
+
+def rack_violations(st: State) -> Ints:
+    """Partitions whose replicas crowd a rack beyond ``ceil(rf / racks in the group)``."""
+    rep = st.rep
+    valid = rep != NO_BROKER
+    racks = np.where(valid, st.rack[np.maximum(rep, 0)], -1)
+    rf = valid.sum(axis=1)
+    nracks = st.group_racks()[st.groups.partition]
+    allowed = np.ceil(rf / np.maximum(nracks, 1)).astype(np.int32)
+    worst = np.zeros(rep.shape[0], dtype=np.int32)
+    for k in range(rep.shape[1]):
+        same = ((racks == racks[:, k : k + 1]) & valid).sum(axis=1)
+        worst = np.maximum(worst, np.where(valid[:, k], same, 0))
+    bad: Ints = np.flatnonzero(worst > allowed).astype(np.int32)
+    return bad
+
+
+def hard_goal_status(st: State, original: Ints) -> dict[str, bool]:
+    """Which hard goals hold for the current placement (``original`` = placement before planning)."""
+    status: dict[str, bool] = {}
+    opts = st.options
+    rep = st.rep
+    valid = rep != NO_BROKER
+    for goal in opts.hard_goals:
+        if goal == "rack-awareness":
+            status[goal] = rack_violations(st).size == 0
+        elif goal in CAPACITY_GOALS:
+            q = CAPACITY_GOALS[goal]
+            status[goal] = bool(np.all(st.load[:, q] <= st.limit[:, q] * (1 + EPS) + 1e-9))
+        elif goal == "resource-group-confinement":
+            has_brokers = np.bincount(st.groups.broker, minlength=len(st.groups.names)) > 0
+            home = st.groups.partition[:, None]
+            ok = ~valid | (st.groups.broker[np.maximum(rep, 0)] == home) | ~has_brokers[home]
+            status[goal] = bool(ok.all())
+        elif goal == "excluded-brokers":
+            status[goal] = _excluded_hold(st, original)
+    return status
+
+
+def _excluded_hold(st: State, original: Ints) -> bool:
+    rep = st.rep
+    valid = rep != NO_BROKER
+    safe = np.maximum(rep, 0)
+    new_here = valid & ~(rep[:, :, None] == original[:, None, :]).any(axis=2)
+    if np.any(new_here & ~st.can_host[safe]):
+        return False
+    leader = rep[:, 0]
+    could_lead = (valid & st.can_lead[safe]).any(axis=1)
+    return not bool(np.any(~st.can_lead[leader] & could_lead & (leader != NO_BROKER)))
+
+
+def quantity_stats(st: State) -> dict[str, dict[str, Any]]:
+    """Per group, per quantity: avg, max/avg, min/avg, stddev/avg over the group's active brokers."""
+    out: dict[str, dict[str, Any]] = {}
+    for g, name in enumerate(st.groups.names):
+        members = st.active & (st.groups.broker == g)
+        if not members.any():
+            continue
+        group: dict[str, Any] = {"brokers": [int(b) for b in st.model.broker_ids[members]]}
+        for q in range(NUM_Q):
+            values = st.load[members, q]
+            avg = float(values.mean())
+            if avg > 0:
+                stats = {
+                    "avg": avg,
+                    "maxOverAvg": float(values.max() / avg),
+                    "minOverAvg": float(values.min() / avg),
+                    "stddevOverAvg": float(values.std() / avg),
+                }
+            else:
+                stats = {"avg": 0.0, "maxOverAvg": 1.0, "minOverAvg": 1.0, "stddevOverAvg": 0.0}
+            group[QUANTITY_NAMES[q]] = stats
+        out[name] = group
+    return out
+
+
+def balancedness(st: State, violations: dict[str, float]) -> float:
+    """0..100: 100 when every distribution goal holds; each goal weighs more than the next.
+
+    A goal's share is lost in proportion to its out-of-band distance (summed over brokers,
+    relative to the group average), fully lost at a distance of one average.
+    """
+    goals = st.options.distribution_goals
+    if not goals:
+        return 100.0
+    weights = np.array([1.5 ** (len(goals) - i) for i in range(len(goals))])
+    scores = np.array([max(0.0, 1.0 - violations[g]) for g in goals])
+    return round(float(100.0 * (weights * scores).sum() / weights.sum()), 2)

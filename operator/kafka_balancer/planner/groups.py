@@ -1,0 +1,90 @@
+"""Plan resource groups independently (e.g. in parallel inside Spark) and merge the results.
+
+Groups never share brokers or partitions, so a group's plan only depends on its own partitions:
+``split`` gives each group's sub-model (every broker, only that group's partitions) and options
+limited to that group; ``plan_group`` plans one of them; ``merge`` applies every group's targets to
+the whole model and builds the one proposal (summary and id over the whole cluster).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
+from kafka_balancer.model.plan import PartitionTarget
+from kafka_balancer.model.proposal import Proposal
+from kafka_balancer.planner.core import build_proposal, plan
+from kafka_balancer.planner.options import PlannerOptions, PlanningError
+from kafka_balancer.planner.state import Ints, State, resolve_groups
+
+
+@dataclass(frozen=True)
+class GroupJob:
+    """One group's planning input: the group name, its sub-model and its options."""
+
+    name: str
+    model: ClusterModel
+    options: PlannerOptions
+
+
+def subset(model: ClusterModel, parts: Ints) -> ClusterModel:
+    """The model with every broker and topic but only the given partitions."""
+    return dataclasses.replace(
+        model,
+        partition_topic=model.partition_topic[parts],
+        partition_id=model.partition_id[parts],
+        replicas=model.replicas[parts],
+        isr_mask=model.isr_mask[parts],
+        leader=model.leader[parts],
+        size_bytes=model.size_bytes[parts],
+        bytes_in=model.bytes_in[parts],
+        bytes_out=model.bytes_out[parts],
+        messages_in=model.messages_in[parts],
+        cpu_leader=model.cpu_leader[parts],
+        _index=None,
+    )
+
+
+def split(model: ClusterModel, options: PlannerOptions) -> list[GroupJob]:
+    """One job per resource group that has brokers and partitions (a rebalance only)."""
+    if options.operation.type not in {"rebalance", "add-brokers", "remove-brokers", "fix-offline-replicas"}:
+        raise PlanningError("invalid-options", f"operation {options.operation.type} is planned whole, not per group")
+    groups = resolve_groups(model, options)
+    jobs = []
+    for g, name in enumerate(groups.names):
+        parts = np.flatnonzero(groups.partition == g)
+        if parts.size == 0 or not groups.balanced[g]:
+            continue
+        group_options = dataclasses.replace(options, groups_to_balance=(name,)) if options.resource_groups else options
+        jobs.append(GroupJob(name, subset(model, parts), group_options))
+    return jobs
+
+
+def plan_group(job: GroupJob) -> list[PartitionTarget]:
+    """Plan one group; the targets are the group's partitions whose replicas or order change."""
+    return list(plan(job.model, job.options).plan.partitions)
+
+
+def merge(model: ClusterModel, options: PlannerOptions, targets: Iterable[PartitionTarget]) -> Proposal:
+    """The whole-cluster proposal from every group's targets."""
+    groups = resolve_groups(model, options)
+    after = State(model, options, groups)
+    rows: list[list[int]] = []
+    parts: list[int] = []
+    for target in targets:
+        parts.append(model.partition_index(target.topic, target.partition))
+        rows.append([model.broker_index(b) for b in target.replicas])
+    width = max([after.rep.shape[1], *(len(r) for r in rows)])
+    rep = np.full((model.num_partitions, width), NO_BROKER, dtype=np.int32)
+    rep[:, : after.rep.shape[1]] = after.rep
+    for p, row in zip(parts, rows, strict=True):
+        rep[p] = NO_BROKER
+        rep[p, : len(row)] = row
+    after.rep = rep
+    after.refresh_loads()
+    before = State(model, options, resolve_groups(model, options))
+    return build_proposal(model, options, before, after)

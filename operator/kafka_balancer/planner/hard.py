@@ -1,0 +1,264 @@
+"""Hard goals: evacuate what may not stay, spread racks, move leadership off excluded brokers, and
+enforce capacities. When the cluster cannot satisfy one, raise :class:`PlanningError` naming the
+brokers, the numbers and what capacity would fix it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+import numpy as np
+
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.planner.goals import CAPACITY_GOALS, EPS
+from kafka_balancer.planner.options import PlanningError
+from kafka_balancer.planner.select import Bands, compute_bands, leader_candidates, replica_candidates, take
+from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Q_REPLICAS, QUANTITY_NAMES, Ints, State
+
+# Evacuated replicas are placed in chunks of this many per destination broker, so one chunk
+# spreads round-robin over the least-filled brokers and the next chunk sees the new totals.
+CHUNK_PER_BROKER: Final = 4
+
+
+def _ids(st: State, brokers: Ints | list[int]) -> list[int]:
+    return [int(st.model.broker_ids[b]) for b in brokers]
+
+
+def precheck(st: State) -> None:
+    """Refuse early when a group's total load cannot fit under its brokers' limits."""
+    groups = st.groups
+    rf = st.rf
+    for g, name in enumerate(groups.names):
+        hosts = np.flatnonzero(st.can_host & (groups.broker == g))
+        parts = np.flatnonzero(groups.partition == g)
+        if parts.size == 0 or not (groups.broker == g).any():
+            continue
+        max_rf = int(rf[parts].max())
+        if max_rf > hosts.size:
+            raise PlanningError(
+                "replica-capacity",
+                f"group '{name}' has partitions with replication factor {max_rf} but only {hosts.size} brokers "
+                f"can host replicas ({_ids(st, hosts)}); add {max_rf - hosts.size} broker(s) to the group",
+            )
+        for goal, q in CAPACITY_GOALS.items():
+            if not st.options.hard(goal):
+                continue
+            limits = st.limit[hosts, q]
+            if not np.all(np.isfinite(limits)):
+                continue
+            rows_lead = st.lead[parts, q]
+            rows_follow = st.follow[parts, q] * np.maximum(rf[parts] - 1, 0)
+            total = float(rows_lead.sum() + rows_follow.sum())
+            room = float(limits.sum())
+            if total > room * (1 + EPS):
+                _capacity_error(st, goal, q, name, hosts=hosts, total=total, room=room)
+
+
+def _capacity_error(st: State, goal: str, q: int, group: str, *, hosts: Ints, total: float, room: float) -> None:
+    what = QUANTITY_NAMES[q]
+    if q == Q_REPLICAS:
+        per = float(st.options.max_replicas_per_broker)
+        need = math.ceil((total - room) / per)
+        raise PlanningError(
+            goal,
+            f"group '{group}' holds {total:.0f} replicas but its {hosts.size} brokers {_ids(st, hosts)} allow "
+            f"{room:.0f} (maxReplicasPerBroker {per:.0f}); add {need} broker(s) or raise maxReplicasPerBroker to "
+            f"{math.ceil(total / max(hosts.size, 1))}",
+        )
+    threshold = st.options.capacity_threshold
+    per = float(np.median(st.limit[hosts, q]))
+    need = math.ceil((total - room) / per)
+    raise PlanningError(
+        goal,
+        f"group '{group}' needs {total:.6g} {what} but {threshold:.0%} of its brokers' capacity {_ids(st, hosts)} "
+        f"is {room:.6g}; add {need} broker(s) of {per / threshold:.6g} {what} capacity or raise "
+        f"capacityThreshold to {min(1.0, total / (room / threshold)):.2f}",
+    )
+
+
+def bad_slots(st: State, evacuate: BoolArray) -> tuple[Ints, Ints]:
+    """Replica slots that must move: on an ``evacuate`` broker, outside their group, or crowding a rack."""
+    rep = st.rep
+    valid = rep != NO_BROKER
+    safe = np.maximum(rep, 0)
+    bad = valid & evacuate[safe]
+    if st.options.hard("resource-group-confinement"):
+        has_brokers = np.bincount(st.groups.broker, minlength=len(st.groups.names)) > 0
+        home = st.groups.partition
+        outside = st.groups.broker[safe] != home[:, None]
+        bad |= valid & outside & (has_brokers[home] & st.movable)[:, None]
+    if st.options.hard("rack-awareness"):
+        racks = np.where(valid & ~bad, st.rack[safe], -1)
+        rf = valid.sum(axis=1)
+        allowed = np.ceil(rf / np.maximum(st.group_racks()[st.groups.partition], 1)).astype(np.int32)
+        seen = np.zeros(rep.shape[0], dtype=np.int32)
+        for k in range(rep.shape[1]):
+            earlier = ((racks[:, :k] == racks[:, k : k + 1]) & (racks[:, :k] >= 0)).sum(axis=1) if k else seen
+            crowd = (racks[:, k] >= 0) & (earlier >= allowed) & st.movable
+            bad[:, k] |= crowd
+    parts, slots = np.nonzero(bad)
+    return parts.astype(np.int64), slots.astype(np.int64)
+
+
+def evacuate(st: State, parts: Ints, slots: Ints, targets: BoolArray | None = None) -> None:
+    """Re-place the given replicas on the least-filled allowed brokers of their group, rack-aware."""
+    nracks = st.group_racks()
+    while parts.size:
+        # One replica per partition per pass, so a chunk never puts two replicas of one partition together.
+        _, first = np.unique(parts, return_index=True)
+        now = np.zeros(parts.size, dtype=np.bool_)
+        now[first] = True
+        _place(st, parts[now], slots[now], targets, nracks)
+        parts, slots = parts[~now], slots[~now]
+
+
+def _place(st: State, parts: Ints, slots: Ints, targets: BoolArray | None, nracks: Ints) -> None:
+    order = np.argsort(-st.model.size_bytes[parts], kind="stable")
+    parts, slots = parts[order], slots[order]
+    for g in np.unique(st.groups.partition[parts]):
+        in_group = st.groups.partition[parts] == g
+        gp, gs = parts[in_group], slots[in_group]
+        allowed = st.can_host & (st.groups.broker == g)
+        if targets is not None:
+            allowed &= targets
+        dests = np.flatnonzero(allowed)
+        if dests.size == 0:
+            raise PlanningError(
+                "excluded-brokers",
+                f"group '{st.groups.names[g]}' has {gp.size} replicas to re-place but no broker that can host them",
+            )
+        chunk = CHUNK_PER_BROKER * dests.size
+        for start in range(0, gp.size, chunk):
+            _place_chunk(st, gp[start : start + chunk], gs[start : start + chunk], dests, nracks)
+
+
+def _place_chunk(st: State, parts: Ints, slots: Ints, dests: Ints, nracks: Ints) -> None:
+    st.move(parts, slots, choose_destinations(st, parts, slots, dests, nracks))
+
+
+def choose_destinations(st: State, parts: Ints, slots: Ints, dests: Ints, nracks: Ints) -> Ints:
+    """A broker among ``dests`` for each (distinct) partition's slot: rack-aware, under every limit,
+    not already holding the partition; items go round-robin over the least-filled brokers first."""
+    active_avg = np.maximum(st.load[st.active].mean(axis=0), 1e-12) if st.active.any() else np.ones(NUM_Q)
+    fill = st.load[dests, Q_REPLICAS] / active_avg[Q_REPLICAS] + st.load[dests, Q_DISK] / active_avg[Q_DISK]
+    dests = dests[np.argsort(fill, kind="stable")]
+    n = dests.size
+    rows = st.rep[parts]
+    valid = rows != NO_BROKER
+    racks = np.where(valid, st.rack[np.maximum(rows, 0)], -1)
+    racks[np.arange(parts.size), slots] = -1
+    rf = valid.sum(axis=1)
+    allowed_per_rack = np.ceil(rf / np.maximum(nracks[st.groups.partition[parts]], 1))
+    v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
+    feas = ~(rows[:, :, None] == dests[None, None, :]).any(axis=1)  # (C, n)
+    if st.options.hard("rack-awareness"):
+        same = (racks[:, :, None] == st.rack[dests][None, None, :]).sum(axis=1)
+        feas &= same + 1 <= allowed_per_rack[:, None]
+    lead_slot = slots == 0
+    feas &= ~lead_slot[:, None] | st.can_lead[dests][None, :] | ~st.can_lead[dests].any()
+    room = st.limit[dests] - st.load[dests]  # (n, Q)
+    feas &= np.all(v[:, None, :] <= room[None, :, :] + 1e-9, axis=2)
+    shift = (np.arange(parts.size)[:, None] + np.arange(n)[None, :]) % n
+    rotated = np.take_along_axis(feas, shift, axis=1)
+    found = rotated.any(axis=1)
+    if not found.all():
+        p = int(parts[~found][0])
+        raise PlanningError(
+            "rack-awareness" if st.options.hard("rack-awareness") else "replica-capacity",
+            f"partition {st.model.topic_name(p)}-{int(st.model.partition_id[p])} (replicas "
+            f"{_ids(st, st.rep[p][st.rep[p] >= 0])}) has no broker among {_ids(st, dests)} that keeps racks "
+            f"spread and capacities under their limits; add a broker in another rack or with free capacity",
+        )
+    pick: Ints = dests[shift[np.arange(parts.size), np.argmax(rotated, axis=1)]].astype(np.int32)
+    return pick
+
+
+def fix_leadership(st: State) -> None:
+    """Move leadership off brokers that may not lead (excluded, demoted, dead) onto an allowed replica."""
+    rep = st.rep
+    valid = rep != NO_BROKER
+    safe = np.maximum(rep, 0)
+    leader = rep[:, 0]
+    eligible = valid & st.can_lead[safe]
+    wrong = (leader != NO_BROKER) & ~st.can_lead[np.maximum(leader, 0)] & eligible.any(axis=1)
+    parts = np.flatnonzero(wrong)
+    if parts.size == 0:
+        return
+    # Among allowed replicas, the one whose broker leads least (as counted before this step).
+    score = np.where(eligible[parts], st.load[safe[parts], Q_LEADERS], np.inf)
+    slots = np.argmin(score, axis=1)
+    st.swap_leader(parts.astype(np.int64), slots.astype(np.int64))
+
+
+def capacity_bands(st: State) -> Bands:
+    b = compute_bands(st)
+    b.lower[:] = -math.inf
+    b.upper[:] = math.inf
+    b.topic_replica_on = False
+    b.topic_leader_on[:] = False
+    return b
+
+
+def enforce_capacity(st: State) -> None:
+    """Move load off brokers above a capacity limit onto brokers of the same group with room."""
+    from kafka_balancer.planner.balance import LEADER_FIRST  # noqa: PLC0415 - avoids an import cycle
+
+    nracks = st.group_racks()
+    for goal, q in CAPACITY_GOALS.items():
+        if not st.options.hard(goal) or not np.isfinite(st.limit[:, q]).any():
+            continue
+        for _ in range(st.options.max_rounds):
+            over = np.flatnonzero(st.active & (st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9))
+            if over.size == 0:
+                break
+            index = st.broker_index_by_slot()
+            moved = 0.0
+            for s in over:
+                group = st.groups.broker == st.groups.broker[s]
+                room = np.where(group & st.can_host, st.limit[:, q] - st.load[:, q], 0.0)
+                for d in np.argsort(-room, kind="stable")[:8]:
+                    excess = float(st.load[s, q] - st.limit[s, q])
+                    if excess <= 0 or room[d] <= 0:
+                        break
+                    limits = np.maximum(st.limit[d] - st.load[d], 0.0)
+                    limits[q] = float(room[d])
+                    if q in LEADER_FIRST and q != Q_REPLICAS:
+                        parts, slots = leader_candidates(st, index, int(s), int(d))
+                        v = st.lead[parts] - st.follow[parts]
+                        ordered = np.argsort(-v[:, q], kind="stable")
+                        chosen = take(v[ordered], limits)
+                        st.swap_leader(parts[ordered][chosen], slots[ordered][chosen])
+                        moved += float(v[ordered][chosen, q].sum())
+                        excess = float(st.load[s, q] - st.limit[s, q])
+                        if excess <= 0:
+                            break
+                    parts, slots = replica_candidates(st, index, int(s), d=int(d), nracks=nracks, leaders_only=False)
+                    v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
+                    ordered = np.argsort(-v[:, q], kind="stable")
+                    limits = np.maximum(st.limit[d] - st.load[d], 0.0)
+                    limits[q] = min(float(room[d]), excess + float(v[:, q].max(initial=0.0)))
+                    chosen = take(v[ordered], limits)
+                    picked = ordered[chosen]
+                    st.move(parts[picked], slots[picked], np.full(picked.size, d, dtype=np.int32))
+                    moved += float(v[picked, q].sum())
+            if moved <= 0:
+                break
+        _check_capacity(st, goal, q)
+
+
+def _check_capacity(st: State, goal: str, q: int) -> None:
+    over = np.flatnonzero(st.active & (st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9))
+    if over.size == 0:
+        return
+    b = int(over[0])
+    g = int(st.groups.broker[b])
+    hosts = np.flatnonzero(st.can_host & (st.groups.broker == g))
+    load, limit = float(st.load[b, q]), float(st.limit[b, q])
+    raise PlanningError(
+        goal,
+        f"broker {int(st.model.broker_ids[b])} would carry {load:.6g} {QUANTITY_NAMES[q]} above its limit "
+        f"{limit:.6g} and no broker of group '{st.groups.names[g]}' ({_ids(st, hosts)}) can take the excess "
+        f"without breaking another hard goal; add a broker with at least {load - limit:.6g} free "
+        f"{QUANTITY_NAMES[q]} capacity",
+    )

@@ -1,0 +1,92 @@
+"""Operations that change the cluster's shape before (or instead of) balancing.
+
+remove-brokers and fix-offline-replicas are evacuations (see :mod:`hard`); demote-brokers is a
+leadership-only change. This module holds the two that need their own placement logic:
+replication-factor changes and moving topics onto other brokers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.planner.hard import choose_destinations, evacuate
+from kafka_balancer.planner.options import PlanningError
+from kafka_balancer.planner.state import Q_DISK, Ints, State
+
+
+def topic_partitions(st: State, topics: tuple[str, ...], field_name: str) -> Ints:
+    known = {name: i for i, name in enumerate(st.model.topics)}
+    missing = [t for t in topics if t not in known]
+    if missing:
+        raise PlanningError("invalid-options", f"field '{field_name}' names topic '{missing[0]}', not in the cluster")
+    wanted = np.zeros(len(st.model.topics), dtype=np.bool_)
+    wanted[[known[t] for t in topics]] = True
+    parts: Ints = np.flatnonzero(wanted[st.ptopic]).astype(np.int64)
+    return parts
+
+
+def change_replication_factor(st: State, topics: tuple[str, ...], target: int) -> None:
+    """Grow or shrink the topics' partitions to ``target`` replicas, rack-aware, inside their group."""
+    parts = topic_partitions(st, topics, "operation.topics")
+    for t in topics:
+        ti = st.model.topics.index(t)
+        min_isr = int(st.model.topic_min_isr[ti])
+        if min_isr and target < min_isr:
+            raise PlanningError(
+                "invalid-options",
+                f"field 'operation.replicationFactor' {target} is below topic '{t}' min.insync.replicas {min_isr}",
+            )
+    rf = st.rf
+    if target > st.rep.shape[1]:
+        pad = np.full((st.rep.shape[0], target - st.rep.shape[1]), NO_BROKER, dtype=np.int32)
+        st.rep = np.concatenate([st.rep, pad], axis=1)
+    grow = parts[rf[parts] < target]
+    nracks = st.group_racks()
+    # One new replica per partition per pass, so each pass sees the previous one's racks.
+    for _ in range(target):
+        grow = grow[(st.rep[grow] != NO_BROKER).sum(axis=1) < target]
+        if grow.size == 0:
+            break
+        slots = (st.rep[grow] != NO_BROKER).sum(axis=1).astype(np.int64)
+        for g in np.unique(st.groups.partition[grow]):
+            sel = st.groups.partition[grow] == g
+            dests = np.flatnonzero(st.can_host & (st.groups.broker == g))
+            picks = choose_destinations(st, grow[sel], slots[sel], dests, nracks)
+            st.rep[grow[sel], slots[sel]] = picks
+        st.refresh_loads()
+    shrink = parts[rf[parts] > target]
+    if shrink.size:
+        _shrink(st, shrink, target)
+    st.refresh_loads()
+
+
+def _shrink(st: State, parts: Ints, target: int) -> None:
+    """Drop followers, first those crowding a rack, then those on the fullest brokers (by disk)."""
+    disk = st.load[:, Q_DISK] / max(float(st.load[st.active, Q_DISK].mean()) if st.active.any() else 1.0, 1e-12)
+    for p in parts.tolist():
+        row = st.rep[p]
+        reps = [int(b) for b in row if b != NO_BROKER]
+        keep = [reps[0]] if st.active[reps[0]] else []
+        rest = [b for b in reps if b not in keep]
+        while len(keep) < target and rest:
+            used = {int(st.rack[b]) for b in keep}
+            # Dead brokers last, a new rack first, then the emptiest broker.
+            rest.sort(key=lambda b: (not st.active[b], int(st.rack[b]) in used, float(disk[b]), b))
+            keep.append(rest.pop(0))
+        st.rep[p] = NO_BROKER
+        st.rep[p, : len(keep)] = keep
+
+
+def move_topics(st: State, topics: tuple[str, ...], targets: BoolArray, target_group: int | None) -> None:
+    """Move every replica of the topics onto ``targets`` (a broker mask), rack-aware and spread."""
+    parts = topic_partitions(st, topics, "operation.topics")
+    if target_group is not None:
+        st.groups.partition[parts] = target_group
+    movable = np.zeros_like(st.movable)
+    movable[parts] = True
+    st.movable = movable
+    rows = st.rep[parts]
+    outside = (rows != NO_BROKER) & ~targets[np.maximum(rows, 0)]
+    pi, slots = np.nonzero(outside)
+    evacuate(st, parts[pi], slots.astype(np.int64), targets)

@@ -1,0 +1,170 @@
+"""What the planner is asked to do: goals, thresholds, resource groups and the operation.
+
+Plain frozen dataclasses so the planner stays independent of pydantic and of the CRD; the
+converter from the BalancePolicy spec lives in :mod:`kafka_balancer.planner.policy`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final
+
+HARD_GOALS: Final = (
+    "rack-awareness",
+    "replica-capacity",
+    "disk-capacity",
+    "network-in-capacity",
+    "network-out-capacity",
+    "cpu-capacity",
+    "resource-group-confinement",
+    "excluded-brokers",
+)
+# Default priority order: a later goal never undoes an earlier one.
+DISTRIBUTION_GOALS: Final = (
+    "replica-distribution",
+    "disk-distribution",
+    "network-in-distribution",
+    "network-out-distribution",
+    "cpu-distribution",
+    "leader-count-distribution",
+    "leader-bytes-in-distribution",
+    "topic-replica-distribution",
+    "topic-leader-distribution",
+)
+OPERATIONS: Final = (
+    "rebalance",
+    "add-brokers",
+    "remove-brokers",
+    "demote-brokers",
+    "fix-offline-replicas",
+    "change-replication-factor",
+    "move-topics",
+)
+
+
+class PlanningError(Exception):
+    """The cluster cannot satisfy a hard goal, or the request is invalid.
+
+    ``reason`` is a short machine-readable code (e.g. ``disk-capacity``, ``invalid-options``);
+    ``details`` is the human explanation naming brokers, numbers and what would fix it.
+    """
+
+    def __init__(self, reason: str, details: str):
+        self.reason = reason
+        self.details = details
+        super().__init__(f"{reason}: {details}")
+
+
+def _invalid(field_name: str, message: str, value: object) -> PlanningError:
+    return PlanningError("invalid-options", f"field '{field_name}' {message}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class GroupOptions:
+    """One resource group: its brokers and the topics (names or full-match regexes) that live on them."""
+
+    name: str
+    broker_ids: tuple[int, ...]
+    topic_names: tuple[str, ...] = ()
+    topic_patterns: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise _invalid("resourceGroups[].name", "must be a non-empty string", self.name)
+        for pattern in self.topic_patterns:
+            try:
+                re.compile(pattern)
+            except re.error:
+                raise _invalid(f"resourceGroups[{self.name}].topics.patterns", "must be a regex", pattern) from None
+
+    def matches(self, topic: str) -> bool:
+        return topic in self.topic_names or any(re.fullmatch(p, topic) for p in self.topic_patterns)
+
+
+@dataclass(frozen=True)
+class OperationOptions:
+    """The operation and its parameters (see docs/goals.md for each one's meaning)."""
+
+    type: str = "rebalance"
+    brokers: tuple[int, ...] = ()
+    topics: tuple[str, ...] = ()
+    replication_factor: int | None = None
+    target_brokers: tuple[int, ...] = ()
+    target_group: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.type not in OPERATIONS:
+            raise _invalid("operation.type", f"must be one of {', '.join(OPERATIONS)}", self.type)
+        if self.type in {"add-brokers", "remove-brokers", "demote-brokers"} and not self.brokers:
+            raise _invalid("operation.brokers", f"must not be empty for {self.type}", list(self.brokers))
+        if self.type == "change-replication-factor":
+            if not self.topics:
+                raise _invalid("operation.topics", "must not be empty for change-replication-factor", [])
+            if self.replication_factor is None or self.replication_factor < 1:
+                raise _invalid("operation.replicationFactor", "must be an integer >= 1", self.replication_factor)
+        if self.type == "move-topics":
+            if not self.topics:
+                raise _invalid("operation.topics", "must not be empty for move-topics", [])
+            if not self.target_brokers and self.target_group is None:
+                raise _invalid("operation.targetBrokers", "or targetGroup is needed for move-topics", [])
+
+
+@dataclass(frozen=True)
+class PlannerOptions:
+    """Everything the planner needs besides the cluster model.
+
+    ``topics`` limits a rebalance to those topics (others never move); ``groups_to_balance``
+    limits it to those resource groups (empty = all).
+    """
+
+    hard_goals: tuple[str, ...] = HARD_GOALS
+    distribution_goals: tuple[str, ...] = DISTRIBUTION_GOALS
+    balance_threshold: float = 1.10
+    capacity_threshold: float = 0.8
+    max_replicas_per_broker: int = 4000
+    excluded_brokers_for_replicas: tuple[int, ...] = ()
+    excluded_brokers_for_leadership: tuple[int, ...] = ()
+    resource_groups: tuple[GroupOptions, ...] = ()
+    operation: OperationOptions = field(default_factory=OperationOptions)
+    topics: tuple[str, ...] = ()
+    groups_to_balance: tuple[str, ...] = ()
+    max_rounds: int = 40
+
+    def __post_init__(self) -> None:
+        for name in self.hard_goals:
+            if name not in HARD_GOALS:
+                raise _invalid("goals.hard", f"must name goals among {', '.join(HARD_GOALS)}", name)
+        for name in self.distribution_goals:
+            if name not in DISTRIBUTION_GOALS:
+                raise _invalid("goals.distribution", f"must name goals among {', '.join(DISTRIBUTION_GOALS)}", name)
+        if len(set(self.distribution_goals)) != len(self.distribution_goals):
+            raise _invalid("goals.distribution", "must not list a goal twice", list(self.distribution_goals))
+        if not 1.0 <= self.balance_threshold <= 10.0:
+            raise _invalid("goals.balanceThreshold", "must be between 1.0 and 10.0", self.balance_threshold)
+        if not 0.0 < self.capacity_threshold <= 1.0:
+            raise _invalid("goals.capacityThreshold", "must be in (0, 1]", self.capacity_threshold)
+        if self.max_replicas_per_broker < 1:
+            raise _invalid("goals.maxReplicasPerBroker", "must be >= 1", self.max_replicas_per_broker)
+        names = [g.name for g in self.resource_groups]
+        if len(set(names)) != len(names):
+            raise _invalid("resourceGroups", "must not name a group twice", names)
+        seen: dict[int, str] = {}
+        for group in self.resource_groups:
+            for b in group.broker_ids:
+                if b in seen:
+                    raise _invalid(f"resourceGroups[{group.name}].brokers", f"repeats broker of '{seen[b]}'", b)
+                seen[b] = group.name
+        for name in self.groups_to_balance:
+            if name not in names:
+                raise _invalid("groupsToBalance", f"must name a resource group among {names}", name)
+        target = self.operation.target_group
+        if target is not None and target not in names:
+            raise _invalid("operation.targetGroup", f"must name a resource group among {names}", target)
+
+    def hard(self, goal: str) -> bool:
+        return goal in self.hard_goals
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form; part of the proposal id."""
+        return asdict(self)

@@ -1,0 +1,276 @@
+"""Candidate filtering and batch selection for one (source, destination) broker pair.
+
+A batch is a set of replicas (or leaderships) that move from broker ``s`` to broker ``d`` in one
+vectorised step. Every item must keep every hard goal (rack spread, confinement, exclusions,
+capacities) and the batch as a whole must not push ``s`` below, or ``d`` above, the band of any
+distribution goal (cumulative sums against per-quantity slack): that is how a later goal never
+undoes an earlier one, and how applying a plan never makes a statistic worse.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.goals import GOAL_QUANTITY, bands, topic_bands, topic_leader_applies
+from kafka_balancer.planner.state import NUM_Q, Q_LEADERS, Ints, State
+
+# Passes of "take the longest fitting prefix, drop the blocker, continue" per batch.
+TAKE_PASSES: Final = 4
+# Weight of the topic-spread preference against the load-fit distance when ordering candidates.
+TOPIC_WEIGHT: Final = 0.5
+
+
+@dataclass
+class Bands:
+    """Bands of every quantity for one round; disabled goals get an infinite band."""
+
+    lower: FloatArray  # (B, NUM_Q)
+    upper: FloatArray
+    avg: FloatArray
+    topic_lo: FloatArray  # (T,) replica-count band per topic
+    topic_hi: FloatArray
+    lead_lo: FloatArray  # (T,) leader-count band per topic
+    lead_hi: FloatArray
+    topic_replica_on: bool
+    topic_leader_on: BoolArray  # (T,) topics the leader-spread goal applies to
+
+
+def compute_bands(st: State) -> Bands:
+    nb = st.model.num_brokers
+    th = st.options.balance_threshold
+    lower = np.full((nb, NUM_Q), -math.inf)
+    upper = np.full((nb, NUM_Q), math.inf)
+    avg = np.zeros((nb, NUM_Q))
+    enabled = {GOAL_QUANTITY[g] for g in st.options.distribution_goals if g in GOAL_QUANTITY}
+    for q in range(NUM_Q):
+        lo, hi, mean = bands(st, q, th)
+        avg[:, q] = mean
+        if q in enabled:
+            lower[:, q], upper[:, q] = lo, hi
+    goals = st.options.distribution_goals
+    t_lo, t_hi = topic_bands(st, st.tcount, th)
+    l_lo, l_hi = topic_bands(st, st.tlead, th)
+    leader_on = topic_leader_applies(st) if "topic-leader-distribution" in goals else np.zeros(len(t_lo), bool)
+    return Bands(lower, upper, avg, t_lo, t_hi, l_lo, l_hi, "topic-replica-distribution" in goals, leader_on)
+
+
+def _violation(load: FloatArray, lower: FloatArray, upper: FloatArray) -> FloatArray:
+    # Infinite bands (disabled goals, unbalanced groups) give 0 without inf - inf.
+    over = np.where(np.isfinite(upper), load - upper, 0.0)
+    under = np.where(np.isfinite(lower), lower - load, 0.0)
+    out: FloatArray = np.maximum(over, 0.0) + np.maximum(under, 0.0)
+    return out
+
+
+class PairCheck:
+    """Accepts a cumulative amount moved from ``s`` to ``d`` when, for every goal, the out-of-band
+    distance of ``s`` plus that of ``d`` does not grow, and ``d`` stays under its capacity limits.
+
+    Bands are fixed within a round (moves inside a group keep its totals), so a move that does not
+    increase the two brokers' distances cannot increase the goal's total: no goal ever gets worse,
+    and a goal that holds keeps holding. The test is convex in the amount, so along a list of items
+    the accepted cumulative sums form a prefix.
+    """
+
+    def __init__(self, st: State, b: Bands, s: int, d: int, *, q: int | None = None, amount: float = math.inf):
+        self.load_s, self.load_d = st.load[s].copy(), st.load[d].copy()
+        self.lo_s, self.hi_s, self.lo_d, self.hi_d = b.lower[s], b.upper[s], b.lower[d], b.upper[d]
+        self.limit = st.limit[d]
+        self.before = _violation(self.load_s, self.lo_s, self.hi_s) + _violation(self.load_d, self.lo_d, self.hi_d)
+        self.q, self.amount = q, amount
+
+    def __call__(self, moved: FloatArray) -> BoolArray:
+        after = _violation(self.load_s - moved, self.lo_s, self.hi_s) + _violation(
+            self.load_d + moved, self.lo_d, self.hi_d
+        )
+        tol = _tol(self.before)
+        ok: BoolArray = np.all(after <= self.before + tol, axis=-1)
+        ok &= np.all(self.load_d + moved <= self.limit + _tol(self.limit), axis=-1)
+        if self.q is not None:
+            ok &= moved[..., self.q] <= self.amount * (1 + 1e-9) + 1e-9
+        return ok
+
+
+def limits_check(limits: FloatArray) -> Callable[[FloatArray], BoolArray]:
+    """A check that only bounds each quantity's cumulative amount."""
+
+    def check(moved: FloatArray) -> BoolArray:
+        out: BoolArray = np.all(moved <= limits + _tol(limits), axis=-1)
+        return out
+
+    return check
+
+
+def _tol(values: FloatArray) -> FloatArray:
+    finite = np.where(np.isfinite(values), np.abs(values), 0.0)
+    out: FloatArray = finite * 1e-9 + 1e-9
+    return out
+
+
+def take(v: FloatArray, check: Callable[[FloatArray], BoolArray]) -> BoolArray:
+    """Choose items (rows of ``v``, in preference order) whose running sums ``check`` accepts.
+
+    Takes the longest accepted prefix, skips the item that broke it, and continues from there
+    (a few passes), so one oversized item does not stop the batch.
+    """
+    count = v.shape[0]
+    chosen = np.zeros(count, dtype=np.bool_)
+    if count == 0:
+        return chosen
+    base = np.zeros(v.shape[1])
+    avail = np.ones(count, dtype=np.bool_)
+    for _ in range(TAKE_PASSES):
+        fit = avail & check(base + v)
+        idx = np.flatnonzero(fit)
+        if idx.size == 0:
+            break
+        sums = base + np.cumsum(v[idx], axis=0)
+        ok = check(sums)
+        n = int(idx.size if ok.all() else np.argmin(ok))
+        if n == 0:
+            avail[idx[0]] = False
+            continue
+        chosen[idx[:n]] = True
+        avail[idx[:n]] = False
+        base = sums[n - 1]
+        if n < idx.size:
+            avail[idx[n]] = False
+    return chosen
+
+
+def _ranks(topics: Ints) -> Ints:
+    """Position of each item among the earlier items of the same topic."""
+    order = np.argsort(topics, kind="stable")
+    sorted_t = topics[order]
+    first = np.r_[True, sorted_t[1:] != sorted_t[:-1]]
+    pos = np.arange(topics.size)
+    start = np.maximum.accumulate(np.where(first, pos, 0))
+    rank: Ints = np.empty(topics.size, dtype=np.int64)
+    rank[order] = pos - start
+    return rank
+
+
+def _count_ok(counts: Ints, s: int, d: int, topics: Ints, k: Ints, lo: FloatArray, hi: FloatArray) -> BoolArray:
+    cs, cd = counts[topics, s].astype(np.float64), counts[topics, d].astype(np.float64)
+    lo_t, hi_t = lo[topics], hi[topics]
+
+    def dist(c: FloatArray) -> FloatArray:
+        out: FloatArray = np.maximum(c - hi_t, 0) + np.maximum(lo_t - c, 0)
+        return out
+
+    out: BoolArray = dist(cs - k) + dist(cd + k) <= dist(cs) + dist(cd)
+    return out
+
+
+def topic_ok(
+    st: State, b: Bands, s: int, d: int, *, topics: Ints, leaders: BoolArray, replicas_move: bool = True
+) -> BoolArray:
+    """Items (in preference order) whose topic's spread does not get worse when moved from ``s`` to ``d``.
+
+    ``leaders`` marks items that carry leadership; ``replicas_move`` is False for leadership swaps.
+    The k-th item of a topic is checked as the k-th move of that topic.
+    """
+    ok = np.ones(topics.size, dtype=np.bool_)
+    if topics.size == 0:
+        return ok
+    k = _ranks(topics) + 1
+    if b.topic_replica_on and replicas_move:
+        ok &= _count_ok(st.tcount, s, d, topics, k, b.topic_lo, b.topic_hi)
+    on = b.topic_leader_on[topics] & leaders
+    if on.any():
+        ok &= ~on | _count_ok(st.tlead, s, d, topics, k, b.lead_lo, b.lead_hi)
+    return ok
+
+
+def rack_ok(st: State, parts: Ints, slots: Ints, *, d: int, nracks: Ints) -> BoolArray:
+    """Moving slot ``slots`` of ``parts`` to ``d`` keeps each rack within ceil(rf / racks)."""
+    if not st.options.hard("rack-awareness"):
+        return np.ones(parts.size, dtype=np.bool_)
+    rows = st.rep[parts]
+    valid = rows != NO_BROKER
+    racks = np.where(valid, st.rack[np.maximum(rows, 0)], -1)
+    racks[np.arange(parts.size), slots] = -1  # the replica that leaves
+    same = (racks == st.rack[d]).sum(axis=1)
+    rf = valid.sum(axis=1)
+    allowed = np.ceil(rf / np.maximum(nracks[st.groups.partition[parts]], 1))
+    out: BoolArray = same + 1 <= allowed
+    return out
+
+
+def replica_candidates(
+    st: State, index: tuple[Ints, Ints], s: int, *, d: int, nracks: Ints, leaders_only: bool
+) -> tuple[Ints, Ints]:
+    """Replicas on ``s`` that may move to ``d`` under every hard goal: (partitions, slots)."""
+    order, starts = index
+    width = st.rep.shape[1]
+    pos = order[starts[s] : starts[s + 1]]
+    parts = (pos // width).astype(np.int64)
+    slots = (pos % width).astype(np.int64)
+    keep = st.rep[parts, slots] == s
+    if leaders_only:
+        keep &= slots == 0
+    keep &= st.movable[parts]
+    keep &= st.groups.partition[parts] == st.groups.broker[d]
+    parts, slots = parts[keep], slots[keep]
+    keep = ~(st.rep[parts] == d).any(axis=1)
+    if not st.can_lead[d]:
+        keep &= slots != 0
+    parts, slots = parts[keep], slots[keep]
+    keep = rack_ok(st, parts, slots, d=d, nracks=nracks)
+    return parts[keep], slots[keep]
+
+
+def leader_candidates(st: State, index: tuple[Ints, Ints], s: int, d: int) -> tuple[Ints, Ints]:
+    """Partitions led by ``s`` with a follower on ``d``: (partitions, slot of ``d``)."""
+    order, starts = index
+    width = st.rep.shape[1]
+    pos = order[starts[s] : starts[s + 1]]
+    parts = (pos // width).astype(np.int64)
+    slots = pos % width
+    parts = parts[(slots == 0) & (st.rep[parts, 0] == s)]
+    parts = parts[st.movable[parts]]
+    hit = st.rep[parts] == d
+    has = hit.any(axis=1)
+    parts = parts[has]
+    return parts, np.argmax(hit[has], axis=1).astype(np.int64)
+
+
+def topic_penalty(st: State, s: int, d: int, topics: Ints, *, leaders: BoolArray, replicas_move: bool) -> FloatArray:
+    """0 for items whose move also evens out their topic's spread, up to 2 for items that worsen it.
+
+    Used as a preference (not a constraint) so that the broker-level goals already move the right
+    topics, and the per-topic goals, which come last, have little left to move.
+    """
+    penalty = np.zeros(topics.size)
+    if replicas_move and "topic-replica-distribution" in st.options.distribution_goals:
+        penalty += (st.tcount[topics, s] - st.tcount[topics, d] < 2).astype(np.float64)
+    if "topic-leader-distribution" in st.options.distribution_goals:
+        worse = (st.tlead[topics, s] - st.tlead[topics, d] < 2) & leaders
+        penalty += worse.astype(np.float64)
+    return penalty
+
+
+def fit_order(st: State, b: Bands, s: int, d: int, *, v: FloatArray, q: int, count: float, penalty: FloatArray) -> Ints:
+    """Order candidates for a count goal so ``count`` of them also carry what the other goals want moved.
+
+    Each later quantity has a per-item target (what ``s`` has above its average and ``d`` lacks, split
+    over the items); candidates closest to the targets come first, earlier goals weighing more.
+    """
+    goals = [GOAL_QUANTITY[g] for g in st.options.distribution_goals if g in GOAL_QUANTITY]
+    score = penalty * TOPIC_WEIGHT
+    weight = 1.0
+    per_item = np.maximum(b.avg[s, :], 1e-12) / max(float(b.avg[s, q]), 1e-12)
+    for c in goals:
+        if c in {q, Q_LEADERS}:
+            continue
+        want = min(st.load[s, c] - b.avg[s, c], b.avg[d, c] - st.load[d, c])
+        target = max(want, 0.0) / max(count, 1.0)
+        score += weight * np.abs(v[:, c] - target) / per_item[c]
+        weight *= 0.6
+    order: Ints = np.argsort(score, kind="stable").astype(np.int64)
+    return order

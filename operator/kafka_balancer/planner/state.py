@@ -1,0 +1,238 @@
+"""The planner's mutable working state: placement, per-partition loads and per-broker totals.
+
+Everything is an array indexed by partition or broker so that a round of moves is a handful of
+numpy operations. Per-broker totals are updated incrementally on every move (``np.add.at``), so
+checking a candidate never re-sums the cluster.
+
+Quantities (columns of ``lead``/``follow``/``load``): replica count, disk, network in, network
+out, CPU, leader count, leader bytes-in. A leader carries produce traffic in and consumer plus
+replication traffic out; a follower carries the produce traffic in (replication) and no out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel, FloatArray
+from kafka_balancer.planner.options import PlannerOptions, PlanningError
+
+# Index arrays: int32 from the model, int64 from numpy index functions; both are fine.
+Ints = npt.NDArray[np.signedinteger[Any]]
+
+Q_REPLICAS, Q_DISK, Q_NET_IN, Q_NET_OUT, Q_CPU, Q_LEADERS, Q_LEADER_IN = range(7)
+NUM_Q: Final = 7
+QUANTITY_NAMES: Final = ("replicas", "disk", "network-in", "network-out", "cpu", "leaders", "leader-bytes-in")
+COUNT_QUANTITIES: Final = frozenset({Q_REPLICAS, Q_LEADERS})
+
+# CPU estimate when a partition's leader CPU is not measured: cores per byte/s. Produce (in) is
+# costlier than fetch (out, zero-copy); a follower's replication fetch costs about half of a
+# leader's produce path. Only ratios matter for balancing; absolute cores matter for capacity.
+CPU_PER_BYTE_IN: Final = 1.0 / (40 * 1024 * 1024)
+CPU_PER_BYTE_OUT: Final = 1.0 / (120 * 1024 * 1024)
+FOLLOWER_CPU_SHARE: Final = 0.5
+
+UNGROUPED: Final = "(ungrouped)"
+WHOLE_CLUSTER: Final = "cluster"
+
+
+def partition_loads(model: ClusterModel, rf: Ints) -> tuple[FloatArray, FloatArray]:
+    """Per-partition (leader, follower) load rows over the seven quantities."""
+    count = model.num_partitions
+    est = model.bytes_in * CPU_PER_BYTE_IN + model.bytes_out * CPU_PER_BYTE_OUT
+    cpu_leader = np.where(np.isnan(model.cpu_leader), est, model.cpu_leader)
+    follow_cpu = model.bytes_in * CPU_PER_BYTE_IN * FOLLOWER_CPU_SHARE
+    lead = np.empty((count, NUM_Q))
+    follow = np.zeros((count, NUM_Q))
+    lead[:, Q_REPLICAS] = 1.0
+    lead[:, Q_DISK] = model.size_bytes
+    lead[:, Q_NET_IN] = model.bytes_in
+    # Followers fetch every produced byte from the leader: replication is leader outbound traffic.
+    lead[:, Q_NET_OUT] = model.bytes_out + model.bytes_in * np.maximum(rf - 1, 0)
+    lead[:, Q_CPU] = cpu_leader
+    lead[:, Q_LEADERS] = 1.0
+    lead[:, Q_LEADER_IN] = model.bytes_in
+    follow[:, Q_REPLICAS] = 1.0
+    follow[:, Q_DISK] = model.size_bytes
+    follow[:, Q_NET_IN] = model.bytes_in
+    follow[:, Q_CPU] = follow_cpu
+    return lead, follow
+
+
+@dataclass
+class Groups:
+    """Resource groups resolved to indices: ``broker[b]`` and ``partition[p]`` are group indices."""
+
+    names: list[str]
+    broker: Ints
+    partition: Ints
+    topic: Ints
+    # Groups whose partitions may move (operation/groups filter) and that have brokers at all.
+    balanced: BoolArray
+
+
+def resolve_groups(model: ClusterModel, options: PlannerOptions) -> Groups:
+    nb, nt = model.num_brokers, len(model.topics)
+    if not options.resource_groups:
+        names = [WHOLE_CLUSTER]
+        broker = np.zeros(nb, dtype=np.int32)
+        topic = np.zeros(nt, dtype=np.int32)
+    else:
+        names = [g.name for g in options.resource_groups] + [UNGROUPED]
+        rest = len(names) - 1
+        broker = np.full(nb, rest, dtype=np.int32)
+        known = {int(b): i for i, b in enumerate(model.broker_ids.tolist())}
+        for gi, group in enumerate(options.resource_groups):
+            for b in group.broker_ids:
+                if b in known:
+                    broker[known[b]] = gi
+        topic = np.full(nt, rest, dtype=np.int32)
+        for ti, name in enumerate(model.topics):
+            for gi, group in enumerate(options.resource_groups):
+                if group.matches(name):
+                    topic[ti] = gi
+                    break
+    partition = topic[model.partition_topic] if model.num_partitions else np.zeros(0, dtype=np.int32)
+    has_brokers = np.bincount(broker, minlength=len(names)) > 0
+    balanced = has_brokers.copy()
+    if options.groups_to_balance:
+        balanced &= np.array([n in options.groups_to_balance for n in names])
+    return Groups(names, broker, partition.astype(np.int32), topic, balanced)
+
+
+class State:
+    """Working placement plus incremental per-broker and per-topic totals."""
+
+    def __init__(self, model: ClusterModel, options: PlannerOptions, groups: Groups):
+        self.model = model
+        self.options = options
+        self.groups = groups
+        self.rep: Ints = np.array(model.replicas, dtype=np.int32, copy=True)
+        self.ptopic: Ints = model.partition_topic
+        nb = model.num_brokers
+        ids = model.broker_ids.tolist()
+        rack_names = sorted({r or f"(no rack: broker {ids[b]})" for b, r in enumerate(model.broker_racks)})
+        code = {r: i for i, r in enumerate(rack_names)}
+        self.rack: Ints = np.array(
+            [code[r or f"(no rack: broker {ids[b]})"] for b, r in enumerate(model.broker_racks)], dtype=np.int32
+        )
+        self.removed: BoolArray = np.zeros(nb, dtype=np.bool_)
+        op = options.operation
+        if op.type == "remove-brokers":
+            self.removed[[self.index_of(b, "operation.brokers") for b in op.brokers]] = True
+        self.active: BoolArray = model.broker_alive & ~self.removed
+        self.can_host: BoolArray = self.active.copy()
+        self.can_lead: BoolArray = self.active.copy()
+        if options.hard("excluded-brokers"):
+            for b in options.excluded_brokers_for_replicas:
+                self.can_host[self.index_of(b, "goals.excludedBrokersForReplicas")] = False
+            for b in options.excluded_brokers_for_leadership:
+                self.can_lead[self.index_of(b, "goals.excludedBrokersForLeadership")] = False
+        if op.type == "demote-brokers":
+            for b in op.brokers:
+                self.can_lead[self.index_of(b, "operation.brokers")] = False
+        self.movable: BoolArray = groups.balanced[groups.partition] if model.num_partitions else np.zeros(0, bool)
+        if options.topics:
+            wanted = np.array([t in set(options.topics) for t in model.topics], dtype=np.bool_)
+            self.movable = self.movable & wanted[self.ptopic]
+        self.limit: FloatArray = np.full((nb, NUM_Q), math.inf)
+        self._set_limits()
+        self.refresh_loads()
+
+    def index_of(self, broker_id: int, field_name: str) -> int:
+        try:
+            return self.model.broker_index(broker_id)
+        except KeyError:
+            known = self.model.broker_ids.tolist()
+            raise PlanningError(
+                "invalid-options", f"field '{field_name}' names broker {broker_id}, which is not in the cluster {known}"
+            ) from None
+
+    def _set_limits(self) -> None:
+        opts = self.options
+        if opts.hard("replica-capacity"):
+            self.limit[:, Q_REPLICAS] = opts.max_replicas_per_broker
+        for goal, q, col in (
+            ("disk-capacity", Q_DISK, 0),
+            ("network-in-capacity", Q_NET_IN, 1),
+            ("network-out-capacity", Q_NET_OUT, 2),
+            ("cpu-capacity", Q_CPU, 3),
+        ):
+            if opts.hard(goal):
+                cap = self.model.capacity[:, col] * opts.capacity_threshold
+                self.limit[:, q] = np.where(np.isnan(cap), math.inf, cap)
+
+    @property
+    def rf(self) -> Ints:
+        rf: Ints = (self.rep != NO_BROKER).sum(axis=1).astype(np.int32)
+        return rf
+
+    def refresh_loads(self) -> None:
+        """Recompute every total from the placement (after a replication-factor change)."""
+        self.lead, self.follow = partition_loads(self.model, self.rf)
+        nb, nt = self.model.num_brokers, len(self.model.topics)
+        self.load: FloatArray = np.zeros((nb, NUM_Q))
+        self.tcount: Ints = np.zeros((nt, nb), dtype=np.int32)
+        self.tlead: Ints = np.zeros((nt, nb), dtype=np.int32)
+        width = self.rep.shape[1]
+        for k in range(width):
+            col = self.rep[:, k]
+            ok = col != NO_BROKER
+            rows = self.lead if k == 0 else self.follow
+            for q in range(NUM_Q):
+                self.load[:, q] += np.bincount(col[ok], weights=rows[ok, q], minlength=nb)
+            np.add.at(self.tcount, (self.ptopic[ok], col[ok]), 1)
+            if k == 0:
+                np.add.at(self.tlead, (self.ptopic[ok], col[ok]), 1)
+
+    # ----- mutations --------------------------------------------------------------------------
+    def move(self, parts: Ints, slots: Ints, dest: Ints) -> None:
+        """Move replica ``slots`` of ``parts`` (distinct partitions) to brokers ``dest``."""
+        if parts.size == 0:
+            return
+        src = self.rep[parts, slots]
+        rows = np.where((slots == 0)[:, None], self.lead[parts], self.follow[parts])
+        np.add.at(self.load, src, -rows)
+        np.add.at(self.load, dest, rows)
+        topics = self.ptopic[parts]
+        np.add.at(self.tcount, (topics, src), -1)
+        np.add.at(self.tcount, (topics, dest), 1)
+        led = slots == 0
+        np.add.at(self.tlead, (topics[led], src[led]), -1)
+        np.add.at(self.tlead, (topics[led], dest[led]), 1)
+        self.rep[parts, slots] = dest
+
+    def swap_leader(self, parts: Ints, slots: Ints) -> None:
+        """Make replica ``slots`` of ``parts`` (distinct partitions) the preferred leader (slot 0)."""
+        if parts.size == 0:
+            return
+        old = self.rep[parts, 0].copy()
+        new = self.rep[parts, slots].copy()
+        delta = self.lead[parts] - self.follow[parts]
+        np.add.at(self.load, old, -delta)
+        np.add.at(self.load, new, delta)
+        topics = self.ptopic[parts]
+        np.add.at(self.tlead, (topics, old), -1)
+        np.add.at(self.tlead, (topics, new), 1)
+        self.rep[parts, 0] = new
+        self.rep[parts, slots] = old
+
+    # ----- derived ------------------------------------------------------------------------------
+    def broker_index_by_slot(self) -> tuple[Ints, Ints]:
+        """Flat slot positions sorted by broker, and the start offset of each broker (length B+1)."""
+        flat = self.rep.ravel()
+        order: Ints = np.argsort(flat, kind="stable")
+        starts: Ints = np.searchsorted(flat[order], np.arange(self.model.num_brokers + 1))
+        return order, starts
+
+    def group_racks(self) -> Ints:
+        """Number of distinct racks among each group's hosting brokers."""
+        counts = np.zeros(len(self.groups.names), dtype=np.int32)
+        for g in range(len(self.groups.names)):
+            members = self.can_host & (self.groups.broker == g)
+            counts[g] = np.unique(self.rack[members]).size
+        return counts

@@ -1,0 +1,44 @@
+"""The APIs the emulator serves and the version range it advertises for each.
+
+Ranges stop where a later version would need something the emulator does not model (topic ids as
+the only key in DeleteTopics v6 and OffsetFetch v10, KIP-848 member epochs).
+"""
+
+from __future__ import annotations
+
+from kafka_balancer.sandbox import apis_cluster, apis_groups, apis_replicas
+from kafka_balancer.sandbox.protocol import MESSAGES, Api, Call, HandlerFn, Router
+from kafka_balancer.sandbox.state import ClusterState
+
+
+def _api_versions(_call: Call) -> object:  # answered by the router itself
+    raise AssertionError("ApiVersions is answered by Router")
+
+
+# key -> (min version, max version, handler)
+TABLE: dict[int, tuple[int, int, HandlerFn]] = {
+    18: (0, 3, _api_versions),
+    3: (0, 12, apis_cluster.metadata),
+    60: (0, 1, apis_cluster.describe_cluster),
+    10: (0, 4, apis_cluster.find_coordinator),
+    19: (2, 7, apis_cluster.create_topics),
+    20: (1, 5, apis_cluster.delete_topics),
+    32: (1, 4, apis_cluster.describe_configs),
+    44: (0, 1, apis_cluster.incremental_alter_configs),
+    45: (0, 0, apis_replicas.alter_reassignments),
+    46: (0, 0, apis_replicas.list_reassignments),
+    43: (0, 2, apis_replicas.elect_leaders),
+    35: (1, 4, apis_replicas.describe_log_dirs),
+    2: (1, 7, apis_replicas.list_offsets),
+    16: (0, 4, apis_groups.list_groups),
+    15: (0, 5, apis_groups.describe_groups),
+    9: (1, 8, apis_groups.offset_fetch),
+}
+
+
+def build_router(state: ClusterState, host: str) -> Router:
+    router = Router(state, host)
+    for key, (low, high, handler) in TABLE.items():
+        request, response = MESSAGES[key]
+        router.register(Api(key, request, response, low, high, handler))
+    return router

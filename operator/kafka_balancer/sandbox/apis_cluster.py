@@ -1,0 +1,363 @@
+"""Handlers for cluster metadata, topics and configs: Metadata, DescribeCluster, FindCoordinator,
+CreateTopics, DeleteTopics, DescribeConfigs, IncrementalAlterConfigs. Called with the state lock held.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+from kafka.protocol.admin.cluster import DescribeClusterResponse
+from kafka.protocol.admin.configs import DescribeConfigsResponse, IncrementalAlterConfigsResponse
+from kafka.protocol.admin.topics import CreateTopicsResponse, DeleteTopicsResponse
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
+from kafka.protocol.metadata.metadata import MetadataResponse
+
+from kafka_balancer.kafka.errors import error_code
+from kafka_balancer.kafka.port import (
+    FOLLOWER_THROTTLE_RATE,
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLE_RATE,
+    LEADER_THROTTLED_REPLICAS,
+    MIN_INSYNC_REPLICAS,
+    UNCLEAN_LEADER_ELECTION,
+)
+from kafka_balancer.sandbox.protocol import Call
+from kafka_balancer.sandbox.state import NO_LEADER, ClusterState, TopicState
+
+TOPIC, BROKER = 2, 4
+# DescribeConfigs config_source values.
+DYNAMIC_TOPIC, DYNAMIC_BROKER, STATIC_BROKER, DEFAULT = 1, 2, 4, 5
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+TOPIC_DEFAULTS = {
+    MIN_INSYNC_REPLICAS: "1",
+    UNCLEAN_LEADER_ELECTION: "false",
+    LEADER_THROTTLED_REPLICAS: "",
+    FOLLOWER_THROTTLED_REPLICAS: "",
+    "retention.ms": "604800000",
+    "cleanup.policy": "delete",
+}
+BROKER_DYNAMIC = {LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE}
+
+
+# ----- metadata ---------------------------------------------------------------------------------
+def _md_topic(state: ClusterState, topic: TopicState) -> Any:
+    alive = {b for b, info in state.brokers.items() if info.alive}
+    parts = [
+        MetadataResponse.MetadataResponseTopic.MetadataResponsePartition(
+            error_code=error_code("LEADER_NOT_AVAILABLE") if p.leader == NO_LEADER else 0,
+            partition_index=p.index,
+            leader_id=p.leader,
+            leader_epoch=p.leader_epoch,
+            replica_nodes=list(p.replicas),
+            isr_nodes=list(p.isr),
+            offline_replicas=[b for b in p.replicas if b not in alive],
+        )
+        for p in topic.partitions
+    ]
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=0,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=False,
+        partitions=parts,
+        authorized_operations=None,
+    )
+
+
+def _md_brokers(state: ClusterState, host: str) -> list[Any]:
+    return [
+        MetadataResponse.MetadataResponseBroker(node_id=b.id, host=host, port=b.port, rack=b.rack)
+        for b in sorted(state.brokers.values(), key=lambda b: b.id)
+        if b.alive
+    ]
+
+
+def metadata(call: Call) -> Any:
+    state, req = call.state, call.body
+    all_topics = req.topics is None or (call.version == 0 and not req.topics)
+    key = ("metadata", call.version)
+    if all_topics:
+        hit = state.cached(key)
+        if hit is not None:
+            return hit
+        topics = [_md_topic(state, t) for t in sorted(state.topics.values(), key=lambda t: t.name)]
+    else:
+        topics = []
+        for wanted in req.topics:
+            topic = state.topics.get(wanted.name) if wanted.name is not None else None
+            if topic is None:
+                topics.append(
+                    MetadataResponse.MetadataResponseTopic(
+                        error_code=error_code("UNKNOWN_TOPIC_OR_PARTITION"),
+                        name=wanted.name,
+                        topic_id=wanted.topic_id,
+                        is_internal=False,
+                        partitions=[],
+                        authorized_operations=None,
+                    )
+                )
+            else:
+                topics.append(_md_topic(state, topic))
+    response = MetadataResponse(
+        version=call.version,
+        throttle_time_ms=0,
+        brokers=_md_brokers(state, call.host),
+        cluster_id=state.cluster_id,
+        controller_id=state.controller_id,
+        topics=topics,
+        authorized_operations=None,
+        error_code=0,
+    )
+    if all_topics:
+        encoded = bytes(response.encode(version=call.version))
+        state.cache[key] = encoded
+        return encoded
+    return response
+
+
+def describe_cluster(call: Call) -> Any:
+    state = call.state
+    return DescribeClusterResponse(
+        version=call.version,
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        endpoint_type=1,
+        cluster_id=state.cluster_id,
+        controller_id=state.controller_id,
+        brokers=[
+            DescribeClusterResponse.DescribeClusterBroker(
+                broker_id=b.id, host=call.host, port=b.port, rack=b.rack, is_fenced=False
+            )
+            for b in sorted(state.brokers.values(), key=lambda b: b.id)
+            if b.alive
+        ],
+        authorized_operations=None,
+    )
+
+
+def coordinator_for(state: ClusterState, key: str) -> int:
+    """The broker coordinating a group: a stable hash over live brokers, like __consumer_offsets."""
+    alive = state.alive_ids()
+    if not alive:
+        return -1
+    return alive[zlib.crc32(key.encode()) % len(alive)]
+
+
+def find_coordinator(call: Call) -> Any:
+    state, req = call.state, call.body
+    keys = list(req.coordinator_keys) if call.version >= 4 else [req.key]
+    found = []
+    for key in keys:
+        node = coordinator_for(state, key)
+        port = state.brokers[node].port if node >= 0 else -1
+        err = 0 if node >= 0 else error_code("COORDINATOR_NOT_AVAILABLE")
+        found.append((key, node, port, err))
+    if call.version >= 4:
+        return FindCoordinatorResponse(
+            version=call.version,
+            throttle_time_ms=0,
+            coordinators=[
+                FindCoordinatorResponse.Coordinator(
+                    key=k, node_id=n, host=call.host, port=p, error_code=e, error_message=None
+                )
+                for k, n, p, e in found
+            ],
+        )
+    _, node, port, err = found[0]
+    return FindCoordinatorResponse(
+        version=call.version,
+        throttle_time_ms=0,
+        error_code=err,
+        error_message=None,
+        node_id=node,
+        host=call.host,
+        port=port,
+    )
+
+
+# ----- topics -----------------------------------------------------------------------------------
+def _spread(state: ClusterState, name: str, partitions: int, rf: int) -> list[list[int]]:
+    alive = state.alive_ids()
+    start = zlib.crc32(name.encode()) % len(alive)
+    return [[alive[(start + p + k) % len(alive)] for k in range(rf)] for p in range(partitions)]
+
+
+def create_topics(call: Call) -> Any:
+    state, req = call.state, call.body
+    results = []
+    for t in req.topics:
+        err, message, assignment = _plan_topic(state, call.broker_id, t)
+        if err == 0 and not req.validate_only:
+            configs = {c.name: c.value for c in t.configs if c.value is not None}
+            state.add_topic(t.name, assignment, configs)
+        topic = state.topics.get(t.name)
+        results.append(
+            CreateTopicsResponse.CreatableTopicResult(
+                name=t.name,
+                topic_id=topic.topic_id if topic is not None and err == 0 else None,
+                error_code=err,
+                error_message=message,
+                num_partitions=len(assignment) if err == 0 else -1,
+                replication_factor=len(assignment[0]) if err == 0 and assignment else -1,
+                configs=None,
+            )
+        )
+    return CreateTopicsResponse(version=call.version, throttle_time_ms=0, topics=results)
+
+
+def _plan_topic(state: ClusterState, broker_id: int, t: Any) -> tuple[int, str | None, list[list[int]]]:
+    if broker_id != state.controller_id:
+        return error_code("NOT_CONTROLLER"), None, []
+    if t.name in state.topics:
+        return error_code("TOPIC_ALREADY_EXISTS"), f"Topic '{t.name}' already exists.", []
+    if t.assignments:
+        assignment = [list(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)]
+        for a in assignment:
+            if not a or len(set(a)) != len(a) or any(b not in state.brokers for b in a):
+                return error_code("INVALID_REPLICA_ASSIGNMENT"), f"invalid replica assignment {a}", []
+        return 0, None, assignment
+    partitions = t.num_partitions if t.num_partitions > 0 else 1
+    rf = t.replication_factor if t.replication_factor > 0 else min(3, len(state.alive_ids()))
+    if rf > len(state.alive_ids()):
+        message = f"Replication factor: {rf} larger than available brokers: {len(state.alive_ids())}."
+        return error_code("INVALID_REPLICATION_FACTOR"), message, []
+    return 0, None, _spread(state, t.name, partitions, rf)
+
+
+def delete_topics(call: Call) -> Any:
+    state, req = call.state, call.body
+    results = []
+    for name in req.topic_names:
+        if call.broker_id != state.controller_id:
+            err = error_code("NOT_CONTROLLER")
+        elif name not in state.topics:
+            err = error_code("UNKNOWN_TOPIC_OR_PARTITION")
+        else:
+            state.delete_topic(name)
+            err = 0
+        results.append(DeleteTopicsResponse.DeletableTopicResult(name=name, error_code=err, error_message=None))
+    return DeleteTopicsResponse(version=call.version, throttle_time_ms=0, responses=results)
+
+
+# ----- configs ----------------------------------------------------------------------------------
+def _config_entries(state: ClusterState, rtype: int, name: str) -> dict[str, tuple[str, int]] | None:
+    if rtype == TOPIC:
+        topic = state.topics.get(name)
+        if topic is None:
+            return None
+        entries = {k: (v, DEFAULT) for k, v in TOPIC_DEFAULTS.items()}
+        entries.update({k: (v, DYNAMIC_TOPIC) for k, v in topic.configs.items()})
+        return entries
+    if rtype == BROKER:
+        if not name.isdigit() or int(name) not in state.brokers:
+            return None
+        broker = state.brokers[int(name)]
+        entries = {"broker.id": (str(broker.id), STATIC_BROKER)}
+        if broker.rack is not None:
+            entries["broker.rack"] = (broker.rack, STATIC_BROKER)
+        entries.update({k: (v, DYNAMIC_BROKER) for k, v in broker.configs.items()})
+        return entries
+    return None
+
+
+def describe_configs(call: Call) -> Any:
+    state, req = call.state, call.body
+    results = []
+    for res in req.resources:
+        entries = _config_entries(state, res.resource_type, res.resource_name)
+        configs = []
+        if entries is not None:
+            wanted = res.configuration_keys
+            for name, (value, source) in sorted(entries.items()):
+                if wanted is not None and name not in wanted:
+                    continue
+                configs.append(
+                    DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult(
+                        name=name,
+                        value=value,
+                        read_only=source == STATIC_BROKER,
+                        config_source=source,
+                        is_default=source == DEFAULT,
+                        is_sensitive=False,
+                        synonyms=[],
+                        config_type=0,
+                        documentation=None,
+                    )
+                )
+        missing = "UNKNOWN_TOPIC_OR_PARTITION" if res.resource_type == TOPIC else "INVALID_REQUEST"
+        results.append(
+            DescribeConfigsResponse.DescribeConfigsResult(
+                error_code=0 if entries is not None else error_code(missing),
+                error_message=None if entries is not None else f"unknown resource {res.resource_name!r}",
+                resource_type=res.resource_type,
+                resource_name=res.resource_name,
+                configs=configs,
+            )
+        )
+    return DescribeConfigsResponse(version=call.version, throttle_time_ms=0, results=results)
+
+
+def _check_value(name: str, value: str | None) -> str | None:
+    """Validate the configs the balancer writes, the way Kafka's config definitions do."""
+    if value is None:
+        return None
+    if name in BROKER_DYNAMIC and (not value.lstrip("-").isdigit() or int(value) < 0):
+        return f"Invalid value {value} for configuration {name}: must be a non-negative long"
+    if name in (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS) and value.strip() not in ("", "*"):
+        for item in value.split(","):
+            p, _, b = item.strip().partition(":")
+            if not (p.isdigit() and b.isdigit()):
+                return f"Invalid value {value} for configuration {name}: expected [partitionId]:[brokerId],..."
+    return None
+
+
+def incremental_alter_configs(call: Call) -> Any:
+    state, req = call.state, call.body
+    responses = []
+    for res in req.resources:
+        err, message = 0, None
+        target: dict[str, str] | None = None
+        if res.resource_type == TOPIC and res.resource_name in state.topics:
+            target = state.topics[res.resource_name].configs
+        elif res.resource_type == BROKER and res.resource_name.isdigit() and int(res.resource_name) in state.brokers:
+            target = state.brokers[int(res.resource_name)].configs
+        if target is None:
+            err = error_code("UNKNOWN_TOPIC_OR_PARTITION" if res.resource_type == TOPIC else "INVALID_REQUEST")
+            message = f"unknown resource {res.resource_name!r}"
+        else:
+            updated = dict(target)
+            for c in res.configs:
+                problem = _check_value(c.name, c.value)
+                if problem is not None:
+                    err, message = error_code("INVALID_CONFIG"), problem
+                    break
+                if c.config_operation == SET:
+                    updated[c.name] = c.value or ""
+                elif c.config_operation == DELETE:
+                    updated.pop(c.name, None)
+                elif c.config_operation in (APPEND, SUBTRACT):
+                    items = [i for i in updated.get(c.name, "").split(",") if i]
+                    change = [i for i in (c.value or "").split(",") if i]
+                    if c.config_operation == APPEND:
+                        items += [i for i in change if i not in items]
+                    else:
+                        items = [i for i in items if i not in change]
+                    updated[c.name] = ",".join(items)
+                else:
+                    err, message = error_code("INVALID_REQUEST"), f"unknown operation {c.config_operation}"
+                    break
+            if err == 0 and not req.validate_only:
+                target.clear()
+                target.update(updated)
+        responses.append(
+            IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
+                error_code=err,
+                error_message=message,
+                resource_type=res.resource_type,
+                resource_name=res.resource_name,
+            )
+        )
+    return IncrementalAlterConfigsResponse(version=call.version, throttle_time_ms=0, responses=responses)

@@ -1,0 +1,226 @@
+"""Handlers for replicas and logs: AlterPartitionReassignments, ListPartitionReassignments,
+ElectLeaders, DescribeLogDirs, ListOffsets. Called with the state lock held.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kafka.protocol.admin.cluster import DescribeLogDirsResponse
+from kafka.protocol.admin.topics import (
+    AlterPartitionReassignmentsResponse,
+    ElectLeadersResponse,
+    ListPartitionReassignmentsResponse,
+)
+from kafka.protocol.consumer.offsets import ListOffsetsResponse
+
+from kafka_balancer.kafka.errors import error_code
+from kafka_balancer.sandbox import operations
+from kafka_balancer.sandbox.protocol import Call
+from kafka_balancer.sandbox.state import ClusterState, PartitionState
+
+LOG_DIR = "/var/lib/kafka/data"
+LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+
+
+def _not_controller(call: Call) -> bool:
+    return call.broker_id != call.state.controller_id
+
+
+def alter_reassignments(call: Call) -> Any:
+    state, req = call.state, call.body
+    top = error_code("NOT_CONTROLLER") if _not_controller(call) else 0
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            err, message = 0, None
+            if top == 0:
+                part = state.partition(t.name, p.partition_index)
+                if part is None:
+                    err = error_code("UNKNOWN_TOPIC_OR_PARTITION")
+                else:
+                    name = operations.reassign(state, part, p.replicas)
+                    if name is not None:
+                        err = error_code(name)
+                        message = f"{name}: replicas {p.replicas} for {t.name}-{p.partition_index}"
+            parts.append(
+                AlterPartitionReassignmentsResponse.ReassignableTopicResponse.ReassignablePartitionResponse(
+                    partition_index=p.partition_index, error_code=err, error_message=message
+                )
+            )
+        topics.append(AlterPartitionReassignmentsResponse.ReassignableTopicResponse(name=t.name, partitions=parts))
+    return AlterPartitionReassignmentsResponse(
+        version=call.version,
+        throttle_time_ms=0,
+        allow_replication_factor_change=True,
+        error_code=top,
+        error_message=None,
+        responses=topics if top == 0 else [],
+    )
+
+
+def list_reassignments(call: Call) -> Any:
+    state, req = call.state, call.body
+    if _not_controller(call):
+        return ListPartitionReassignmentsResponse(
+            version=call.version, throttle_time_ms=0, error_code=error_code("NOT_CONTROLLER"), topics=[]
+        )
+    if req.topics is None:
+        chosen = sorted(state.reassigning.values(), key=lambda p: (p.topic, p.index))
+    else:
+        chosen = []
+        for t in req.topics:
+            for i in t.partition_indexes:
+                part = state.partition(t.name, i)
+                if part is not None and part.reassignment is not None:
+                    chosen.append(part)
+    by_topic: dict[str, list[Any]] = {}
+    for part in chosen:
+        r = part.reassignment
+        assert r is not None
+        by_topic.setdefault(part.topic, []).append(
+            ListPartitionReassignmentsResponse.OngoingTopicReassignment.OngoingPartitionReassignment(
+                partition_index=part.index,
+                replicas=list(part.replicas),
+                adding_replicas=list(r.adding),
+                removing_replicas=list(r.removing),
+            )
+        )
+    return ListPartitionReassignmentsResponse(
+        version=call.version,
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        topics=[
+            ListPartitionReassignmentsResponse.OngoingTopicReassignment(name=n, partitions=ps)
+            for n, ps in by_topic.items()
+        ],
+    )
+
+
+def elect_leaders(call: Call) -> Any:
+    state, req = call.state, call.body
+    election_type = req.election_type if call.version >= 1 else operations.PREFERRED
+    not_controller = _not_controller(call)
+    wanted: list[tuple[str, list[int]]]
+    if req.topic_partitions is None:
+        wanted = [(t.name, [p.index for p in t.partitions]) for t in state.topics.values()]
+    else:
+        wanted = [(t.topic, list(t.partitions)) for t in req.topic_partitions]
+    results = []
+    for topic, indexes in wanted:
+        outcome = []
+        for i in indexes:
+            if not_controller:
+                name: str | None = "NOT_CONTROLLER"
+            else:
+                part = state.partition(topic, i)
+                name = "UNKNOWN_TOPIC_OR_PARTITION" if part is None else operations.elect(state, part, election_type)
+            outcome.append(
+                ElectLeadersResponse.ReplicaElectionResult.PartitionResult(
+                    partition_id=i,
+                    error_code=0 if name is None else error_code(name),
+                    error_message=None if name is None else f"{name} for {topic}-{i}",
+                )
+            )
+        results.append(ElectLeadersResponse.ReplicaElectionResult(topic=topic, partition_result=outcome))
+    return ElectLeadersResponse(
+        version=call.version,
+        throttle_time_ms=0,
+        error_code=error_code("NOT_CONTROLLER") if not_controller and call.version >= 1 else 0,
+        replica_election_results=results,
+    )
+
+
+def _hosted(state: ClusterState, broker_id: int, req: Any) -> list[PartitionState]:
+    if req.topics is None:
+        return [p for t in state.topics.values() for p in t.partitions if broker_id in p.replicas]
+    out = []
+    for t in req.topics:
+        for i in t.partitions:
+            part = state.partition(t.topic, i)
+            if part is not None and broker_id in part.replicas:
+                out.append(part)
+    return out
+
+
+def describe_log_dirs(call: Call) -> Any:
+    """The replicas hosted by the broker the request was sent to, with their log sizes."""
+    state = call.state
+    by_topic: dict[str, list[Any]] = {}
+    size = state.size
+    partition_cls = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
+    for part in _hosted(state, call.broker_id, call.body):
+        lag = part.lagging.get(call.broker_id)
+        full = float(size[part.row])
+        replica = full if lag is None else lag
+        by_topic.setdefault(part.topic, []).append(
+            partition_cls(
+                partition_index=part.index,
+                partition_size=round(replica),
+                offset_lag=0 if lag is None else max(0, int(_offset_lag(state, part, full - replica))),
+                is_future_key=False,
+            )
+        )
+    disk = state.brokers[call.broker_id].disk
+    total = -1 if math.isnan(disk) else int(disk)
+    used = sum(p.partition_size for ps in by_topic.values() for p in ps)
+    return DescribeLogDirsResponse(
+        version=call.version,
+        throttle_time_ms=0,
+        error_code=0,
+        results=[
+            DescribeLogDirsResponse.DescribeLogDirsResult(
+                error_code=0,
+                log_dir=LOG_DIR,
+                topics=[
+                    DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic(name=n, partitions=ps)
+                    for n, ps in by_topic.items()
+                ],
+                total_bytes=total,
+                usable_bytes=-1 if total < 0 else max(0, total - used),
+                is_cordoned=False,
+            )
+        ],
+    )
+
+
+def _offset_lag(state: ClusterState, part: PartitionState, missing_bytes: float) -> float:
+    leo = float(state.log_end[part.row])
+    full = float(state.size[part.row])
+    return 0.0 if full <= 0 else leo * missing_bytes / full
+
+
+def list_offsets(call: Call) -> Any:
+    state, req = call.state, call.body
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            part = state.partition(t.name, p.partition_index)
+            offset, err = -1, 0
+            if part is None:
+                err = error_code("UNKNOWN_TOPIC_OR_PARTITION")
+            elif part.leader != call.broker_id:
+                err = error_code("NOT_LEADER_OR_FOLLOWER")
+            elif p.timestamp == EARLIEST:
+                offset = 0
+            elif p.timestamp in (LATEST, MAX_TIMESTAMP):
+                # The epsilon keeps 309.9999999 (float sums of rate * dt) from losing a message.
+                offset = int(state.log_end[part.row] + 1e-6) - (1 if p.timestamp == MAX_TIMESTAMP else 0)
+            else:
+                # Record timestamps are not emulated: every record is as old as the log start.
+                offset = 0 if int(state.log_end[part.row]) > 0 else -1
+            parts.append(
+                ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index,
+                    error_code=err,
+                    timestamp=-1,
+                    offset=offset,
+                    leader_epoch=part.leader_epoch if part is not None else -1,
+                )
+            )
+        topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts))
+    return ListOffsetsResponse(version=call.version, throttle_time_ms=0, topics=topics)

@@ -1,0 +1,65 @@
+"""`kafka-balancer consumers simulate --group G.json`, run as a user runs it (the console script)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ISSUE_EXAMPLE = {
+    "topics": {"t0": 4, "t1": 4},
+    "members": [
+        {"id": "C0", "topics": ["t0", "t1"], "assignment": {"t0": [0, 1]}},
+        {"id": "C1", "topics": ["t0", "t1"]},
+        {"id": "C2", "topics": ["t0", "t1"]},
+    ],
+}
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    script = Path(sys.executable).parent / "kafka-balancer"
+    return subprocess.run([str(script), *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_simulate_json_has_every_assignor(tmp_path: Path) -> None:
+    path = tmp_path / "G.json"
+    path.write_text(json.dumps(ISSUE_EXAMPLE), encoding="utf-8")
+    done = run_cli("consumers", "simulate", "--group", str(path), "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert list(doc["assignors"]) == ["range", "roundrobin", "sticky", "cooperative-sticky"]
+    assert doc["assignors"]["range"]["assignment"] == {
+        "C0": {"t0": [0, 1], "t1": [0, 1]},
+        "C1": {"t0": [2], "t1": [2]},
+        "C2": {"t0": [3], "t1": [3]},
+    }
+    # Sticky starts from the current assignment: C0 keeps t0-0 and t0-1.
+    assert doc["assignors"]["sticky"]["assignment"]["C0"]["t0"] == [0, 1]
+    for name, result in doc["assignors"].items():
+        assert set(result["churnIfMemberLeaves"]) == {"C0", "C1", "C2"}, name
+        assert result["balance"]["maxPartitions"] >= result["balance"]["minPartitions"]
+    assert doc["recommendation"]["assignor"] == "cooperative-sticky"
+
+
+def test_simulate_table(tmp_path: Path) -> None:
+    path = tmp_path / "G.json"
+    path.write_text(json.dumps(ISSUE_EXAMPLE), encoding="utf-8")
+    done = run_cli("consumers", "simulate", "--group", str(path))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:3] == ["ASSIGNOR", "IMBALANCE", "MAX/MIN"]
+    assert lines[1].split()[:3] == ["range", "1.50", "4/2"]
+    assert "  C0: t0:0,1 t1:0,1" in lines
+    assert lines[-1].startswith("recommended: cooperative-sticky")
+
+
+def test_simulate_bad_file_names_member_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "G.json"
+    path.write_text(json.dumps({"topics": {"t0": 2}, "members": [{"id": "C0", "topics": "t0"}]}), encoding="utf-8")
+    done = run_cli("consumers", "simulate", "--group", str(path))
+    assert done.returncode != 0
+    assert "members[0] ('C0'): field 'topics' must be a non-empty list of topic names, got 't0'" in done.stderr
+    done = run_cli("consumers", "simulate", "--group", str(tmp_path / "missing.json"))
+    assert done.returncode != 0
+    assert "cannot read" in done.stderr

@@ -1,0 +1,313 @@
+"""The Helm chart, linted and rendered by the real Helm library and validated as Kubernetes would."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import jsonschema
+import kubernetes_validate
+import promql_parser
+import pytest
+import yaml
+
+from .chart import ALL_FEATURES, CHART_DIR, MONITORING_API, REPO, by_kind, manifests, notes, one, render
+from .monitoring_schemas import MONITORING_SCHEMAS
+
+# The oldest Kubernetes the chart declares (Chart.yaml kubeVersion) and the newest kubernetes-validate knows.
+KUBE_VERSIONS = ("1.25.0", kubernetes_validate.utils.latest_version())
+RECOMMENDED_LABELS = (
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/part-of",
+    "helm.sh/chart",
+)
+# kubernetes-validate has no schema for custom resources: these are checked against monitoring_schemas.py.
+MONITORING_KINDS = set(MONITORING_SCHEMAS)
+
+
+def _validate_all(objects: list[dict[str, Any]]) -> set[str]:
+    """kubernetes-validate --strict for built-in kinds; returns the kinds validated."""
+    kinds = set()
+    for obj in objects:
+        if obj["kind"] in MONITORING_KINDS:
+            continue
+        for version in KUBE_VERSIONS:
+            try:
+                kubernetes_validate.validate(obj, version, strict=True)
+            except kubernetes_validate.ValidationError as err:
+                path = ".".join(str(p) for p in err.path)
+                pytest.fail(f"{obj['kind']}/{obj['metadata']['name']} invalid for {version}: {path}: {err.message}")
+        kinds.add(obj["kind"])
+    return kinds
+
+
+def _check_monitoring_object(obj: dict[str, Any]) -> None:
+    jsonschema.validate(obj, MONITORING_SCHEMAS[obj["kind"]])
+
+
+def _lint_problems(values: dict[str, Any] | None) -> list[dict[str, Any]]:
+    report = helm.lint(CHART_DIR, values, strict=True, kube_version="v1.30.0")
+    assert report["errors"] == []
+    # Severity 1 (info) is only "icon is recommended"; warnings (2) and errors (3) fail.
+    return [m for m in report["messages"] if m["severity"] >= 2]
+
+
+def test_lint_passes_with_defaults_and_all_features() -> None:
+    assert _lint_problems(None) == []
+    assert _lint_problems(ALL_FEATURES) == []
+
+
+def test_default_render_is_valid_kubernetes() -> None:
+    objects = manifests(render())
+    kinds = _validate_all(objects)
+    assert kinds == {"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service"}
+    # Off by default: no PVC, no monitoring objects, no Secret access, no Spark operator access.
+    assert not by_kind(objects, "PersistentVolumeClaim")
+    assert not by_kind(objects, "Role")
+    for obj in objects:
+        for label in RECOMMENDED_LABELS:
+            assert label in obj["metadata"]["labels"], f"{obj['kind']} lacks label {label}"
+
+
+def test_every_optional_feature_renders_valid_manifests() -> None:
+    objects = manifests(render(ALL_FEATURES, api_versions=(MONITORING_API,)))
+    kinds = _validate_all(objects)
+    assert kinds == {
+        "Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+        "Service", "PersistentVolumeClaim",
+    }  # fmt: skip
+    for kind in MONITORING_KINDS:
+        _check_monitoring_object(one(objects, kind))
+    for obj in objects:
+        for label in RECOMMENDED_LABELS:
+            assert label in obj["metadata"]["labels"], f"{obj['kind']}/{obj['metadata']['name']} lacks {label}"
+
+    deployment = one(objects, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["image"] == "ghcr.io/kafka-balancer/kafka-balancer@sha256:" + "ab" * 32
+    assert container["args"][:2] == ["--namespace=kafka-a", "--namespace=kafka-b"]
+    assert "--verbose" in container["args"]
+    assert container["args"][-1] == "--log-format=json"
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["KAFKA_BALANCER_KAFKA_SECURITY_PROTOCOL"] == "SASL_SSL"
+    assert env["KAFKA_BALANCER_KAFKA_CREDENTIALS_SECRET"] == "kafka-balancer-credentials"
+    assert env["KAFKA_BALANCER_SPARK_ENGINE"] == "sparkApplication"
+    assert env["KAFKA_BALANCER_SPARK_NAMESPACE"] == "spark-jobs"
+    assert env["TZ"] == "UTC"
+    # Credentials are read through the API from the Secret RBAC allows; nothing secret is in the pod spec.
+    assert env["KAFKA_BALANCER_KAFKA_PASSWORD_KEY"] == "password"  # the key's name, not a password
+    assert not any("secretKeyRef" in e.get("valueFrom", {}) for e in container["env"])
+    assert not any("secret" in v for v in pod["volumes"])
+    samples = next(v for v in pod["volumes"] if v["name"] == "samples")
+    pvc = one(objects, "PersistentVolumeClaim")
+    assert samples["persistentVolumeClaim"]["claimName"] == pvc["metadata"]["name"]
+    assert pvc["spec"]["storageClassName"] == "fast"
+    assert pvc["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+
+
+def test_deployment_runs_non_root_on_a_read_only_root_filesystem() -> None:
+    deployment = one(manifests(render()), "Deployment")
+    spec = deployment["spec"]
+    assert spec["replicas"] == 1
+    assert spec["strategy"] == {"type": "Recreate"}
+    pod = spec["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] != 0
+    container = pod["containers"][0]
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"]["drop"] == ["ALL"]
+    # Everything the process writes lives on a volume: /tmp, Spark's local dirs, the sample store.
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert set(mounts) == {"/tmp", env["SPARK_LOCAL_DIRS"], env["KAFKA_BALANCER_SAMPLE_STORE"]}
+    assert env["HOME"] == "/tmp"
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert set(volumes) == set(mounts.values())
+    assert "emptyDir" in volumes["samples"]  # no persistence by default
+
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"metrics": 9090, "health": 8080}
+    assert f"--liveness=http://0.0.0.0:{ports['health']}/healthz" in container["args"]
+    assert "--all-namespaces" in container["args"]
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["resources"]["requests"]["memory"] == "1Gi"
+
+    service = one(manifests(render()), "Service")
+    assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+
+
+@pytest.mark.parametrize(
+    ("switch_on", "api_present", "rendered"),
+    [(True, True, True), (True, False, False), (False, True, False), (False, False, False)],
+)
+def test_monitoring_objects_need_the_switch_and_the_api(switch_on: bool, api_present: bool, rendered: bool) -> None:
+    values = {
+        "metrics": {"serviceMonitor": {"enabled": switch_on, "labels": {"release": "prom"}}},
+        "prometheusRule": {"enabled": switch_on, "labels": {"release": "prom"}},
+    }
+    output = render(values, api_versions=(MONITORING_API,) if api_present else ())
+    objects = manifests(output)
+    for kind in MONITORING_KINDS:
+        found = by_kind(objects, kind)
+        assert bool(found) == rendered, kind
+        if found:
+            assert found[0]["metadata"]["labels"]["release"] == "prom"
+    # Asked for but impossible: the install notes say so instead of failing silently.
+    warned = "monitoring.coreos.com/v1 API is not" in notes(output)
+    assert warned == (switch_on and not api_present)
+
+
+def test_alert_rules_parse_and_cover_what_a_kafka_operator_watches() -> None:
+    objects = manifests(
+        render({"prometheusRule": {"enabled": True, "imbalanceFor": "45m"}}, api_versions=(MONITORING_API,))
+    )
+    rule = one(objects, "PrometheusRule")
+    rules = rule["spec"]["groups"][0]["rules"]
+    alerts = {r["alert"]: r for r in rules}
+    assert set(alerts) == {
+        "KafkaBalancerImbalanced",
+        "KafkaBalancerExecutionTooLong",
+        "KafkaBalancerExecutionNoProgress",
+        "KafkaBalancerProposalAwaitingApproval",
+        "KafkaBalancerPolicyStalled",
+        "KafkaBalancerThrottlesLeftBehind",
+        "KafkaBalancerOperatorDown",
+    }
+    for name, alert in alerts.items():
+        try:
+            promql_parser.parse(alert["expr"])
+        except ValueError as err:
+            pytest.fail(f"{name}: expression does not parse: {err}\n{alert['expr']}")
+        assert alert["labels"]["severity"] in {"info", "warning", "critical"}
+        assert alert["annotations"]["summary"]
+    assert alerts["KafkaBalancerImbalanced"]["for"] == "45m"
+    # The imbalance is compared with each policy's own threshold, not with a number baked into the chart.
+    assert "kafka_balancer_imbalance_threshold" in alerts["KafkaBalancerImbalanced"]["expr"]
+    assert "{{ $labels.policy }}" in alerts["KafkaBalancerPolicyStalled"]["annotations"]["summary"]
+
+
+# Alerts the issue asks for need two metrics the controller does not publish yet; requested in
+# .coord/H7.md. Remove a name from here once docs/metrics.md lists it (the test below then checks it).
+REQUESTED_METRICS = {"kafka_balancer_imbalance_threshold_ratio", "kafka_balancer_throttled_brokers"}
+
+
+def test_metrics_used_by_alerts_are_published_by_the_controller() -> None:
+    """Each kafka_balancer_* metric an alert reads must exist in docs/metrics.md (owned by the controller)."""
+    template = (CHART_DIR / "templates" / "prometheusrule.yaml").read_text()
+    used = set(re.findall(r"\bkafka_balancer_[a-z_]+\b", template))
+    published = set(re.findall(r"\bkafka_balancer_[a-z_]+\b", (REPO / "docs" / "metrics.md").read_text()))
+    assert used >= REQUESTED_METRICS
+    missing = used - published - REQUESTED_METRICS
+    assert not missing, f"alerts use metrics the controller does not publish: {sorted(missing)}"
+
+
+@pytest.mark.parametrize(
+    ("values", "where"),
+    [
+        ({"metrics": {"port": "9090"}}, "/metrics/port"),
+        ({"watch": {"allNamespaces": "yes"}}, "/watch/allNamespaces"),
+        ({"spark": {"engine": "yarn"}}, "/spark/engine"),
+        ({"spark": {"engine": "connect"}}, "/spark/connect/url"),
+        ({"kafka": {"securityProtocol": "SASL_SSL"}}, "/kafka/saslMechanism"),
+        ({"resources": {"limits": {"memory": "lots"}}}, "/resources/limits/memory"),
+        ({"prometheusRule": {"imbalanceFor": 30}}, "/prometheusRule/imbalanceFor"),
+        ({"replicaCount": 2}, "additional properties 'replicaCount' not allowed"),
+    ],
+)
+def test_bad_values_are_rejected_by_the_schema_naming_the_field(values: dict[str, Any], where: str) -> None:
+    with pytest.raises(helm.HelmValuesError) as err:
+        render(values)
+    assert where in str(err.value)
+
+
+def _value_paths(node: Any, prefix: str = "") -> list[str]:
+    if not isinstance(node, dict) or not node:
+        return [prefix]
+    paths = []
+    for key, value in node.items():
+        paths.extend(_value_paths(value, f"{prefix}/{key}"))
+    return paths
+
+
+def test_every_value_is_described_in_the_schema() -> None:
+    schema = helm.Chart.load(CHART_DIR).schema
+    assert schema is not None
+    values = yaml.safe_load((CHART_DIR / "values.yaml").read_text())
+    for path in _value_paths(values):
+        node = schema
+        for key in path.strip("/").split("/"):
+            props = node.get("properties", {})
+            assert key in props, f"value {path} is not in values.schema.json"
+            node = props[key]
+            if node.get("type") == "object" and "properties" not in node:
+                break  # free-form maps (labels, securityContext) are typed as a whole
+        assert (
+            "description" in node or node.get("type") in {"object", "array"} or "oneOf" in node or "pattern" in node
+        ), path
+
+
+def test_chart_crds_are_the_generated_crds() -> None:
+    top = sorted((REPO / "crds").glob("*.yaml"))
+    assert top, "crds/ is empty: generate the CRDs first"
+    in_chart = sorted((CHART_DIR / "crds").glob("*.yaml"))
+    assert [p.name for p in in_chart] == [p.name for p in top]
+    for generated, copied in zip(top, in_chart, strict=True):
+        assert copied.read_bytes() == generated.read_bytes(), (
+            f"{copied} differs from {generated}: cp crds/*.yaml charts/kafka-balancer/crds/"
+        )
+    with helm.Chart.load(CHART_DIR) as chart:
+        names = {yaml.safe_load(c["data"])["metadata"]["name"] for c in chart.crds}
+    assert names == {"balancepolicies.kafkabalancer.io", "resourcegroups.kafkabalancer.io"}
+    for crd in top:
+        kubernetes_validate.validate(yaml.safe_load(crd.read_text()), KUBE_VERSIONS[-1], strict=True)
+
+
+def test_existing_claim_is_used_and_no_pvc_is_created() -> None:
+    values = {
+        "sampleStore": {"path": "/data/samples", "persistence": {"enabled": True, "existingClaim": "old-samples"}}
+    }
+    objects = manifests(render(values))
+    assert not by_kind(objects, "PersistentVolumeClaim")
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+    samples = next(v for v in pod["volumes"] if v["name"] == "samples")
+    assert samples == {"name": "samples", "persistentVolumeClaim": {"claimName": "old-samples"}}
+    mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "samples")
+    assert mount["mountPath"] == "/data/samples"
+
+
+@pytest.mark.parametrize(
+    ("spark", "expected"),
+    [
+        ({"engine": "local"}, {"KAFKA_BALANCER_SPARK_ENGINE": "local", "KAFKA_BALANCER_SPARK_URL": "local[2]"}),
+        (
+            {"engine": "connect", "connect": {"url": "sc://spark-connect.spark:15002"}},
+            {"KAFKA_BALANCER_SPARK_ENGINE": "connect", "KAFKA_BALANCER_SPARK_URL": "sc://spark-connect.spark:15002"},
+        ),
+    ],
+)
+def test_spark_engine_settings_reach_the_operator(spark: dict[str, Any], expected: dict[str, str]) -> None:
+    objects = manifests(render({"spark": spark}))
+    env = {
+        e["name"]: e.get("value")
+        for e in one(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert expected.items() <= env.items()
+    assert not any("sparkoperator.k8s.io" in str(o) for o in objects)
+
+
+def test_chart_files_are_complete() -> None:
+    for name in ("Chart.yaml", "values.yaml", "values.schema.json", "templates/NOTES.txt", ".helmignore"):
+        assert (CHART_DIR / name).is_file(), name
+    meta = yaml.safe_load((CHART_DIR / "Chart.yaml").read_text())
+    assert meta["name"] == "kafka-balancer"
+    assert Path(CHART_DIR).name == meta["name"]

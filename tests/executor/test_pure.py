@@ -1,0 +1,299 @@
+"""The executor's pure parts: task states and the resumable record, scheduling, throttle values, rates.
+
+These need no cluster: scheduling decisions are functions of tasks and counts, and the record is
+plain JSON. Behaviour against a cluster is in the emulator tests next to this file.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from kafka_balancer.executor import (
+    ExecutionRecord,
+    ExecutionState,
+    FileExecutionStore,
+    Limits,
+    MemoryExecutionStore,
+    TaskState,
+    parse_rate,
+    plan_id,
+)
+from kafka_balancer.executor.progress import RateMeter, eta
+from kafka_balancer.executor.safety import move_blocker, offline_partitions
+from kafka_balancer.executor.scheduler import HelpfulFirst, SmallFirst, broker_counts, pick_moves, strategy_named
+from kafka_balancer.executor.state import ThrottleRecord, decode_states, encode_states
+from kafka_balancer.executor.tasks import Task, TaskKind, build_tasks
+from kafka_balancer.executor.throttle import _merged, format_replica_list, parse_replica_list
+from kafka_balancer.kafka.port import OngoingReassignment, TopicPartition
+from kafka_balancer.model import ClusterBuilder, ClusterModel, ModelError, PartitionTarget, ReassignmentPlan
+
+
+def _task(i: int, original: tuple[int, ...], target: tuple[int, ...], size: float = 100.0, topic: str = "t") -> Task:
+    return Task(i, TopicPartition(topic, i), original, target, size)
+
+
+def _cluster() -> ClusterModel:
+    b = ClusterBuilder()
+    for broker in range(1, 5):
+        b.add_broker(broker, rack=f"r{broker}", alive=broker != 4)
+    b.set_topic("t", min_insync_replicas=2)
+    b.add_partition("t", 0, [1, 2, 3], size_bytes=1000)
+    b.add_partition("t", 1, [1, 2, 3], isr=[1, 2], size_bytes=10)  # under-replicated and at min ISR
+    b.add_partition("t", 2, [1, 2], size_bytes=10)  # healthy, but ISR 2 is at min ISR 2
+    b.add_partition("u", 0, [1, 2, 3], isr=[1, 2], size_bytes=10)  # under-replicated, no min ISR set
+    b.add_partition("u", 1, [4], leader=None, leader_given=True, isr=[4], size_bytes=10)  # offline
+    return b.build()
+
+
+# ----- record ---------------------------------------------------------------------------------
+@given(st.lists(st.sampled_from(list(TaskState)), max_size=300))
+def test_task_states_run_length_round_trip(states: list[TaskState]) -> None:
+    text = encode_states(states)
+    assert decode_states(text, len(states)) == states
+    assert len(text) <= 2 + 4 * len(states)
+
+
+def test_run_length_is_compact_for_a_large_execution() -> None:
+    states = [TaskState.COMPLETED] * 150_000 + [TaskState.IN_PROGRESS] * 1000 + [TaskState.PENDING] * 49_000
+    assert encode_states(states) == "c150000i1000p49000"
+
+
+def test_record_round_trips_through_json_and_checks_the_plan() -> None:
+    plan = ReassignmentPlan.of([PartitionTarget("t", p, (1, 2)) for p in range(5)])
+    record = ExecutionRecord(
+        plan_id(plan),
+        ExecutionState.MOVING_REPLICAS,
+        [TaskState.COMPLETED, TaskState.IN_PROGRESS, TaskState.PENDING, TaskState.DEAD, TaskState.ABORTED],
+        throttles=ThrottleRecord(brokers=[1, 2], topics={"t": (None, "0:3")}),
+        dead_reasons={"t-3": "stuck"},
+        in_flight=[("t", 1)],
+        bytes_done=12.5,
+    )
+    text = json.dumps(record.to_dict())
+    again = ExecutionRecord.from_dict(json.loads(text), plan)
+    assert again == record
+    assert len(text) < 400
+    other = ReassignmentPlan.of([PartitionTarget("t", p, (1, 2)) for p in range(6)])
+    assert plan_id(other) != plan_id(plan)
+    with pytest.raises(ModelError, match="covers 5 partitions, the plan has 6"):
+        ExecutionRecord.from_dict(json.loads(text), other)
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        ({"version": 2}, "field 'version' must be 1, got 2"),
+        ({"state": "Running"}, "field 'state' is not a state, got 'Running'"),
+        ({"tasks": "c3x"}, "field 'tasks' is not a run-length state string"),
+        ({"tasks": "q3"}, "unknown state code 'q'"),
+        ({"inFlight": [["t"]]}, "field 'inFlight' must be a list of \\[topic, partition\\]"),
+        ({"throttles": {"brokers": ["a"]}}, "field 'throttles.brokers' must be a list of ids"),
+    ],
+)
+def test_bad_records_name_the_field(patch: dict[str, object], message: str) -> None:
+    good = ExecutionRecord("abc", ExecutionState.PENDING, [TaskState.PENDING] * 3).to_dict()
+    with pytest.raises(ModelError, match=message):
+        ExecutionRecord.from_dict({**good, **patch})
+
+
+def test_file_store_is_atomic_and_stop_is_a_separate_file(tmp_path: object) -> None:
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "exec.json"
+    store = FileExecutionStore(path)
+    assert store.load() is None
+    store.save({"version": 1, "a": [1, 2]})
+    assert store.load() == {"version": 1, "a": [1, 2]}
+    assert [p.name for p in path.parent.iterdir()] == ["exec.json"]  # no temp file left behind
+    assert not store.stop_requested()
+    FileExecutionStore(path).request_stop()  # another process
+    assert store.stop_requested()
+    store.save({"version": 1})  # the executor saving does not erase the request
+    assert store.stop_requested()
+    store.clear_stop()
+    assert not store.stop_requested()
+    path.write_text("{oops")
+    with pytest.raises(ModelError, match=r"exec\.json: not valid JSON"):
+        store.load()
+
+
+def test_memory_store_rejects_what_json_cannot_hold() -> None:
+    store = MemoryExecutionStore()
+    store.save({"a": 1})
+    with pytest.raises(TypeError):
+        store.save({"a": {1, 2}})
+    assert store.load() == {"a": 1}
+
+
+# ----- tasks ----------------------------------------------------------------------------------
+def test_task_kinds_and_moved_brokers() -> None:
+    move = _task(0, (1, 2, 3), (1, 2, 4), size=50)
+    assert move.kind is TaskKind.MOVE
+    assert move.adding == (4,)
+    assert move.removing == (3,)
+    assert move.brokers == {3, 4}
+    assert move.bytes_to_move == 50
+    assert _task(1, (1, 2, 3), (2, 1, 3)).kind is TaskKind.REORDER
+    assert _task(2, (1, 2, 3), (1, 2, 3)).kind is TaskKind.NOOP
+    grow = _task(3, (1, 2), (1, 2, 3, 4), size=10)
+    assert grow.bytes_to_move == 20
+
+
+def test_build_tasks_recovers_original_replicas_of_a_running_reassignment() -> None:
+    cluster = _cluster()
+    plan = ReassignmentPlan.of([PartitionTarget("t", 0, (1, 2, 4)), PartitionTarget("t", 2, (2, 1))])
+    running = {TopicPartition("t", 0): OngoingReassignment(replicas=(1, 2, 4, 3), adding=(4,), removing=(3,))}
+    tasks = build_tasks(plan, cluster, running)
+    assert tasks[0].original == (1, 2, 3)
+    assert tasks[0].size_bytes == 1000
+    assert tasks[1].kind is TaskKind.REORDER
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        (PartitionTarget("nope", 0, (1,)), r"partitions\[0\] \(nope-0\): the cluster has no such partition"),
+        (PartitionTarget("t", 0, (1, 9)), r"partitions\[0\] \(t-0\): field 'replicas' names unknown broker 9"),
+    ],
+)
+def test_plan_that_does_not_fit_the_cluster_is_refused(target: PartitionTarget, message: str) -> None:
+    with pytest.raises(ModelError, match=message):
+        build_tasks(ReassignmentPlan.of([target]), _cluster(), {})
+
+
+# ----- safety ---------------------------------------------------------------------------------
+def test_health_checks() -> None:
+    cluster = _cluster()
+    assert offline_partitions(cluster) == ["u-1"]
+    move = Task(0, TopicPartition("t", 0), (1, 2, 3), (1, 3, 2), 1.0)
+    assert move_blocker(Task(0, TopicPartition("t", 0), (1, 2, 3), (1, 2, 4), 1.0), cluster, {}) == (
+        "target broker 4 is offline"
+    )
+    assert move_blocker(move, cluster, {}) is None
+    at_min = move_blocker(Task(1, TopicPartition("t", 1), (1, 2, 3), (1, 2), 1.0), cluster, {})
+    assert at_min == "ISR size 2 is at or below min.insync.replicas=2"
+    assert move_blocker(Task(2, TopicPartition("t", 2), (1, 2), (1, 3), 1.0), cluster, {}) == (
+        "ISR size 2 is at or below min.insync.replicas=2"
+    )
+    urp = move_blocker(Task(3, TopicPartition("u", 0), (1, 2, 3), (1, 2), 1.0), cluster, {})
+    assert urp == "under-replicated: replicas [3] are out of sync"
+    foreign = {TopicPartition("t", 0): OngoingReassignment((1, 2, 3), (), ())}
+    assert move_blocker(move, cluster, foreign) == "another reassignment of this partition is in progress"
+
+
+# ----- scheduling -----------------------------------------------------------------------------
+def test_pick_respects_per_broker_and_total_limits_and_skips_busy_brokers() -> None:
+    # Five moves onto broker 9 saturate it; the sixth waits, but a move elsewhere still starts.
+    onto_nine = [_task(i, (1, 2), (1, 9)) for i in range(6)]
+    elsewhere = _task(10, (3, 4), (3, 5))
+    picked = pick_moves([*onto_nine, elsewhere], [], Limits(per_broker=5, total=100))
+    assert [t.index for t in picked] == [0, 1, 2, 3, 4, 10]
+    assert pick_moves([*onto_nine, elsewhere], [], Limits(per_broker=5, total=3)) == onto_nine[:3]
+    # One in flight on broker 9 leaves room for four more.
+    again = pick_moves(onto_nine[1:], onto_nine[:1], Limits(per_broker=5, total=100))
+    assert [t.index for t in again] == [1, 2, 3, 4]
+
+
+def test_pick_refills_a_freed_slot_at_once() -> None:
+    queue = [_task(i, (1,), (2,)) for i in range(20)]
+    in_flight = queue[:5]
+    assert pick_moves(queue[5:], in_flight, Limits(per_broker=5)) == []
+    # One finishes: exactly one new move starts on the next poll, not a new wave of five.
+    assert pick_moves(queue[5:], in_flight[1:], Limits(per_broker=5)) == [queue[5]]
+
+
+def test_pick_skips_ineligible_without_taking_their_slot() -> None:
+    queue = [_task(i, (1,), (2,)) for i in range(4)]
+    picked = pick_moves(queue, [], Limits(per_broker=2), eligible=lambda t: t.index != 0)
+    assert [t.index for t in picked] == [1, 2]
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7)), min_size=1, max_size=80),
+    st.integers(1, 6),
+    st.integers(1, 30),
+)
+def test_pick_never_exceeds_limits(pairs: list[tuple[int, int]], per_broker: int, total: int) -> None:
+    tasks = [_task(i, (a,), (b,)) for i, (a, b) in enumerate(pairs) if a != b]
+    rng = random.Random(len(tasks))
+    in_flight = pick_moves(tasks, [], Limits(per_broker, total))
+    rest = [t for t in tasks if t not in in_flight]
+    for _ in range(5):
+        if in_flight:
+            in_flight.pop(rng.randrange(len(in_flight)))
+        started = pick_moves(rest, in_flight, Limits(per_broker, total))
+        in_flight += started
+        rest = [t for t in rest if t not in started]
+        assert len(in_flight) <= total
+        assert all(n <= per_broker for n in broker_counts(in_flight).values())
+
+
+def test_helpful_first_then_small_before_large() -> None:
+    b = ClusterBuilder()
+    for broker in (1, 2, 3, 4):
+        b.add_broker(broker)
+    # Broker 1 is hot (three big partitions), broker 4 empty.
+    b.add_partition("t", 0, [1, 2], size_bytes=1000)
+    b.add_partition("t", 1, [1, 3], size_bytes=800)
+    b.add_partition("t", 2, [1, 2], size_bytes=100)
+    b.add_partition("t", 3, [2, 3], size_bytes=50)
+    cluster = b.build()
+    plan = ReassignmentPlan.of(
+        [
+            PartitionTarget("t", 0, (4, 2)),  # hot -> empty, large
+            PartitionTarget("t", 2, (4, 2)),  # hot -> empty, small
+            PartitionTarget("t", 3, (4, 3)),  # from 2 (about average) -> empty
+            PartitionTarget("t", 1, (4, 3)),  # hot -> empty, medium
+        ]
+    )
+    tasks = build_tasks(plan, cluster, {})
+    helpful = [str(t.tp) for t in HelpfulFirst().order(tasks, cluster)]
+    assert helpful[:2] == ["t-0", "t-1"]  # the biggest relief of broker 1 and filling of broker 4
+    assert [str(t.tp) for t in SmallFirst().order(tasks, cluster)] == ["t-3", "t-2", "t-1", "t-0"]
+    assert strategy_named("small-first").name == "small-first"
+    with pytest.raises(ModelError, match="field 'strategy' must be one of"):
+        strategy_named("random")
+
+
+def test_limits_name_the_field() -> None:
+    with pytest.raises(ModelError, match="concurrentMovesPerBroker' must be >= 1, got 0"):
+        Limits(per_broker=0)
+
+
+# ----- throttles, rates -----------------------------------------------------------------------
+def test_throttled_replica_values_keep_what_was_there() -> None:
+    assert parse_replica_list("0:1, 0:2,3:4") == {(0, 1), (0, 2), (3, 4)}
+    assert format_replica_list({(3, 4), (0, 1)}) == "0:1,3:4"
+    assert _merged(None, {(0, 1)}) == "0:1"
+    assert _merged("5:5", {(0, 1)}) == "0:1,5:5"
+    assert _merged("*", {(0, 1)}) == "*"
+    assert _merged(None, set()) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "rate"),
+    [("50MiB/s", 50 * 1024**2), ("20MB/s", 20_000_000), ("1048576", 1048576), ("1.5 GiB/s", int(1.5 * 1024**3))],
+)
+def test_parse_rate(text: str, rate: int) -> None:
+    assert parse_rate(text) == rate
+
+
+def test_parse_rate_errors() -> None:
+    with pytest.raises(ModelError, match="unknown unit 'furlongs'"):
+        parse_rate("5furlongs/s")
+    with pytest.raises(ModelError, match="not a rate like 50MiB/s"):
+        parse_rate("fast")
+
+
+def test_rate_meter_and_eta() -> None:
+    meter = RateMeter(window=10)
+    for t in range(30):
+        meter.add(float(t), 100.0 * t)
+    assert meter.rate() == pytest.approx(100.0)
+    assert eta(1000, 100.0) == pytest.approx(10.0)
+    assert eta(1000, 0.0) is None
+    assert eta(0, 0.0) == 0.0

@@ -1,0 +1,105 @@
+"""Executions against the emulator over TCP with the real clients: completes, limits, leaders, throttles."""
+
+from __future__ import annotations
+
+from kafka_balancer.executor import ExecutionState, Executor, ExecutorOptions, Limits, MemoryExecutionStore, Progress
+
+from executor.harness import EmulatorClock, assignment, cluster_model, leftover_throttles, observe, spread_plan
+
+
+def test_small_rebalance_completes_with_throttle_and_leaves_nothing_behind(emulator, connect, submissions) -> None:
+    model = cluster_model(brokers=6, used=4, partitions={"orders": 12, "audit": 6}, size=5e6)
+    cluster = emulator(model)
+    observer = observe(cluster)
+    plan = spread_plan(model, onto=[5, 6], every=2, reorder_every=4)
+    seen: list[Progress] = []
+    store = MemoryExecutionStore()
+    options = ExecutorOptions(throttle_bytes_per_sec=10_000_000, poll_interval_seconds=0.5)
+    result = Executor(
+        connect(cluster), plan, store, options, clock=EmulatorClock(cluster), on_progress=seen.append
+    ).run()
+    assert result.state is ExecutionState.COMPLETED, result.reason
+    after = assignment(cluster)
+    for target in plan.partitions:
+        replicas, isr, leader = after[(target.topic, target.partition)]
+        assert replicas == list(target.replicas)
+        assert sorted(isr) == sorted(target.replicas)
+        assert leader == target.replicas[0]
+    assert leftover_throttles(cluster) == {}
+    assert observer.violations == []
+    assert max(observer.max_per_broker.values()) <= 5
+    assert all(n == 1 for n in submissions.values()), submissions
+    # Throttles went only on the replicas being added and the replicas they copied from.
+    moves = {(t.topic, t.partition): t.replicas for t in plan.partitions}
+    originals = {(p.topic, p.partition): p.replicas for p in model.partitions()}
+    assert observer.follower_throttled
+    assert all(b in moves[(t, p)] and b not in originals[(t, p)] for t, p, b in observer.follower_throttled)
+    assert all(b in originals[(t, p)] for t, p, b in observer.leader_throttled)
+    assert observer.rate_brokers == {b for t in moves for b in (*moves[t], *originals[t])
+                                     if set(moves[t]) != set(originals[t])}  # fmt: skip
+    assert seen[-1].partitions_done == len(plan)
+    assert seen[-1].bytes_moved == seen[-1].bytes_total > 0
+    assert seen[-1].leaders_done == seen[-1].leaders_total > 0
+
+
+def test_2000_partition_rebalance_equals_the_plan(emulator, connect, submissions) -> None:
+    model = cluster_model(brokers=9, used=6, partitions={f"topic-{i}": 200 for i in range(10)}, size=2e6)
+    cluster = emulator(model)
+    observer = observe(cluster)
+    plan = spread_plan(model, onto=[7, 8, 9], every=3, reorder_every=3, lead_new=True)
+    assert len(plan) == 667 + 667  # replica moves + leader-only changes
+    options = ExecutorOptions(
+        throttle_bytes_per_sec=50_000_000, limits=Limits(per_broker=20), poll_interval_seconds=0.5
+    )
+    port = connect(cluster)
+    elections_before = cluster.request_count(43)
+    result = Executor(port, plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
+    assert result.state is ExecutionState.COMPLETED, result.reason
+    after = assignment(cluster)
+    wanted = {(t.topic, t.partition): list(t.replicas) for t in plan.partitions}
+    for key, (replicas, isr, leader) in after.items():
+        expected = wanted.get(key, model.partition(model.partition_index(*key)).replicas)
+        assert replicas == list(expected), key
+        assert sorted(isr) == sorted(expected), key
+        assert leader == expected[0], key
+    assert leftover_throttles(cluster) == {}
+    assert observer.violations == []
+    assert max(observer.max_per_broker.values()) <= 20
+    moves = sum(
+        1
+        for t in plan.partitions
+        if set(t.replicas) != set(model.partition(model.partition_index(t.topic, t.partition)).replicas)
+    )
+    assert sum(submissions.values()) == len(plan)  # every partition submitted exactly once
+    assert all(n == 1 for n in submissions.values())
+    # Leadership last, in batches: a thousand partitions per ElectLeaders request.
+    leader_changes = result.progress.leaders_total
+    assert leader_changes > 1000
+    assert cluster.request_count(43) - elections_before == -(-leader_changes // 1000)
+    assert moves == 667
+
+
+def test_concurrency_limits_hold_as_the_emulator_sees_them(emulator, connect) -> None:
+    model = cluster_model(brokers=8, used=5, partitions={"orders": 60}, size=4e6)
+    cluster = emulator(model)
+    observer = observe(cluster)
+    plan = spread_plan(model, onto=[6, 7, 8])
+    options = ExecutorOptions(
+        throttle_bytes_per_sec=5_000_000, limits=Limits(per_broker=3, total=7), poll_interval_seconds=0.5
+    )
+    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
+    assert result.state is ExecutionState.COMPLETED, result.reason
+    assert max(observer.max_per_broker.values()) == 3  # reached, never exceeded
+    assert observer.max_total == 7
+    assert observer.violations == []
+
+
+def test_default_per_broker_limit_is_five(emulator, connect) -> None:
+    model = cluster_model(brokers=4, used=3, partitions={"orders": 30}, size=4e6)
+    cluster = emulator(model)
+    observer = observe(cluster)
+    plan = spread_plan(model, onto=[4])
+    options = ExecutorOptions(throttle_bytes_per_sec=20_000_000, poll_interval_seconds=0.5)
+    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
+    assert result.state is ExecutionState.COMPLETED, result.reason
+    assert observer.max_per_broker[4] == 5

@@ -1,0 +1,37 @@
+"""Independent checks of a plan applied to a model (written apart from the planner's own code)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from kafka_balancer.model import ClusterModel, ReassignmentPlan
+
+
+def placement_after(model: ClusterModel, plan: ReassignmentPlan) -> dict[tuple[str, int], tuple[int, ...]]:
+    """Replica lists (ids) of every partition after applying the plan."""
+    placement = {(p.topic, p.partition): p.replicas for p in model.partitions()}
+    for target in plan.partitions:
+        assert (target.topic, target.partition) in placement, target
+        placement[(target.topic, target.partition)] = target.replicas
+    return placement
+
+
+def rack_spread_ok(model: ClusterModel, replicas: tuple[int, ...], hosts: set[int]) -> bool:
+    """Replicas on distinct racks when there are enough racks among ``hosts``, else as even as possible."""
+    rack_of = {b.id: b.rack or f"none-{b.id}" for b in model.brokers()}
+    racks = {rack_of[b] for b in hosts}
+    per_rack = Counter(rack_of[b] for b in replicas)
+    return max(per_rack.values()) <= math.ceil(len(replicas) / max(len(racks), 1))
+
+
+def broker_loads(model: ClusterModel, placement: dict[tuple[str, int], tuple[int, ...]]) -> dict[str, Counter[int]]:
+    """Replica count, leader count and disk per broker id (leader = first replica)."""
+    sizes = {(p.topic, p.partition): p.size_bytes for p in model.partitions()}
+    loads: dict[str, Counter[int]] = {"replicas": Counter(), "leaders": Counter(), "disk": Counter()}
+    for key, replicas in placement.items():
+        for b in replicas:
+            loads["replicas"][b] += 1
+            loads["disk"][b] += int(sizes[key])
+        loads["leaders"][replicas[0]] += 1
+    return loads

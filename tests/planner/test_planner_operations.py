@@ -1,0 +1,161 @@
+"""Operations: add, remove, demote brokers; fix offline replicas; change replication factor; move topics."""
+
+from __future__ import annotations
+
+import pytest
+from checks import placement_after, rack_spread_ok
+
+from kafka_balancer.model import ClusterBuilder, ClusterModel
+from kafka_balancer.planner import GroupOptions, OperationOptions, PlannerOptions, PlanningError, evaluate, plan
+
+
+def cluster(*, dead: tuple[int, ...] = (), disk: float | None = None, brokers: int = 6) -> ClusterModel:
+    """``brokers`` brokers in 3 racks; 40 partitions of 2 topics on the first four brokers only."""
+    builder = ClusterBuilder()
+    for b in range(brokers):
+        builder.add_broker(b, rack=f"r{b % 3}", alive=b not in dead, disk_bytes=disk)
+    for t, topic in enumerate(("orders", "clicks")):
+        for p in range(20):
+            first = (p + t) % 3
+            replicas = [first, (first + 1) % 3, 3] if (first + 1) % 3 != 0 and first != 0 else [first, (first + 1) % 3]
+            builder.add_partition(
+                topic, p, replicas, size_bytes=1e9 * (1 + p % 4), bytes_in_per_sec=1e5, bytes_out_per_sec=2e5
+            )
+    builder.set_topic("orders", min_insync_replicas=2)
+    return builder.build()
+
+
+def test_add_brokers_fills_the_new_brokers_into_the_band() -> None:
+    model = cluster(brokers=9)
+    before = evaluate(model)
+    assert before.groups["cluster"]["disk"]["minOverAvg"] == 0.0
+    proposal = plan(model, PlannerOptions(operation=OperationOptions("add-brokers", brokers=(6, 7, 8))))
+    after = proposal.summary["groups"]["cluster"]["after"]
+    assert after["disk"]["minOverAvg"] >= 0.9 - 1e-9
+    assert after["disk"]["maxOverAvg"] <= 1.1 + 1e-9
+    assert proposal.summary["goals"]["replica-distribution"]["holdsAfter"]
+    placement = placement_after(model, proposal.plan)
+    for b in (6, 7, 8):
+        assert any(b in replicas for replicas in placement.values())
+
+
+def test_remove_brokers_moves_every_replica_off_and_keeps_racks() -> None:
+    model = cluster()
+    proposal = plan(model, PlannerOptions(operation=OperationOptions("remove-brokers", brokers=(3,))))
+    placement = placement_after(model, proposal.plan)
+    hosts = {0, 1, 2, 4, 5}
+    for key, replicas in placement.items():
+        assert 3 not in replicas, key
+        assert len(replicas) == len(model.partition(model.partition_index(*key)).replicas)
+        assert rack_spread_ok(model, replicas, hosts), (key, replicas)
+    on_three = sum(p.size_bytes for p in model.partitions() if 3 in p.replicas)
+    assert proposal.summary["bytesToMove"] >= on_three
+
+
+def test_remove_brokers_onto_given_targets() -> None:
+    model = cluster()
+    op = OperationOptions("remove-brokers", brokers=(3,), target_brokers=(4, 5))
+    proposal = plan(model, PlannerOptions(operation=op, distribution_goals=()))
+    moved_to = {b for t in proposal.plan.partitions for b in t.replicas} - {0, 1, 2}
+    assert moved_to <= {4, 5}
+
+
+def test_demote_moves_leadership_only() -> None:
+    model = cluster()
+    proposal = plan(model, PlannerOptions(operation=OperationOptions("demote-brokers", brokers=(0,))))
+    assert proposal.summary["bytesToMove"] == 0
+    assert proposal.summary["moves"] == 0
+    placement = placement_after(model, proposal.plan)
+    for key, replicas in placement.items():
+        assert sorted(replicas) == sorted(model.partition(model.partition_index(*key)).replicas)
+        assert replicas[0] != 0 or len(replicas) == 1, key
+    assert proposal.leader_changes
+    assert all(c.old_leader == 0 and c.new_leader != 0 for c in proposal.leader_changes)
+
+
+def test_fix_offline_replicas_replaces_only_dead_replicas() -> None:
+    model = cluster(dead=(2,))
+    proposal = plan(model, PlannerOptions(operation=OperationOptions("fix-offline-replicas")))
+    placement = placement_after(model, proposal.plan)
+    for key, replicas in placement.items():
+        old = model.partition(model.partition_index(*key)).replicas
+        assert 2 not in replicas
+        assert set(old) - {2} <= set(replicas), "live replicas must stay"
+    assert {t.topic for t in proposal.plan.partitions}
+    assert all(2 in model.partition(model.partition_index(t.topic, t.partition)).replicas for t in proposal.plan.partitions)
+
+
+@pytest.mark.parametrize("target", [1, 2, 3, 4])
+def test_change_replication_factor(target: int) -> None:
+    model = cluster()
+    op = OperationOptions("change-replication-factor", topics=("clicks",), replication_factor=target)
+    if target == 1:
+        # clicks has no min.insync.replicas: shrinking to 1 is allowed
+        pass
+    proposal = plan(model, PlannerOptions(operation=op))
+    placement = placement_after(model, proposal.plan)
+    hosts = set(range(6))
+    for (topic, p), replicas in placement.items():
+        old = model.partition(model.partition_index(topic, p)).replicas
+        if topic == "clicks":
+            assert len(replicas) == target
+            assert len(set(replicas)) == target
+            assert rack_spread_ok(model, replicas, hosts), replicas
+            assert replicas[0] == old[0], "the leader stays"
+        else:
+            assert replicas == old
+
+
+def test_replication_factor_below_min_isr_is_refused() -> None:
+    op = OperationOptions("change-replication-factor", topics=("orders",), replication_factor=1)
+    with pytest.raises(PlanningError, match=r"replicationFactor.* 1 .*orders.*min.insync.replicas 2"):
+        plan(cluster(), PlannerOptions(operation=op))
+
+
+def test_move_topics_to_brokers_and_to_a_group() -> None:
+    model = cluster()
+    op = OperationOptions("move-topics", topics=("clicks",), target_brokers=(3, 4, 5))
+    placement = placement_after(model, plan(model, PlannerOptions(operation=op)).plan)
+    for (topic, p), replicas in placement.items():
+        if topic == "clicks":
+            assert set(replicas) <= {3, 4, 5}
+        else:
+            assert replicas == model.partition(model.partition_index(topic, p)).replicas
+    groups = (GroupOptions("old", (0, 1, 2, 3), ("orders", "clicks")), GroupOptions("new", (4, 5)))
+    op = OperationOptions("move-topics", topics=("orders",), target_group="new")
+    placement = placement_after(model, plan(model, PlannerOptions(resource_groups=groups, operation=op)).plan)
+    assert all(set(r) <= {4, 5} for (t, _), r in placement.items() if t == "orders")
+
+
+def test_capacity_that_cannot_fit_names_brokers_numbers_and_fix() -> None:
+    model = cluster(disk=10e9)  # 6 x 10 GB; the partitions hold far more
+    with pytest.raises(PlanningError) as err:
+        plan(model, PlannerOptions())
+    assert err.value.reason == "disk-capacity"
+    text = str(err.value)
+    assert "[0, 1, 2, 3, 4, 5]" in text
+    assert "add" in text
+    assert "broker(s) of 1e+10 disk capacity" in text
+
+
+def test_excluded_brokers_get_no_new_replicas_and_no_leadership() -> None:
+    model = cluster()
+    options = PlannerOptions(excluded_brokers_for_replicas=(4,), excluded_brokers_for_leadership=(1,))
+    proposal = plan(model, options)
+    placement = placement_after(model, proposal.plan)
+    assert not any(4 in r for r in placement.values())
+    assert not any(r[0] == 1 for r in placement.values())
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (lambda: OperationOptions("add-brokers"), "operation.brokers"),
+        (lambda: PlannerOptions(balance_threshold=0.5), "goals.balanceThreshold"),
+        (lambda: PlannerOptions(distribution_goals=("disk-spread",)), "goals.distribution"),
+        (lambda: plan(cluster(), PlannerOptions(operation=OperationOptions("remove-brokers", (42,)))), "broker 42"),
+    ],
+)
+def test_bad_options_name_field_and_value(options: object, message: str) -> None:
+    with pytest.raises(PlanningError, match=message):
+        options()  # type: ignore[operator]

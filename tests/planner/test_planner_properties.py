@@ -1,0 +1,92 @@
+"""Property tests over random clusters: hard goals hold, nothing is lost or duplicated, nothing gets worse."""
+
+from __future__ import annotations
+
+import math
+
+from checks import broker_loads, placement_after, rack_spread_ok
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafka_balancer.model import ClusterBuilder, ClusterModel
+from kafka_balancer.planner import OperationOptions, PlannerOptions, plan
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> tuple[ClusterModel, OperationOptions]:
+    brokers = draw(st.integers(3, 9))
+    racks = draw(st.integers(1, 3))
+    dead = draw(st.sets(st.integers(0, brokers - 1), max_size=1))
+    op_type = draw(st.sampled_from(["rebalance", "rebalance", "remove-brokers", "demote-brokers"]))
+    alive = [b for b in range(brokers) if b not in dead]
+    removed = {draw(st.sampled_from(alive))} if op_type in {"remove-brokers", "demote-brokers"} else set()
+    hosts = len(alive) - (len(removed) if op_type == "remove-brokers" else 0)
+    builder = ClusterBuilder()
+    for b in range(brokers):
+        builder.add_broker(b, rack=f"r{b % racks}", alive=b not in dead)
+    topics = draw(st.integers(1, 4))
+    for t in range(topics):
+        for p in range(draw(st.integers(1, 10))):
+            rf = draw(st.integers(1, min(3, hosts)))
+            replicas = draw(st.permutations(range(brokers)))[:rf]
+            size = draw(st.integers(0, 10**9))
+            rate = draw(st.integers(0, 10**6))
+            builder.add_partition(
+                f"t{t}", p, list(replicas), size_bytes=size, bytes_in_per_sec=rate, bytes_out_per_sec=2 * rate
+            )
+    op = OperationOptions(type=op_type, brokers=tuple(sorted(removed)))
+    return builder.build(), op
+
+
+def _band_distance(values: dict[int, float], brokers: list[int], threshold: float, count: bool) -> float:
+    avg = sum(values.get(b, 0) for b in brokers) / len(brokers)
+    lo, hi = avg * (2 - threshold), avg * threshold
+    if count:
+        lo, hi = math.floor(lo + 1e-9), math.ceil(hi - 1e-9)
+    return sum(max(values.get(b, 0) - hi, 0) + max(lo - values.get(b, 0), 0) for b in brokers)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_random_clusters_keep_every_invariant(case: tuple[ClusterModel, OperationOptions]) -> None:
+    model, op = case
+    options = PlannerOptions(operation=op)
+    proposal = plan(model, options)
+    placement = placement_after(model, proposal.plan)
+    dead = {b.id for b in model.brokers() if not b.alive}
+    gone = dead | (set(op.brokers) if op.type == "remove-brokers" else set())
+    hosts = {b.id for b in model.brokers()} - gone
+    before = {(p.topic, p.partition): p.replicas for p in model.partitions()}
+    for key, replicas in placement.items():
+        assert len(replicas) == len(before[key]), f"{key}: replication factor changed"
+        assert len(set(replicas)) == len(replicas), f"{key}: duplicate replica {replicas}"
+        if op.type == "demote-brokers":
+            assert sorted(replicas) == sorted(before[key]), f"{key}: demotion moved data"
+            continue
+        assert not set(replicas) & gone, f"{key}: replica left on dead/removed broker {replicas}"
+        assert rack_spread_ok(model, replicas, hosts), f"{key}: racks crowded {replicas}"
+    if op.type == "demote-brokers":
+        demoted = op.brokers[0]
+        for key, replicas in placement.items():
+            if replicas[0] == demoted:
+                assert all(b == demoted or b in dead for b in replicas), f"{key}: still led by demoted broker"
+    hard = dict(proposal.summary["hardGoals"])
+    if op.type == "demote-brokers":  # moves no data, so it cannot fix racks or confinement
+        hard.pop("rack-awareness")
+        hard.pop("resource-group-confinement")
+    assert all(hard.values()), hard
+    if op.type == "rebalance" and not dead:
+        # Nothing gets worse: each goal's out-of-band distance (planner's own measure and an independent one).
+        for goal, stats in proposal.summary["goals"].items():
+            assert stats["violationAfter"] <= stats["violationBefore"] + 1e-6, (goal, stats)
+            assert stats["holdsAfter"] or not stats["holdsBefore"], goal
+        brokers = sorted(hosts)
+        old, new = broker_loads(model, before), broker_loads(model, placement)
+        for name in ("replicas", "leaders", "disk"):
+            was = _band_distance(old[name], brokers, 1.10, name != "disk")
+            now = _band_distance(new[name], brokers, 1.10, name != "disk")
+            assert now <= was + 1e-6 * max(1.0, was), (name, was, now)
+    again = plan(model, options)
+    assert again.id == proposal.id
+    assert again.plan == proposal.plan
+    assert again.leader_changes == proposal.leader_changes
