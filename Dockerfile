@@ -19,9 +19,14 @@ WORKDIR /src
 # pyproject.toml first so the dependency layer is cached while only the code changes.
 COPY pyproject.toml README.md ./
 COPY operator ./operator
+# The SparkApplication engine runs the analysis with the package's own cli/analyze.py as its main file,
+# at local:///opt/kafka-balancer/kafka_balancer/... (analysis/spark_application.py): link the installed
+# package there instead of hard-coding the site-packages path, which names the Python version.
 RUN pip install --upgrade pip \
     && pip install . \
-    && python -m compileall -q /opt/kafka-balancer
+    && python -m compileall -q /opt/kafka-balancer \
+    && ln -s "$(python -c 'import kafka_balancer, os; print(os.path.dirname(kafka_balancer.__file__))')" \
+        /opt/kafka-balancer/kafka_balancer
 
 # ---- runtime: Python, a headless Java 17 for Spark, the virtualenv, nothing else ------------------
 FROM python:3.11.10-slim-bookworm AS runtime
@@ -47,6 +52,9 @@ ENV PATH=/opt/kafka-balancer/bin:$PATH \
     KAFKA_BALANCER_METRICS_PORT=9090
 
 VOLUME ["/tmp", "/var/lib/kafka-balancer/spark", "/var/lib/kafka-balancer/samples"]
+# Spark and Java create files relative to the working directory (spark-warehouse, derby.log): keep
+# that on a writable volume too.
+WORKDIR /tmp
 
 # 9090: Prometheus metrics. 8080: kopf's liveness endpoint (/healthz) for the probes.
 EXPOSE 9090 8080

@@ -23,13 +23,17 @@ def skewed_cluster(
     new_brokers: int = 3,
     racks: int = 3,
     partitions: int = 2000,
-    rf: int = 3,
+    rf: float = 3,
     topics: int | None = None,
     skew: float = 1.0,
     seed: int = 7,
     dead_brokers: int = 0,
 ) -> ClusterModel:
-    """A skewed cluster; ``skew`` 0 = even weights, 1 = brokers weighted 1..4x, 2 = up to 9x."""
+    """A skewed cluster; ``skew`` 0 = even weights, 1 = brokers weighted 1..4x, 2 = up to 9x.
+
+    A fractional ``rf`` mixes replication factors: e.g. 2.5 gives half the partitions 2 replicas
+    and half 3 (large clusters carry such mixes: 320k replicas over 130k partitions is rf ~2.46).
+    """
     if brokers % racks:
         raise ValueError(f"brokers ({brokers}) must be a multiple of racks ({racks}) for equal-size racks")
     rng = np.random.default_rng(seed)
@@ -57,6 +61,10 @@ def skewed_cluster(
     size = bytes_in * retention[partition_topic] * rng.lognormal(0.0, 0.2, size=partitions)
     bytes_out = bytes_in * fanout[partition_topic]
 
+    low_rf = int(np.floor(rf))
+    wide = int(np.ceil(rf))
+    part_rf = np.where(rng.random(partitions) < rf - low_rf, wide, low_rf)
+    rf = wide
     replicas = np.full((partitions, rf), NO_BROKER, dtype=np.int32)
     first_rack = rng.integers(0, racks, size=partitions)
     for k in range(min(rf, racks)):
@@ -72,6 +80,7 @@ def skewed_cluster(
             free = np.setdiff1d(np.flatnonzero(weight > 0), replicas[p, :k])
             replicas[p, k] = rng.choice(free)
 
+    replicas[np.arange(rf)[None, :] >= part_rf[:, None]] = NO_BROKER
     alive = np.ones(brokers, dtype=np.bool_)
     if dead_brokers:
         alive[rng.choice(old, size=dead_brokers, replace=False)] = False

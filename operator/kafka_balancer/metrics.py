@@ -81,10 +81,23 @@ class Metrics:
             (*_PC, "group", "resource"),
             registry=r,
         )
-        self.imbalance_avg = Gauge(
-            f"{PREFIX}imbalance_avg_ratio",
-            "Mean over the group's brokers of |load/average - 1| + 1, per group and resource.",
+        self.imbalance_stddev = Gauge(
+            f"{PREFIX}imbalance_stddev_ratio",
+            "Standard deviation of the group's broker loads over their average (0 = even), per group and resource.",
             (*_PC, "group", "resource"),
+            registry=r,
+        )
+        self.threshold = Gauge(
+            f"{PREFIX}imbalance_threshold_ratio",
+            "The policy's own imbalance threshold for the watched resource (onImbalance.threshold, else "
+            "goals.balanceThreshold): alert when kafka_balancer_imbalance_ratio exceeds it.",
+            (*_PC, "resource"),
+            registry=r,
+        )
+        self.throttled_brokers = Gauge(
+            f"{PREFIX}throttled_brokers",
+            "Brokers carrying a replication throttle set by the operator (0 once an execution cleaned up).",
+            _PC,
             registry=r,
         )
         self.balancedness = Gauge(
@@ -94,7 +107,7 @@ class Metrics:
             registry=r,
         )
         self.proposal_moves = Gauge(
-            f"{PREFIX}proposal_replica_moves", "Partitions whose replicas the current proposal moves.", _PC, registry=r
+            f"{PREFIX}proposal_replica_moves", "Replica moves in the current proposal.", _PC, registry=r
         )
         self.proposal_bytes = Gauge(
             f"{PREFIX}proposal_bytes", "Bytes the current proposal copies between brokers.", _PC, registry=r
@@ -168,6 +181,7 @@ class Metrics:
         self.executions = Counter(f"{PREFIX}executions", "Finished executions by result.", (*_PC, "result"), registry=r)
         self._lock = threading.Lock()
         self._last_moved: dict[PolicyKey, tuple[int, int]] = {}
+        self._threshold_resource: dict[PolicyKey, str] = {}
         self.analysis = {
             name: Gauge(f"{PREFIX}{name}", text, (*_PC, *labels), registry=r)
             for name, (text, labels) in _ANALYSIS_GAUGES.items()
@@ -179,20 +193,34 @@ class Metrics:
         for s in STATES:
             self.state.labels(policy, namespace, s).set(1.0 if s == state else 0.0)
 
-    def set_imbalance(self, key: PolicyKey, resource: str, per_group: Mapping[str, tuple[float, float]]) -> None:
-        """``per_group``: group -> (max/avg ratio, mean deviation ratio)."""
-        for group, (worst, mean) in per_group.items():
-            self.imbalance.labels(key.policy, key.namespace, key.cluster, group, resource).set(worst)
-            self.imbalance_avg.labels(key.policy, key.namespace, key.cluster, group, resource).set(mean)
+    def set_balance(
+        self, key: PolicyKey, per_group: Mapping[str, Mapping[str, tuple[float, float]]], balancedness: float
+    ) -> None:
+        """``per_group``: group -> resource -> (max/avg ratio, stddev/avg ratio); and the 0..100 score."""
+        for group, resources in per_group.items():
+            for resource, (worst, spread) in resources.items():
+                self.imbalance.labels(key.policy, key.namespace, key.cluster, group, resource).set(worst)
+                self.imbalance_stddev.labels(key.policy, key.namespace, key.cluster, group, resource).set(spread)
+        self.balancedness.labels(key.policy, key.namespace, key.cluster).set(balancedness)
+
+    def set_threshold(self, key: PolicyKey, resource: str, threshold: float) -> None:
+        labels = (key.policy, key.namespace, key.cluster)
+        with self._lock:
+            # One watched resource per policy: drop the series of a resource no longer watched.
+            previous = self._threshold_resource.get(key)
+            if previous is not None and previous != resource:
+                _remove(self.threshold, (*labels, previous))
+            self._threshold_resource[key] = resource
+        self.threshold.labels(*labels, resource).set(threshold)
+
+    def set_throttled_brokers(self, key: PolicyKey, count: int) -> None:
+        self.throttled_brokers.labels(key.policy, key.namespace, key.cluster).set(count)
 
     def set_proposal(self, key: PolicyKey, *, moves: int, bytes_to_move: int, leader_changes: int) -> None:
         labels = (key.policy, key.namespace, key.cluster)
         self.proposal_moves.labels(*labels).set(moves)
         self.proposal_bytes.labels(*labels).set(bytes_to_move)
         self.proposal_leaders.labels(*labels).set(leader_changes)
-
-    def set_balancedness(self, key: PolicyKey, score: float) -> None:
-        self.balancedness.labels(key.policy, key.namespace, key.cluster).set(score)
 
     def set_execution(self, key: PolicyKey, figures: ExecutionFigures) -> None:
         """Gauges for the running execution; the ``_total`` counters grow by what moved since the last call."""
@@ -240,15 +268,23 @@ class Metrics:
                 self.balancedness, self.proposal_moves, self.proposal_bytes, self.proposal_leaders,
                 self.exec_bytes_moved, self.exec_bytes_total, self.exec_parts_moved, self.exec_parts_total,
                 self.exec_in_flight, self.exec_eta, self.moved_bytes, self.moved_partitions, self.samples,
-                self.completeness,
+                self.completeness, self.throttled_brokers,
             )  # fmt: skip
             for metric in series:
                 _remove(metric, (policy, namespace, cluster))
+            for labelled in (self.imbalance, self.imbalance_stddev, self.threshold, *self.analysis.values()):
+                _remove_matching(labelled, {"policy": policy, "namespace": namespace, "cluster": cluster})
 
-    def set_analysis_samples(self, key: PolicyKey, samples: Iterable[tuple[str, Mapping[str, str], float]]) -> None:
+    def set_analysis_samples(
+        self,
+        key: PolicyKey,
+        samples: Iterable[tuple[str, Mapping[str, str], float]],
+        replaces: Iterable[str] = (),
+    ) -> None:
         """Replace the consumer-group or durability series of one policy with ``samples`` (full metric
-        names): a gauge that gets samples drops this policy's series that are not in them (a deleted group)."""
-        fresh: dict[str, dict[tuple[str, ...], float]] = {}
+        names): a gauge that gets samples, or is named in ``replaces`` (e.g. consumer_groups.METRIC_NAMES,
+        so that the last group's deletion is seen too), drops this policy's series not in them."""
+        fresh: dict[str, dict[tuple[str, ...], float]] = {name.removeprefix(PREFIX): {} for name in replaces}
         for name, labels, value in samples:
             short = name.removeprefix(PREFIX)
             wanted = _ANALYSIS_GAUGES[short][1]
@@ -276,6 +312,15 @@ class Metrics:
 def _remove(metric: Gauge | Counter, labels: tuple[str, ...]) -> None:
     with contextlib.suppress(KeyError):  # never set for this policy
         metric.remove(*labels)
+
+
+def _remove_matching(metric: Gauge, labels: Mapping[str, str]) -> None:
+    """Remove every series of ``metric`` whose labels include ``labels`` (e.g. all groups of a policy)."""
+    names = list(metric._labelnames)
+    for family in metric.collect():
+        for sample in family.samples:
+            if all(sample.labels.get(k) == v for k, v in labels.items()):
+                _remove(metric, tuple(sample.labels[n] for n in names))
 
 
 class MetricsServer:

@@ -68,10 +68,9 @@ def test_sampled_emulator_rates_and_sizes_match_truth(
 
     output = tmp_path / "snapshot.json"
     end = (T0 + timedelta(seconds=last_clock)).isoformat()
-    code = main(
-        ["analyze", "--samples", str(tmp_path / "samples"), "--from", T0.isoformat(), "--to", end]
-        + ["--output", str(output), "--engine-url", "local[2]", "--min-completeness", "1.0"]
-    )
+    args = ["analyze", "--samples", str(tmp_path / "samples"), "--from", T0.isoformat(), "--to", end]
+    args += ["--output", str(output), "--engine-url", "local[2]", "--min-completeness", "1.0"]
+    code = main(args)
     assert code == 0, capsys.readouterr().err
     snapshot = json.loads(output.read_text())
     report = json.loads((tmp_path / "snapshot.json.analysis.json").read_text())

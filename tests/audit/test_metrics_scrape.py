@@ -53,8 +53,8 @@ def test_scraped_consumer_group_and_durability_metrics(emulator: Callable[..., E
         port.close()
     metrics = Metrics()
     key = PolicyKey("prod", "kafka", "emulated")
-    metrics.set_analysis_samples(key, consumer_groups.metric_samples(reports))
-    metrics.set_analysis_samples(key, audit_analysis.metric_samples(report))
+    metrics.set_analysis_samples(key, consumer_groups.metric_samples(reports), replaces=consumer_groups.METRIC_NAMES)
+    metrics.set_analysis_samples(key, audit_analysis.metric_samples(report), replaces=audit_analysis.METRIC_NAMES)
     server = metrics.serve(port=0)
     try:
         scraped = scrape(server.url)
@@ -66,10 +66,19 @@ def test_scraped_consumer_group_and_durability_metrics(emulator: Callable[..., E
         assert value(scraped, flags, flag="replication-factor-below-3") == 2.0
         assert value(scraped, "kafka_balancer_partitions_at_risk", risk="isr-at-or-below-min-insync-replicas") == 4.0
 
-        # The group disappears: its series goes with it on the next update.
-        metrics.set_analysis_samples(key, consumer_groups.metric_samples([]))
-        metrics.set_analysis_samples(key, [("kafka_balancer_consumer_group_members", {"group": "other"}, 3.0)])
+        # Every group disappears: all of its series go with it on the next update, durability stays.
+        metrics.set_analysis_samples(key, consumer_groups.metric_samples([]), replaces=consumer_groups.METRIC_NAMES)
         scraped = scrape(server.url)
-        assert not any(labels and ("group", "billing") in labels for (_n, labels) in scraped)
+        assert not any(("group", "billing") in labels for (_n, labels) in scraped)
+        assert value(scraped, flags, flag="unclean-leader-election-enabled") == 1.0
+        # A new group appears: only its series.
+        metrics.set_analysis_samples(
+            key,
+            [("kafka_balancer_consumer_group_members", {"group": "other"}, 3.0)],
+            replaces=consumer_groups.METRIC_NAMES,
+        )
+        scraped = scrape(server.url)
+        assert value(scraped, "kafka_balancer_consumer_group_members", group="other") == 3.0
+        assert not any(("group", "billing") in labels for (_n, labels) in scraped)
     finally:
         server.close()

@@ -14,6 +14,7 @@ from kafka_balancer.model import ModelError
 from kafka_balancer.planner.consumers import (
     GroupSpec,
     Member,
+    moved,
     parse_group,
     range_assign,
     roundrobin_assign,
@@ -63,6 +64,34 @@ def test_sticky_same_case_is_balanced_as_kafka_documents() -> None:
         "C1": {("T1", 0), ("T1", 1)},
         "C2": {("T2", 0), ("T2", 1), ("T2", 2)},
     }
+
+
+def test_sticky_javadoc_example_member_leaves() -> None:
+    # StickyAssignor javadoc, example 1: C0, C1, C2 all read t0..t3 (2 partitions each). Both
+    # RoundRobin and Sticky start from C0 [t0p0, t1p1, t3p0], C1 [t0p1, t2p0, t3p1], C2 [t1p0, t2p1].
+    topics = ["t0", "t1", "t2", "t3"]
+    g = group(dict.fromkeys(topics, 2), ("C0", topics), ("C1", topics), ("C2", topics))
+    start = {
+        "C0": [("t0", 0), ("t1", 1), ("t3", 0)],
+        "C1": [("t0", 1), ("t2", 0), ("t3", 1)],
+        "C2": [("t1", 0), ("t2", 1)],
+    }
+    assert roundrobin_assign(g) == start
+    assert as_sets(sticky_assign(g)) == as_sets(start)
+    # C1 leaves. RoundRobin deals everything again (the javadoc's C0 [t0p0, t1p0, t2p0, t3p0]):
+    # besides C1's three partitions, t1p0 and t1p1 change owner too.
+    left = g.with_owned(start).without("C1")
+    after_rr = roundrobin_assign(left)
+    assert as_sets(after_rr) == {"C0": {("t0", 0), ("t1", 0), ("t2", 0), ("t3", 0)},
+                                 "C2": {("t0", 1), ("t1", 1), ("t2", 1), ("t3", 1)}}  # fmt: skip
+    assert moved(start, after_rr) == 5
+    # Sticky keeps everything C0 and C2 own and splits C1's three, 4 partitions each. (Kafka 3.5+
+    # deals the orphans in topic-partition order to the sorted under-quota members, so C0 gets t0p1;
+    # the javadoc, written for the first algorithm, shows t2p0 there: same stickiness, same balance.)
+    after_sticky = sticky_assign(left)
+    assert as_sets(after_sticky) == {"C0": {("t0", 0), ("t1", 1), ("t3", 0), ("t0", 1)},
+                                     "C2": {("t1", 0), ("t2", 1), ("t2", 0), ("t3", 1)}}  # fmt: skip
+    assert moved(start, after_sticky) == 3
 
 
 # ----- RangeAssignorTest ------------------------------------------------------------------------

@@ -142,7 +142,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(script), *args], capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_consumers_cli_table_and_json(cluster: EmulatedCluster) -> None:
+def test_consumers_cli_table_and_json(cluster: EmulatedCluster, tmp_path: Path) -> None:
     done = run_cli("consumers", "--bootstrap-servers", cluster.bootstrap_servers)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -165,3 +165,14 @@ def test_consumers_cli_table_and_json(cluster: EmulatedCluster) -> None:
     assert done.returncode == 0, done.stderr
     doc: dict[str, Any] = json.loads(done.stdout)
     assert [g["group"] for g in doc["groups"]] == ["mixed-roundrobin"]
+    # Each report carries the group as a G.json what-if document: the offline command reproduces it.
+    group_file = tmp_path / "mixed.json"
+    group_file.write_text(json.dumps(doc["groups"][0]["input"]), encoding="utf-8")
+    assert doc["groups"][0]["input"]["members"][2] == {
+        "id": "C2",
+        "topics": ["T0", "T1", "T2"],
+        "assignment": {"T1": [1], "T2": [0, 1, 2]},
+    }
+    done = run_cli("consumers", "simulate", "--group", str(group_file), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == doc["groups"][0]["simulation"]

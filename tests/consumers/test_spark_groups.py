@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import random
+from collections.abc import Callable
 
 import pytest
 from kafka_balancer.analysis.consumer_groups import GroupsInput, analyze, analyze_python, analyze_spark
+from kafka_balancer.cli import main
 from kafka_balancer.kafka.port import ConsumerGroupInfo, ConsumerGroupMember, TopicPartition
 from kafka_balancer.planner.consumers import ASSIGNOR_NAMES, GroupSpec, Member, assign
+from kafka_balancer.sandbox import EmulatedCluster
 from pyspark.sql import SparkSession
+from test_emulated_groups import RANGE_GROUP, ROUNDROBIN_GROUP, groups_model  # tests/consumers is on sys.path
 
 pytestmark = pytest.mark.spark
 
@@ -59,3 +64,24 @@ def test_spark_and_python_agree(spark: SparkSession) -> None:
 def test_python_path_below_threshold_needs_no_spark() -> None:
     data = synthetic_groups(5)
     assert [r["group"] for r in analyze(data, spark=None)] == [f"group-{g:04d}" for g in range(5)]
+
+
+def test_consumers_cli_on_spark_matches_in_process(
+    spark: SparkSession, emulator: Callable[..., EmulatedCluster], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # local[2] is the test run's shared session (spark_fixtures.TEST_ENGINE): the CLI reuses it.
+    cluster = emulator(groups_model())
+    for seed in (RANGE_GROUP, ROUNDROBIN_GROUP):
+        cluster.seed_group(seed)
+    common = ["consumers", "--bootstrap-servers", cluster.bootstrap_servers, "--json"]
+    tracker = spark.sparkContext.statusTracker()
+    jobs_before = len(tracker.getJobIdsForGroup())
+    assert main([*common, "--spark-threshold", "1", "--engine-url", "local[2]"]) == 0
+    on_spark = json.loads(capsys.readouterr().out)
+    assert len(tracker.getJobIdsForGroup()) > jobs_before  # the groups really went through Spark
+    jobs_before = len(tracker.getJobIdsForGroup())
+    assert main(common) == 0
+    in_process = json.loads(capsys.readouterr().out)
+    assert len(tracker.getJobIdsForGroup()) == jobs_before  # two groups: below the default threshold
+    assert [g["group"] for g in on_spark["groups"]] == ["mixed-roundrobin", "orders-range"]
+    assert on_spark == in_process

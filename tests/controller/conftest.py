@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import kubernetes
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from .kube import KubeServer, kube_server
 
@@ -17,6 +22,7 @@ from .kube import KubeServer, kube_server
 os.environ.setdefault("KAFKA_BALANCER_RECONCILE_SECONDS", "1")
 os.environ.setdefault("KAFKA_BALANCER_EXECUTION_POLL_SECONDS", "0.2")
 os.environ["KAFKA_BALANCER_METRICS_PORT"] = "0"
+os.environ["KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS"] = "3"  # an unreachable cluster is reported quickly
 os.environ["KAFKA_BALANCER_METRICS_ADDRESS"] = "127.0.0.1"
 
 GROUP, VERSION = "kafkabalancer.io", "v1alpha1"
@@ -33,9 +39,8 @@ class Cluster:
 
     def apply(self, doc: dict[str, Any]) -> dict[str, Any]:
         ns = doc["metadata"].setdefault("namespace", "kafka")
-        if doc["kind"] in {"Secret", "ConfigMap"}:
-            create = self.core.create_namespaced_secret if doc["kind"] == "Secret" else self.core.create_namespaced_config_map
-            create(ns, doc)
+        if doc["kind"] == "Secret":
+            self.core.create_namespaced_secret(ns, doc)
             return doc
         plural = {"BalancePolicy": "balancepolicies", "ResourceGroup": "resourcegroups"}[doc["kind"]]
         self.custom.create_namespaced_custom_object(GROUP, VERSION, ns, plural, doc)
@@ -50,13 +55,9 @@ class Cluster:
         return self.get("balancepolicies", name, namespace)
 
     def patch_policy(self, name: str, spec: dict[str, Any], namespace: str = "kafka") -> None:
-        self.custom.patch_namespaced_custom_object(
-            GROUP, VERSION, namespace, "balancepolicies", name, {"spec": spec}
-        )
+        self.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, "balancepolicies", name, {"spec": spec})
 
-    def wait_for(
-        self, what: str, probe: Callable[[], Any], timeout: float = 30.0, interval: float = 0.2
-    ) -> Any:
+    def wait_for(self, what: str, probe: Callable[[], Any], timeout: float = 30.0, interval: float = 0.2) -> Any:
         deadline = time.monotonic() + timeout
         last: Any = None
         while time.monotonic() < deadline:
@@ -73,10 +74,11 @@ class Cluster:
         return None
 
     def events(self, name: str) -> list[dict[str, Any]]:
-        return [
-            e for e in self.server.objects("events", group="", version="v1")
-            if (e.get("involvedObject") or {}).get("name") == name
-        ]
+        events = self.server.objects("events", group="", version="v1")
+        return [e for e in events if (e.get("involvedObject") or {}).get("name") == name]
+
+    def config_map(self, name: str, namespace: str = "kafka") -> dict[str, str]:
+        return dict(self.core.read_namespaced_config_map(name, namespace).data or {})
 
 
 @pytest.fixture
@@ -91,12 +93,48 @@ def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
             cluster.api.close()
 
 
-@pytest.fixture
-def operator(kube: Cluster) -> Iterator[Any]:
-    """The real operator (kopf run, standalone, all namespaces) against the kmock API."""
+@dataclass
+class Operator:
+    runner: Any
+    metrics_url: str
+
+    def scrape(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        """/metrics over HTTP, parsed the way Prometheus parses it: (name, sorted labels) -> value."""
+        with urllib.request.urlopen(self.metrics_url, timeout=5) as response:  # noqa: S310 - loopback URL
+            text = response.read().decode()
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
+
+    def metric(self, name: str, **labels: str) -> float | None:
+        for (sample, sample_labels), value in self.scrape().items():
+            if sample == name and labels.items() <= dict(sample_labels).items():
+                return value
+        return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def run_operator() -> Iterator[Operator]:
+    """Start the real operator (kopf run, standalone, all namespaces) against KUBECONFIG; stop it on exit."""
     from kopf.testing import KopfRunner
 
+    port = _free_port()  # the operator reads it at startup; 0 would hide the port from the test
+    os.environ["KAFKA_BALANCER_METRICS_PORT"] = str(port)
     args = ["run", "--standalone", "--all-namespaces", "-m", "kafka_balancer.controller.operator"]
     with KopfRunner(args, timeout=60) as runner:
-        yield runner
+        yield Operator(runner, f"http://127.0.0.1:{port}/metrics")
     assert runner.exception is None, runner.output
+
+
+@pytest.fixture
+def operator(kube: Cluster) -> Iterator[Operator]:
+    with run_operator() as running:
+        yield running

@@ -23,9 +23,8 @@ from typing import Any
 import attrs
 import kmock
 import yaml
-from kmock._internal import enums, rendering  # the request model, for the stamping hook
-
 from kafka_balancer.controller.crdgen import all_crds
+from kmock._internal import enums, rendering  # the request model, for the stamping hook
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,8 @@ class StampingEmulator(kmock.KubernetesEmulator):
     _rv: Any = attrs.field(factory=lambda: itertools.count(1), init=False)
 
     async def _handle(self, request: rendering.Request) -> Any:
-        if request.resource is not None and request.action in _VERBS:
+        # Discovery (/api, /apis/<group>/<version>) names no resource: every authenticated user may read it.
+        if request.resource is not None and request.resource.plural and request.action in _VERBS:
             plural = request.resource.plural or ""
             sub = f"/{request.subresource}" if request.subresource else ""
             verb = _VERBS[request.action]

@@ -8,8 +8,8 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-
 from kafka_balancer.cli import main as cli_main
+from kafka_balancer.controller.crddocs import render_docs
 from kafka_balancer.controller.crdgen import all_crds, render
 from kafka_balancer.model.policy import OPERATIONS, parse_manifests
 
@@ -36,10 +36,26 @@ def test_committed_crds_are_up_to_date() -> None:
         assert committed == render(crd), f"crds/{name} is out of date: run `kafka-balancer crds`"
 
 
-def test_cli_writes_the_same_crds(tmp_path: Path) -> None:
-    assert cli_main(["crds", str(tmp_path)]) == 0
+def test_cli_writes_the_same_crds_and_docs(tmp_path: Path) -> None:
+    assert cli_main(["crds", str(tmp_path), "--docs", str(tmp_path / "crds.md")]) == 0
     for name in all_crds():
         assert (tmp_path / name).read_text() == (CRDS / name).read_text()
+    assert (tmp_path / "crds.md").read_text() == render_docs()
+
+
+def test_committed_crd_docs_are_up_to_date() -> None:
+    committed = (ROOT / "docs" / "crds.md").read_text()
+    assert committed == render_docs(), "docs/crds.md is out of date: run `kafka-balancer crds --docs docs/crds.md`"
+
+
+def test_crd_docs_name_every_spec_field_with_its_default() -> None:
+    doc = render_docs()
+    spec = _schema("BalancePolicy")["properties"]["spec"]["properties"]
+    for group in ("goals", "execution", "analysis", "triggers", "cluster", "operation"):
+        for name in spec[group]["properties"]:
+            assert f"`spec.{group}.{name}`" in doc
+    assert "| `spec.goals.balanceThreshold` | number | `1.1` |" in doc
+    assert "`spec.brokers.ids`" in doc  # ResourceGroup
 
 
 def _walk(node: dict[str, Any], path: str) -> None:

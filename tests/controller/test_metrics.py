@@ -5,9 +5,9 @@ from __future__ import annotations
 import urllib.request
 from pathlib import Path
 
-from prometheus_client.parser import text_string_to_metric_families
-
+import pytest
 from kafka_balancer.metrics import ExecutionFigures, Metrics, PolicyKey
+from prometheus_client.parser import text_string_to_metric_families
 
 KEY = PolicyKey("main", "kafka", "cluster-a")
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
@@ -36,19 +36,28 @@ def test_execution_progress_and_imbalance_are_scraped_over_http() -> None:
     server = metrics.serve(0)
     try:
         assert server.url.startswith("http://127.0.0.1:")
-        metrics.set_imbalance(KEY, "disk", {"payments": (1.8, 1.3), "analytics": (1.05, 1.02)})
+        metrics.set_balance(KEY, {"payments": {"disk": (1.8, 0.3)}, "analytics": {"disk": (1.05, 0.02)}}, 61.0)
+        metrics.set_threshold(KEY, "network-in", 1.3)
+        metrics.set_threshold(KEY, "disk", 1.25)  # the policy now watches disk: the network-in series goes
+        metrics.set_throttled_brokers(KEY, 3)
         metrics.set_proposal(KEY, moves=12, bytes_to_move=6_000, leader_changes=4)
         metrics.set_state("main", "kafka", "Executing")
         metrics.set_execution(KEY, ExecutionFigures(2_000, 6_000, 4, 12, 5, 30.0))
         metrics.set_execution(KEY, ExecutionFigures(6_000, 6_000, 12, 12, 0, 0.0))
         metrics.execution_finished(KEY, "Completed")
-        metrics.set_imbalance(KEY, "disk", {"payments": (1.04, 1.01)})
+        metrics.set_balance(KEY, {"payments": {"disk": (1.04, 0.01)}}, 97.5)
+        metrics.set_throttled_brokers(KEY, 0)
         metrics.set_state("main", "kafka", "Completed")
         samples = _scrape(server.url)
     finally:
         server.close()
     assert _get(samples, "kafka_balancer_imbalance_ratio", group="payments", resource="disk") == 1.04
     assert _get(samples, "kafka_balancer_imbalance_ratio", group="analytics") == 1.05
+    assert _get(samples, "kafka_balancer_balancedness_score") == 97.5
+    assert _get(samples, "kafka_balancer_imbalance_threshold_ratio", resource="disk") == 1.25
+    with pytest.raises(KeyError):
+        _get(samples, "kafka_balancer_imbalance_threshold_ratio", resource="network-in")
+    assert _get(samples, "kafka_balancer_throttled_brokers") == 0
     assert _get(samples, "kafka_balancer_proposal_bytes") == 6_000
     assert _get(samples, "kafka_balancer_execution_moved_bytes") == 6_000
     # The counter adds deltas: 2000 then 4000 more, not 2000 + 6000.
@@ -67,6 +76,8 @@ def test_a_new_execution_counts_from_zero_and_forget_drops_series() -> None:
     assert 'kafka_balancer_moved_bytes_total{cluster="cluster-a",namespace="kafka",policy="main"} 600.0' in text
     assert 'kafka_balancer_execution_eta_seconds{cluster="cluster-a",namespace="kafka",policy="main"} -1.0' in text
     metrics.reconciled("main", "kafka")
+    metrics.set_balance(KEY, {"payments": {"disk": (1.2, 0.1)}}, 80.0)
+    metrics.set_threshold(KEY, "disk", 1.25)
     metrics.forget("main", "kafka", ["cluster-a"])
     assert 'policy="main"' not in metrics.exposition().decode()
 

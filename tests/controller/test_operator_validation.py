@@ -2,23 +2,47 @@
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from emulator_fixtures import six_broker_model
+from kafka_balancer.sandbox import EmulatedCluster
 
-from .conftest import Cluster
+from .conftest import Cluster, Operator
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def _policy(name: str, **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"cluster": {"bootstrapServers": f"{name}.invalid:9092"}, "mode": "Manual"}
+INVALID = ("overlap", "unknown", "throttle", "nosecret", "badcron")
+ALTER_PARTITION_REASSIGNMENTS, ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS = 45, 43, 44
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _policy(name: str, bootstrap: str | None = None, **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"cluster": {"bootstrapServers": bootstrap or f"{name}.invalid:9092"}, "mode": "Manual"}
     body.update(spec)
-    return {"apiVersion": "kafkabalancer.io/v1alpha1", "kind": "BalancePolicy", "metadata": {"name": name}, "spec": body}
+    return {
+        "apiVersion": "kafkabalancer.io/v1alpha1",
+        "kind": "BalancePolicy",
+        "metadata": {"name": name},
+        "spec": body,
+    }
 
 
 def _group(name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "kafkabalancer.io/v1alpha1", "kind": "ResourceGroup", "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": "kafkabalancer.io/v1alpha1",
+        "kind": "ResourceGroup",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 def _stalled(kube: Cluster, name: str) -> dict[str, Any]:
@@ -30,58 +54,65 @@ def _stalled(kube: Cluster, name: str) -> dict[str, Any]:
     return cond
 
 
-def test_invalid_specs_are_stalled_with_a_reason(kube: Cluster, operator: Any) -> None:
+def test_invalid_specs_are_stalled_with_a_reason(
+    kube: Cluster, operator: Operator, emulator: Callable[..., EmulatedCluster]
+) -> None:
+    cluster = emulator(six_broker_model(), time_scale=10.0)
+    # One broker address each: the same Kafka cluster, but no two policies share a bootstrap list.
+    address = {name: f"127.0.0.1:{cluster.port_of(i + 1)}" for i, name in enumerate(INVALID)}
     kube.apply(_group("payments", {"brokers": {"ids": [1, 2]}}))
     kube.apply(_group("analytics", {"brokers": {"ids": [2, 3]}}))
-    kube.apply(_policy("overlap", resourceGroups=["payments", "analytics"]))
-    kube.apply(_policy("unknown", resourceGroups=["payments", "nope"]))
-    kube.apply(_policy("throttle", execution={"throttleBytesPerSec": -10}))
-    kube.apply(
-        _policy(
-            "nosecret",
-            cluster={
-                "bootstrapServers": "nosecret.invalid:9093",
-                "securityProtocol": "SASL_SSL",
-                "saslMechanism": "SCRAM-SHA-512",
-                "credentialsSecret": {"name": "kafka-creds"},
-            },
-        )
-    )
-    kube.apply(_policy("badcron", triggers={"schedule": "61 * * * *"}))
+    kube.apply(_policy("overlap", address["overlap"], resourceGroups=["payments", "analytics"]))
+    kube.apply(_policy("unknown", address["unknown"], resourceGroups=["payments", "nope"]))
+    kube.apply(_policy("throttle", address["throttle"], execution={"throttleBytesPerSec": -10}))
+    sasl = {"securityProtocol": "SASL_SSL", "saslMechanism": "SCRAM-SHA-512", "credentialsSecret": {"name": "creds"}}
+    kube.apply(_policy("nosecret", address["nosecret"], cluster={"bootstrapServers": address["nosecret"], **sasl}))
+    kube.apply(_policy("badcron", address["badcron"], triggers={"schedule": "61 * * * *"}))
+    kube.apply(_policy("unreachable", f"127.0.0.1:{_closed_port()}"))
 
     overlap = _stalled(kube, "overlap")
     assert overlap["reason"] == "OverlappingResourceGroups"
     assert "broker 2 is in two groups: 'payments' and 'analytics'" in overlap["message"]
     unknown = _stalled(kube, "unknown")
-    assert unknown["reason"] == "UnknownResourceGroup" and "'nope'" in unknown["message"]
+    assert unknown["reason"] == "UnknownResourceGroup"
+    assert "'nope'" in unknown["message"]
     throttle = _stalled(kube, "throttle")
     assert throttle["reason"] == "InvalidSpec"
-    assert "spec.execution.throttleBytesPerSec" in throttle["message"] and "-10" in throttle["message"]
+    assert "spec.execution.throttleBytesPerSec" in throttle["message"]
+    assert "-10" in throttle["message"]
     nosecret = _stalled(kube, "nosecret")
-    assert nosecret["reason"] == "MissingSecret" and "kafka/kafka-creds" in nosecret["message"]
+    assert nosecret["reason"] == "MissingSecret"
+    assert "kafka/creds" in nosecret["message"]
     badcron = _stalled(kube, "badcron")
-    assert badcron["reason"] == "InvalidSpec" and "minute" in badcron["message"]
+    assert badcron["reason"] == "InvalidSpec"
+    assert "minute" in badcron["message"]
+    unreachable = _stalled(kube, "unreachable")
+    assert unreachable["reason"] == "ClusterUnreachable"
+    assert "spec.cluster.bootstrapServers 127.0.0.1:" in unreachable["message"]
 
-    for name in ("overlap", "unknown", "throttle", "nosecret"):
+    for name in (*INVALID, "unreachable"):
         status = kube.policy(name)["status"]
         assert status["state"] == "Stalled"
         assert status["observedGeneration"] == 1
         assert kube.condition(name, "Ready")["status"] == "False"  # type: ignore[index]
-        assert "proposal" not in status or status["proposal"] is None
+        assert status.get("proposal") is None
     # A Warning event tells `kubectl describe` readers the same.
     kube.wait_for("an event", lambda: [e for e in kube.events("overlap") if e.get("type") == "Warning"])
+    # The cluster is untouched: no reassignment, no leader election, no config change.
+    for api_key in (ALTER_PARTITION_REASSIGNMENTS, ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS):
+        assert cluster.request_count(api_key) == 0
 
-    # Fixing the spec clears Stalled: the groups no longer overlap, so the policy moves on (to the cluster).
+    # Fixing the spec clears Stalled: the groups no longer overlap, so the policy proposes.
     kube.custom.patch_namespaced_custom_object(
         "kafkabalancer.io", "v1alpha1", "kafka", "resourcegroups", "analytics", {"spec": {"brokers": {"ids": [3]}}}
     )
-    kube.wait_for(
-        "overlap no longer stalled on groups",
-        lambda: (kube.condition("overlap", "Stalled") or {}).get("reason") != "OverlappingResourceGroups",
-    )
+    kube.wait_for("overlap to propose", lambda: (kube.policy("overlap").get("status") or {}).get("proposal"))
+    assert kube.condition("overlap", "Stalled")["status"] == "False"  # type: ignore[index]
+    assert kube.condition("overlap", "Ready")["status"] == "True"  # type: ignore[index]
+    assert cluster.request_count(ALTER_PARTITION_REASSIGNMENTS) == 0  # Manual, not approved
 
 
-def test_a_second_policy_for_the_same_cluster_is_refused(kube: Cluster, operator: Any) -> None:
+def test_a_second_policy_for_the_same_cluster_is_refused(kube: Cluster, operator: Operator) -> None:
     kube.apply(_policy("first", cluster={"bootstrapServers": "shared.invalid:9092"}))
     kube.apply(_policy("second", cluster={"bootstrapServers": "other.invalid:9092,shared.invalid:9092"}))
     cond = _stalled(kube, "second")
@@ -90,7 +121,7 @@ def test_a_second_policy_for_the_same_cluster_is_refused(kube: Cluster, operator
     assert (kube.condition("first", "Stalled") or {}).get("reason") != "DuplicateCluster"
 
 
-def test_resource_group_status_reports_its_own_validity(kube: Cluster, operator: Any) -> None:
+def test_resource_group_status_reports_its_own_validity(kube: Cluster, operator: Operator) -> None:
     kube.apply(_group("good", {"brokers": {"racks": ["r1"]}}))
     kube.apply(_group("bad", {"brokers": {"ids": [1], "racks": ["r1"]}}))
 

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from kafka_balancer.model.policy import (
     DISTRIBUTION_GOALS,
     HARD_GOALS,
@@ -49,7 +48,11 @@ def test_defaults_are_the_documented_ones() -> None:
         (_spec(execution={"throttleBytesPerSec": -5}), "spec.execution.throttleBytesPerSec", "-5"),
         (_spec(goals={"hard": ["rack-awareness", "nice"]}), "spec.goals.hard[1]", "'nice'"),
         (_spec(operation={"type": "add-brokers"}), "spec.operation", "brokers"),
-        (_spec(operation={"type": "change-replication-factor", "topics": ["a"]}), "spec.operation", "replicationFactor"),
+        (
+            _spec(operation={"type": "change-replication-factor", "topics": ["a"]}),
+            "spec.operation",
+            "replicationFactor",
+        ),
         (_spec(operation={"type": "move-topics", "topics": ["a"]}), "spec.operation", "targetGroup"),
         (_spec(mod="Auto"), "spec.mod", "Extra"),
         ({}, "spec.cluster", "required"),
@@ -77,7 +80,8 @@ def test_resource_group_needs_exactly_one_selector() -> None:
     with pytest.raises(PolicyError, match="not a valid regular expression"):
         parse_resource_group_spec({"brokers": {"ids": [1]}, "topics": {"patterns": ["(unclosed"]}})
     group = parse_resource_group_spec({"brokers": {"racks": ["r1"]}, "topics": {"patterns": ["orders-.*"]}})
-    assert group.topics.matches("orders-eu") and not group.topics.matches("xorders-eu")
+    assert group.topics.matches("orders-eu")
+    assert not group.topics.matches("xorders-eu")
     assert group_brokers(group, {1: "r1", 2: "r2", 3: "r1"}) == [1, 3]
 
 

@@ -30,7 +30,10 @@ ALL_FEATURES: dict[str, Any] = {
         "saslMechanism": "SCRAM-SHA-512",
         "credentialsSecret": {"name": "kafka-balancer-credentials", "caKey": "ca.crt"},
     },
-    "spark": {"engine": "sparkApplication", "sparkApplication": {"namespace": "spark-jobs"}},
+    "spark": {
+        "engine": "sparkApplication",
+        "sparkApplication": {"namespace": "spark-jobs", "volumeClaim": "kafka-balancer-samples"},
+    },
     "sampleStore": {"persistence": {"enabled": True, "storageClassName": "fast", "annotations": {"backup": "daily"}}},
     "serviceAccount": {"annotations": {"iam.example.com/role": "kafka-balancer"}},
     "rbac": {"secrets": [{"namespace": "kafka-b", "names": ["team-b-kafka"]}]},

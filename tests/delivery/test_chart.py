@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -196,19 +197,33 @@ def test_alert_rules_parse_and_cover_what_a_kafka_operator_watches() -> None:
     assert "{{ $labels.policy }}" in alerts["KafkaBalancerPolicyStalled"]["annotations"]["summary"]
 
 
-# Alerts the issue asks for need two metrics the controller does not publish yet; requested in
-# .coord/H7.md. Remove a name from here once docs/metrics.md lists it (the test below then checks it).
-REQUESTED_METRICS = {"kafka_balancer_imbalance_threshold_ratio", "kafka_balancer_throttled_brokers"}
+def test_service_monitor_scrapes_the_metrics_service_the_down_alert_watches() -> None:
+    values = {"metrics": {"serviceMonitor": {"enabled": True}}, "prometheusRule": {"enabled": True}}
+    objects = manifests(render(values, api_versions=(MONITORING_API,)))
+    service, monitor = one(objects, "Service"), one(objects, "ServiceMonitor")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["namespaceSelector"]["matchNames"] == [service["metadata"]["namespace"]]
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == [p["name"] for p in service["spec"]["ports"]]
+    # Without spec.jobLabel the Prometheus operator names the job after the Service.
+    assert "jobLabel" not in monitor["spec"]
+    rules = one(objects, "PrometheusRule")["spec"]["groups"][0]["rules"]
+    down = next(r for r in rules if r["alert"] == "KafkaBalancerOperatorDown")
+    assert f'job="{service["metadata"]["name"]}"' in down["expr"]
 
 
 def test_metrics_used_by_alerts_are_published_by_the_controller() -> None:
-    """Each kafka_balancer_* metric an alert reads must exist in docs/metrics.md (owned by the controller)."""
+    """Each kafka_balancer_* metric an alert reads is documented by the controller (docs/metrics.md) and
+    registered by the metrics module; tests/delivery/test_operator_in_chart.py also scrapes them live."""
+    from kafka_balancer.metrics import Metrics
+
     template = (CHART_DIR / "templates" / "prometheusrule.yaml").read_text()
     used = set(re.findall(r"\bkafka_balancer_[a-z_]+\b", template))
+    assert {"kafka_balancer_imbalance_threshold_ratio", "kafka_balancer_throttled_brokers"} <= used
     published = set(re.findall(r"\bkafka_balancer_[a-z_]+\b", (REPO / "docs" / "metrics.md").read_text()))
-    assert used >= REQUESTED_METRICS
-    missing = used - published - REQUESTED_METRICS
-    assert not missing, f"alerts use metrics the controller does not publish: {sorted(missing)}"
+    missing = used - published
+    assert not missing, f"alerts use metrics docs/metrics.md does not list: {sorted(missing)}"
+    registered = {metric.name for metric in Metrics().registry.collect()}
+    assert used <= registered, f"alerts use metrics the operator does not register: {sorted(used - registered)}"
 
 
 @pytest.mark.parametrize(
@@ -303,6 +318,43 @@ def test_spark_engine_settings_reach_the_operator(spark: dict[str, Any], expecte
     }
     assert expected.items() <= env.items()
     assert not any("sparkoperator.k8s.io" in str(o) for o in objects)
+
+
+def _spark_application_settings(values: dict[str, Any], namespace: str = "kafka-balancer") -> dict[str, Any]:
+    container = one(manifests(render(values, namespace=namespace)), "Deployment")["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in container["containers"][0]["env"]}
+    settings: dict[str, Any] = json.loads(env["KAFKA_BALANCER_SPARK_APPLICATION"])
+    return settings
+
+
+def test_spark_application_pods_share_the_sample_store_claim() -> None:
+    """The Spark driver and executors read the samples from the claim the operator writes them to."""
+    rwx = {"enabled": True, "accessModes": ["ReadWriteMany"]}
+    settings = _spark_application_settings(
+        {"spark": {"engine": "sparkApplication"}, "sampleStore": {"persistence": rwx}}
+    )
+    assert settings["volumeClaim"] == "kb-kafka-balancer-samples"
+    assert settings["mountPath"] == "/var/lib/kafka-balancer/samples"
+    assert settings["image"] == "ghcr.io/kafka-balancer/kafka-balancer:0.1.0"
+    assert settings["driver"] == {"cores": 1, "memory": "1g"}
+    # Spark pods in another namespace need a claim there (PVCs are namespaced).
+    elsewhere = {"engine": "sparkApplication", "sparkApplication": {"namespace": "spark", "volumeClaim": "samples-nfs"}}
+    assert _spark_application_settings({"spark": elsewhere})["volumeClaim"] == "samples-nfs"
+
+
+@pytest.mark.parametrize(
+    ("values", "field"),
+    [
+        ({}, "sampleStore.persistence.enabled"),
+        ({"sampleStore": {"persistence": {"enabled": True}}}, "sampleStore.persistence.accessModes"),
+        ({"spark": {"sparkApplication": {"namespace": "spark"}}}, "spark.sparkApplication.volumeClaim"),
+    ],
+)
+def test_spark_application_without_a_shareable_sample_store_is_refused(values: dict[str, Any], field: str) -> None:
+    values = {**values, "spark": {"engine": "sparkApplication", **values.get("spark", {})}}
+    with pytest.raises(helm.HelmRenderError) as err:
+        render(values)
+    assert f"{field}: " in str(err.value)
 
 
 def test_chart_files_are_complete() -> None:

@@ -165,6 +165,9 @@ def test_writable_paths_are_volumes_matching_the_chart() -> None:
     assert set(volumes) == {"/tmp", spark_dirs.group(1), store.group(1)}
     assert store.group(1) == VALUES["sampleStore"]["path"]
     assert re.search(r"\bHOME=/tmp\b", env), "HOME on a writable volume (Java and Spark write under it)"
+    workdirs = final("WORKDIR")
+    assert workdirs, "set WORKDIR: Spark writes relative to it (spark-warehouse, derby.log)"
+    assert workdirs[-1].value in volumes, "the working directory must be writable (a volume)"
 
 
 def test_entrypoint_runs_the_operator_with_probes_and_metrics_ports() -> None:
@@ -215,3 +218,25 @@ def test_entrypoint_tools_are_provided(tool: str) -> None:
         assert any(d.startswith("kopf") for d in deps), "kopf must be a runtime dependency"
     else:
         assert "tini" in " ".join(i.value for i in final("RUN")), "tini is installed in the runtime stage"
+
+
+def test_the_spark_application_main_file_exists_in_the_image() -> None:
+    """spark.engine=sparkApplication runs the operator's image with the package's analyze.py as main file."""
+    import dataclasses
+
+    from kafka_balancer.analysis.spark_application import SparkApplicationConfig
+
+    main_file = next(f for f in dataclasses.fields(SparkApplicationConfig) if f.name == "main_application_file").default
+    assert isinstance(main_file, str)
+    path = main_file.removeprefix("local://")
+    venv = next(re.search(r"venv (\S+)", i.value) for i in INSTRUCTIONS if "-m venv" in i.value)
+    assert venv
+    link = f"{venv.group(1)}/kafka_balancer"
+    assert path.startswith(link + "/"), f"{main_file} is not under the package link {link}"
+    build_runs = " ".join(i.value for i in INSTRUCTIONS if i.keyword == "RUN" and i.stage != FINAL_STAGE)
+    assert re.search(
+        rf"ln -s \"\$\(python -c '[^']*kafka_balancer\.__file__[^']*'\)\"\s+{re.escape(link)}\b", build_runs
+    )
+    # The runtime stage copies the whole virtualenv, link included.
+    assert any(f"{venv.group(1)} {venv.group(1)}" in i.value for i in final("COPY"))
+    assert (REPO / "operator" / "kafka_balancer" / path.removeprefix(link + "/")).is_file()

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
 import helm_python as helm
 import kubernetes_validate
 
-from .chart import REPO, manifests, render
+from .chart import REPO, manifests, notes, one, render
 
 README = REPO / "README.md"
 OWN_DOCS = [README, *(REPO / "docs" / name for name in ("index.md", "security.md", "operations.md", "report.md"))]
@@ -34,19 +36,29 @@ def test_readme_shows_exactly_the_two_setup_commands_and_make_has_them() -> None
 
 
 def test_the_readme_helm_install_renders_a_valid_release() -> None:
-    """Each `--set` of the README's install command, parsed by Helm's own --set parser, renders valid manifests."""
+    """The README's install command, each flag parsed by Helm's own --set parsers, renders valid manifests."""
     text = README.read_text()
-    command = re.search(r"helm install kafka-balancer \./charts/kafka-balancer.*?(?=\n\n|\n```)", text, flags=re.S)
+    command = re.search(r"helm install kafka-balancer \./charts/kafka-balancer.*?(?=\n\n|\n```|\n#)", text, flags=re.S)
     assert command is not None
-    sets = re.findall(r"--set (\S+)", command.group(0))
-    assert len(sets) >= 5
+    words = shlex.split(command.group(0).replace("\\\n", " "))
+    parsers = {"--set": helm.parse_set_string, "--set-string": helm.parse_set_string_values}
     values: dict[str, Any] = {}
-    for expression in sets:
-        _merge(values, helm.parse_set_string(expression))
-    assert values["kafka"]["securityProtocol"] == "SASL_SSL"
-    objects = manifests(render(values, api_versions=("monitoring.coreos.com/v1",)))
+    for flag, expression in itertools.pairwise(words):
+        if flag in parsers:
+            _merge(values, parsers[flag](expression))
+    assert values["rbac"]["secrets"] == [{"namespace": "kafka", "names": ["kafka-balancer-credentials"]}]
+    rendered = render(values, api_versions=("monitoring.coreos.com/v1",))
+    assert "  - kafka/kafka-balancer-credentials" in notes(rendered)  # the install notes list readable Secrets
+    objects = manifests(rendered)
     kinds = {o["kind"] for o in objects}
-    assert {"ServiceMonitor", "PrometheusRule", "Role"} <= kinds  # the credentials Secret is granted by name
+    assert {"ServiceMonitor", "PrometheusRule", "PersistentVolumeClaim"} <= kinds
+    assert one(objects, "ServiceMonitor")["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    # The Secret the README creates is readable, by name, in the namespace the README creates it in.
+    secret_role = next(o for o in objects if o["kind"] == "Role" and o["metadata"]["namespace"] == "kafka")
+    assert secret_role["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["kafka-balancer-credentials"], "verbs": ["get"]}
+    ]
+    assert re.search(r"kubectl -n kafka create secret generic kafka-balancer-credentials", text)
     for obj in objects:
         if obj["kind"] not in {"ServiceMonitor", "PrometheusRule"}:
             kubernetes_validate.validate(obj, kubernetes_validate.utils.latest_version(), strict=True)
@@ -69,7 +81,7 @@ def test_values_named_in_the_docs_exist_in_the_chart() -> None:
 
 # Pages other areas write (issue 7 asks the docs to cover them); a link to one of these may run ahead
 # of the page while the areas land. Every other link must resolve.
-OTHER_AREAS_PAGES = {"crds.md", "goals.md", "executor.md", "sample-store.md", "gitops.md", "performance.md"}
+OTHER_AREAS_PAGES = {"crds.md", "goals.md", "executor.md", "samples.md", "gitops.md", "performance.md"}
 
 
 def test_relative_links_resolve() -> None:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kafka_balancer.model import ClusterBuilder, ClusterModel
-from kafka_balancer.report import METRICS, broker_loads, render_report, write_report
+from kafka_balancer.model import ClusterBuilder, ClusterModel, PartitionTarget, ReassignmentPlan
+from kafka_balancer.planner import PlannerOptions, plan
+from kafka_balancer.report import METRICS, broker_loads, planned, render_report, write_report
 
 GB = 1e9
 MB = 1e6
@@ -169,6 +170,23 @@ def test_brokers_added_by_the_run_show_as_zero_before() -> None:
     assert cells[1] == "10 B"
 
 
+def test_a_resource_without_data_says_so_instead_of_drawing_a_scale() -> None:
+    """A snapshot read from Kafka without samples has no traffic: the network charts say "no data"."""
+    builder = ClusterBuilder()
+    for b in (1, 2):
+        builder.add_broker(b)
+    builder.add_partition("t", 0, [1, 2], size_bytes=1500)
+    model = builder.build()
+    html = render_report(model, model, {})
+    svgs = re.findall(r"<svg .*?</svg>", html, flags=re.S)
+    no_data = [i for i, svg in enumerate(svgs) if 'class="no-data"' in svg]
+    assert [METRICS[i][0] for i in no_data] == ["network_in", "network_out"]
+    for i in no_data:
+        assert re.findall(r'text-anchor="end">([^<]*)</text>', svgs[i]) == ["0 B/s"]  # the baseline only
+    disk_ticks = re.findall(r'text-anchor="end">([^<]*)</text>', svgs[0])
+    assert disk_ticks == ["0 B", "500 B", "1.0 KB", "1.5 KB", "2.0 KB"]
+
+
 def test_write_report_replaces_the_file_atomically(tmp_path: Path) -> None:
     target = tmp_path / "report.html"
     target.write_text("old")
@@ -192,6 +210,49 @@ def test_goals_from_the_planner_summary_get_their_own_table() -> None:
     assert re.findall(r"<td[^>]*>([^<]*)</td>", row.group(1)) == ["rack-awareness", "violated", "holds", "2", "0"]
     assert "max/avg 1.96" in html
     assert "goals.rack-awareness" not in html  # not repeated in the flat summary list
+
+
+def test_report_of_a_real_proposal_shows_the_planned_cluster() -> None:
+    """The planner's proposal, applied with ``planned``, is the "after" side; its summary fills the headline."""
+    before = skewed_cluster()
+    proposal = plan(before, PlannerOptions())
+    after = planned(before, proposal.plan)
+    for target in proposal.plan.partitions:
+        p = after.partition_index(target.topic, target.partition)
+        assert after.replica_ids(p) == target.replicas
+        assert after.leader_id(p) == target.replicas[0]  # leadership follows the preferred leader
+    html = render_report(before, after, proposal.summary)
+    doc = parse(html)
+    text = " ".join(doc.text)
+    assert f"{proposal.summary['moves']} Replica moves" in text
+    assert f"{proposal.summary['bytesToMove'] / GB:.1f} GB Bytes to move" in text
+    assert f"{proposal.summary['leaderChanges']} Leader changes" in text
+    goals = re.findall(r'<tr data-goal="([a-z-]+)">', html)
+    assert sorted(goals) == sorted(proposal.summary["goals"])
+    # Every resource is spread more evenly after the plan, as the report's spread table shows.
+    for _, name, _ in METRICS:
+        row = re.search(rf'<tr><td class="l">{name}</td><td>([\d.]+)</td><td>([\d.]+)</td>', html)
+        assert row is not None, name
+        assert float(row.group(2)) < float(row.group(1)), name
+    bars = [a for tag, a in doc.elements if tag == "rect" and a.get("class") == "bar after"]
+    assert [float(b["data-value"] or "nan") for b in bars[: before.num_brokers]] == pytest.approx(
+        broker_loads(after).metric("disk")
+    )
+
+
+def test_planned_widens_for_a_higher_replication_factor_and_names_bad_entries() -> None:
+    before = skewed_cluster()
+    grown = planned(before, ReassignmentPlan.of([PartitionTarget("cold", 1, (5, 6, 4))]))
+    p = grown.partition_index("cold", 1)
+    assert grown.replica_ids(p) == (5, 6, 4)
+    assert grown.num_replicas == before.num_replicas + 1
+    untouched = grown.partition_index("hot", 0)
+    assert grown.replica_ids(untouched) == before.replica_ids(untouched)
+    assert grown.leader_id(untouched) == before.leader_id(untouched)
+    with pytest.raises(ValueError, match=r"plan.partitions\[0\] \(cold-1, replicas \[9, 1\]\): unknown broker id 9"):
+        planned(before, ReassignmentPlan.of([PartitionTarget("cold", 1, (9, 1))]))
+    with pytest.raises(ValueError, match=r"unknown partition gone-0 in cluster 'demo <&> cluster'"):
+        planned(before, ReassignmentPlan.of([PartitionTarget("gone", 0, (1, 2))]))
 
 
 def _chromium() -> str | None:

@@ -70,7 +70,7 @@ def test_record_round_trips_through_json_and_checks_the_plan() -> None:
         [TaskState.COMPLETED, TaskState.IN_PROGRESS, TaskState.PENDING, TaskState.DEAD, TaskState.ABORTED],
         throttles=ThrottleRecord(brokers=[1, 2], topics={"t": (None, "0:3")}),
         dead_reasons={"t-3": "stuck"},
-        in_flight=[("t", 1)],
+        in_flight=[("t", 1, 2e6)],
         bytes_done=12.5,
     )
     text = json.dumps(record.to_dict())
@@ -90,7 +90,7 @@ def test_record_round_trips_through_json_and_checks_the_plan() -> None:
         ({"state": "Running"}, "field 'state' is not a state, got 'Running'"),
         ({"tasks": "c3x"}, "field 'tasks' is not a run-length state string"),
         ({"tasks": "q3"}, "unknown state code 'q'"),
-        ({"inFlight": [["t"]]}, "field 'inFlight' must be a list of \\[topic, partition\\]"),
+        ({"inFlight": [["t"]]}, "field 'inFlight' must be a list of \\[topic, partition, bytes\\]"),
         ({"throttles": {"brokers": ["a"]}}, "field 'throttles.brokers' must be a list of ids"),
     ],
 )

@@ -6,6 +6,7 @@ DescribeLogDirs and the reassignment APIs. Every test here goes through ``KafkaA
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -335,3 +336,26 @@ def test_unreachable_cluster_raises_unavailable(adapter_for: Any) -> None:
             adapter.describe_cluster()
     finally:
         adapter.close()
+
+
+def test_copy_time_under_the_running_clock_matches_size_over_throttle(emulator: Start, adapter_for: Any) -> None:
+    """The same move with the clock thread running at 20x: the emulated copy time (submit to
+    completion, as the emulator records it) is still size / throttle within 10%."""
+    model = six_broker_model(topics={"orders": 6}, size_bytes=100 * MB)
+    cluster = emulator(model, time_scale=20)
+    adapter = adapter_for(cluster)
+    tp = TopicPartition("orders", 0)
+    current = model.partition(model.partition_index("orders", 0)).replicas
+    target = [current[0], current[1], 4]
+    record = set_throttles(adapter, 10 * MB, {tp: (current, target)})
+    assert adapter.alter_reassignments({tp: target}) == {tp: None}
+    with cluster.state.lock:
+        started = cluster.state.partition("orders", 0).reassignment.started_at  # type: ignore[union-attr]
+    deadline = time.monotonic() + 30
+    while adapter.list_reassignments() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with cluster.state.lock:
+        finished = [clock for topic, p, clock in cluster.state.completed if (topic, p) == ("orders", 0)]
+    assert finished, "the move did not complete"
+    assert finished[0] - started == pytest.approx(10.0, rel=0.10)
+    remove_throttles(adapter, record)

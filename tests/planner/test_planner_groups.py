@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from checks import placement_after
-
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.planner import GroupOptions, PlannerOptions, evaluate, plan
 from kafka_balancer.planner.groups import merge, plan_group, split

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from checks import placement_after, rack_spread_ok
-
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.planner import GroupOptions, OperationOptions, PlannerOptions, PlanningError, evaluate, plan
 
@@ -53,11 +52,19 @@ def test_remove_brokers_moves_every_replica_off_and_keeps_racks() -> None:
 
 
 def test_remove_brokers_onto_given_targets() -> None:
-    model = cluster()
-    op = OperationOptions("remove-brokers", brokers=(3,), target_brokers=(4, 5))
+    model = cluster(brokers=9)
+    # Broker 3's replicas share partitions with racks r1 and r2: only a broker of rack r0 keeps them spread.
+    op = OperationOptions("remove-brokers", brokers=(3,), target_brokers=(6,))
     proposal = plan(model, PlannerOptions(operation=op, distribution_goals=()))
-    moved_to = {b for t in proposal.plan.partitions for b in t.replicas} - {0, 1, 2}
-    assert moved_to <= {4, 5}
+    before = {(p.topic, p.partition): p.replicas for p in model.partitions()}
+    on_three = {key for key, replicas in before.items() if 3 in replicas}
+    assert {(t.topic, t.partition) for t in proposal.plan.partitions} == on_three
+    for t in proposal.plan.partitions:
+        old = before[(t.topic, t.partition)]
+        assert t.replicas == tuple(6 if b == 3 else b for b in old), (old, t.replicas)
+    op = OperationOptions("remove-brokers", brokers=(3,), target_brokers=(4, 5))
+    with pytest.raises(PlanningError, match=r"rack-awareness: partition .* has no broker among \[4, 5\]"):
+        plan(model, PlannerOptions(operation=op, distribution_goals=()))
 
 
 def test_demote_moves_leadership_only() -> None:
@@ -82,16 +89,16 @@ def test_fix_offline_replicas_replaces_only_dead_replicas() -> None:
         assert 2 not in replicas
         assert set(old) - {2} <= set(replicas), "live replicas must stay"
     assert {t.topic for t in proposal.plan.partitions}
-    assert all(2 in model.partition(model.partition_index(t.topic, t.partition)).replicas for t in proposal.plan.partitions)
+    assert all(
+        2 in model.partition(model.partition_index(t.topic, t.partition)).replicas for t in proposal.plan.partitions
+    )
 
 
 @pytest.mark.parametrize("target", [1, 2, 3, 4])
 def test_change_replication_factor(target: int) -> None:
     model = cluster()
+    # clicks has no min.insync.replicas, so shrinking it to 1 replica is allowed.
     op = OperationOptions("change-replication-factor", topics=("clicks",), replication_factor=target)
-    if target == 1:
-        # clicks has no min.insync.replicas: shrinking to 1 is allowed
-        pass
     proposal = plan(model, PlannerOptions(operation=op))
     placement = placement_after(model, proposal.plan)
     hosts = set(range(6))
@@ -121,10 +128,20 @@ def test_move_topics_to_brokers_and_to_a_group() -> None:
             assert set(replicas) <= {3, 4, 5}
         else:
             assert replicas == model.partition(model.partition_index(topic, p)).replicas
-    groups = (GroupOptions("old", (0, 1, 2, 3), ("orders", "clicks")), GroupOptions("new", (4, 5)))
+    model = cluster(brokers=9)
+    groups = (GroupOptions("old", (0, 1, 2, 3), ("orders", "clicks")), GroupOptions("new", (6, 7, 8)))
     op = OperationOptions("move-topics", topics=("orders",), target_group="new")
     placement = placement_after(model, plan(model, PlannerOptions(resource_groups=groups, operation=op)).plan)
-    assert all(set(r) <= {4, 5} for (t, _), r in placement.items() if t == "orders")
+    for (topic, p), replicas in placement.items():
+        if topic == "orders":
+            assert set(replicas) <= {6, 7, 8}
+            assert rack_spread_ok(model, replicas, {6, 7, 8}), replicas
+        else:
+            assert replicas == model.partition(model.partition_index(topic, p)).replicas
+    # Replication factor 3 cannot fit on two brokers: refused with the numbers, before any move.
+    small = (GroupOptions("old", (0, 1, 2, 3), ("orders", "clicks")), GroupOptions("new", (4, 5)))
+    with pytest.raises(PlanningError, match=r"replication factor 3 .* 2 brokers"):
+        plan(model, PlannerOptions(resource_groups=small, operation=op))
 
 
 def test_capacity_that_cannot_fit_names_brokers_numbers_and_fix() -> None:
@@ -133,7 +150,7 @@ def test_capacity_that_cannot_fit_names_brokers_numbers_and_fix() -> None:
         plan(model, PlannerOptions())
     assert err.value.reason == "disk-capacity"
     text = str(err.value)
-    assert "[0, 1, 2, 3, 4, 5]" in text
+    assert "[0-5]" in text
     assert "add" in text
     assert "broker(s) of 1e+10 disk capacity" in text
 

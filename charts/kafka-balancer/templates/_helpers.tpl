@@ -63,6 +63,34 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default .Release.Namespace .Values.spark.sparkApplication.namespace }}
 {{- end }}
 
+{{/* Name of the sample-store PVC the operator mounts, or "" without persistence. */}}
+{{- define "kafka-balancer.sampleClaim" -}}
+{{- if .Values.sampleStore.persistence.enabled }}
+{{- default (printf "%s-samples" (include "kafka-balancer.fullname" .)) .Values.sampleStore.persistence.existingClaim }}
+{{- end }}
+{{- end }}
+
+{{/*
+  The claim SparkApplication pods mount to read the samples and write the snapshot. A PVC is
+  namespaced: the chart's own claim serves only Spark pods in the release namespace, and only if it is
+  ReadWriteMany (the operator pod has it mounted at the same time). Otherwise name a claim in the Spark
+  namespace that holds the same store.
+*/}}
+{{- define "kafka-balancer.sparkVolumeClaim" -}}
+{{- $app := .Values.spark.sparkApplication }}
+{{- if $app.volumeClaim }}
+{{- $app.volumeClaim }}
+{{- else if ne (include "kafka-balancer.sparkNamespace" .) .Release.Namespace }}
+{{- fail (printf "spark.sparkApplication.volumeClaim: required when spark.sparkApplication.namespace (%s) is not the release namespace (%s): a PersistentVolumeClaim there that holds the same sample store" $app.namespace .Release.Namespace) }}
+{{- else if not .Values.sampleStore.persistence.enabled }}
+{{- fail "sampleStore.persistence.enabled: must be true when spark.engine is sparkApplication (the Spark pods read the samples from that claim), or set spark.sparkApplication.volumeClaim" }}
+{{- else if and (not .Values.sampleStore.persistence.existingClaim) (not (has "ReadWriteMany" .Values.sampleStore.persistence.accessModes)) }}
+{{- fail (printf "sampleStore.persistence.accessModes: must include ReadWriteMany when spark.engine is sparkApplication (the operator and the Spark pods mount the claim at once), got %v" .Values.sampleStore.persistence.accessModes) }}
+{{- else }}
+{{- include "kafka-balancer.sampleClaim" . }}
+{{- end }}
+{{- end }}
+
 {{/* Secrets the operator may read, as "namespace/name" lines (the default credentials Secret first). */}}
 {{- define "kafka-balancer.secretRefs" -}}
 {{- if .Values.kafka.credentialsSecret.name }}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from kafka_balancer.kafka.port import KafkaPort
 from kafka_balancer.model.cluster import ClusterModel
 from kafka_balancer.planner.durability import (
@@ -11,6 +13,9 @@ from kafka_balancer.planner.durability import (
     AuditReport,
     audit,
 )
+
+# Every gauge metric_samples() emits (for Metrics.set_analysis_samples(replaces=...)).
+METRIC_NAMES: Final = ("kafka_balancer_durability_flagged_topics", "kafka_balancer_partitions_at_risk")
 
 
 def audit_cluster(port: KafkaPort, options: AuditOptions | None = None) -> tuple[ClusterModel, AuditReport]:

@@ -12,7 +12,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from kafka_balancer.kafka.port import ConsumerGroupInfo, KafkaPort, TopicPartition
 from kafka_balancer.model.cluster import ClusterModel
@@ -23,6 +23,16 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_SPARK_THRESHOLD = 1000
+
+# Every gauge metric_samples() may emit: pass as Metrics.set_analysis_samples(replaces=...) so a group
+# that disappears (or stops reporting lag) loses its series even when no group is left.
+METRIC_NAMES: Final = (
+    "kafka_balancer_consumer_group_imbalance_ratio",
+    "kafka_balancer_consumer_group_lag_imbalance_ratio",
+    "kafka_balancer_consumer_group_lag",
+    "kafka_balancer_consumer_group_members",
+    "kafka_balancer_consumer_group_recommended_assignor_info",
+)
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,9 @@ def analyze_document(group_id: str, state: str, doc: dict[str, Any]) -> dict[str
         "minPartitions": balance.get("minPartitions", 0),
         "recommendation": result["recommendation"],
         "simulation": result,
+        # Members, subscriptions, current assignment, lag and rate per partition, as a G.json what-if
+        # document: `kafka-balancer consumers simulate --group` takes it back as is.
+        "input": doc,
     }
 
 

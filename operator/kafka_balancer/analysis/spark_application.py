@@ -72,13 +72,17 @@ class SparkApplicationConfig:
             if not getattr(self, name):
                 raise SparkApplicationError(f"sparkApplication: field '{name}' must not be empty")
         if len(self.name) > 63:
-            raise SparkApplicationError(f"sparkApplication: field 'name' must be at most 63 characters, got {self.name!r}")
+            raise SparkApplicationError(
+                f"sparkApplication: field 'name' must be at most 63 characters, got {self.name!r}"
+            )
         for name in ("driver_cores", "executor_instances", "executor_cores", "window_seconds", "ttl_seconds"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise SparkApplicationError(f"sparkApplication: field '{name}' must be an integer >= 1, got {value!r}")
         if self.statistic not in ("avg", "p95"):
-            raise SparkApplicationError(f"sparkApplication: field 'statistic' must be avg or p95, got {self.statistic!r}")
+            raise SparkApplicationError(
+                f"sparkApplication: field 'statistic' must be avg or p95, got {self.statistic!r}"
+            )
 
 
 def build_manifest(config: SparkApplicationConfig) -> dict[str, Any]:

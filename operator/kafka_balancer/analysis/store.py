@@ -139,6 +139,17 @@ class SampleStore:
         return written
 
     # ----- listing ----------------------------------------------------------------------
+    def require_readable(self) -> None:
+        """Raise :class:`StoreError` unless the root exists and is a directory (a typo'd URL is not "no samples")."""
+        try:
+            info = self._fs.get_file_info(self._root)
+        except (pa.ArrowException, OSError) as err:
+            raise StoreError(f"samples: cannot read store {self.url!r}: {err}") from None
+        if info.type == pafs.FileType.NotFound:
+            raise StoreError(f"samples: cannot read store {self.url!r}: it does not exist")
+        if info.type != pafs.FileType.Directory:
+            raise StoreError(f"samples: cannot read store {self.url!r}: it is not a directory")
+
     def hours(self, dataset: Dataset, cluster: str) -> list[str]:
         """The hour partitions present for ``cluster``, oldest first."""
         selector = pafs.FileSelector(self._dir(dataset, cluster), allow_not_found=True)
@@ -154,6 +165,7 @@ class SampleStore:
         return sorted(found)
 
     def clusters(self) -> list[str]:
+        self.require_readable()
         selector = pafs.FileSelector(posixpath.join(self._root, "partitions"), allow_not_found=True)
         try:
             infos = self._fs.get_file_info(selector)
@@ -214,6 +226,7 @@ class SampleStore:
         # Imported here: the sampler writes through this module and should not pay for importing pyspark.
         from pyspark.sql import functions as F  # noqa: N812, PLC0415
 
+        self.require_readable()
         listings = {d: self.list_files(d, cluster, start, end) for d in DATASETS}
         if not listings["partitions"].files:
             known = self.clusters()

@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, str] = {
     "crds": "crds",
     "consumers": "consumers",
     "audit": "audit",
+    "report": "report",
 }
 
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_balancer.cli.consumers import add_connection_arguments, open_port
+from kafka_balancer.cli.consumers import add_connection_arguments, open_port, render_table
 
 if TYPE_CHECKING:
     from kafka_balancer.planner.durability import AuditReport
@@ -72,16 +72,19 @@ def render(report: AuditReport) -> str:
     out = [f"{len(report.topics)} topics audited, {len(report.flagged)} flagged, "
            f"{report.at_risk_total} partitions at risk now"]  # fmt: skip
     if report.flagged:
-        out.append("\nTOPIC  RF  MIN.ISR  UNCLEAN  FLAGS")
-        for t in report.flagged:
-            flags = ", ".join(t.flags)
-            out.append(f"{t.name}  {t.replication_factor}  {t.min_insync_replicas}  "
-                       f"{str(t.unclean_leader_election).lower()}  {flags}")  # fmt: skip
+        rows = [
+            [t.name, str(t.replication_factor), str(t.min_insync_replicas),
+             str(t.unclean_leader_election).lower(), ", ".join(t.flags)]
+            for t in report.flagged
+        ]  # fmt: skip
+        out.append("\n" + render_table(["TOPIC", "RF", "MIN.ISR", "UNCLEAN", "FLAGS"], rows))
     if report.at_risk:
-        out.append("\nPARTITION  REPLICAS  ISR  LEADER  RISKS")
-        for p in report.at_risk:
-            leader = "none" if p.leader is None else str(p.leader)
-            out.append(f"{p.topic}-{p.partition}  {list(p.replicas)}  {list(p.isr)}  {leader}  {', '.join(p.risks)}")
+        rows = [
+            [f"{p.topic}-{p.partition}", ",".join(map(str, p.replicas)), ",".join(map(str, p.isr)),
+             "none" if p.leader is None else str(p.leader), ", ".join(p.risks)]
+            for p in report.at_risk
+        ]  # fmt: skip
+        out.append("\n" + render_table(["PARTITION", "REPLICAS", "ISR", "LEADER", "RISKS"], rows))
         if report.at_risk_total > len(report.at_risk):
             out.append(f"... and {report.at_risk_total - len(report.at_risk)} more")
     return "\n".join(out)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kafka_balancer.analysis.consumer_groups import GroupsInput
     from kafka_balancer.kafka.port import KafkaPort
 
 HELP = "Consumer-group balance: every assignor simulated, churn when members leave or join, a recommendation."
@@ -59,6 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top", type=int, default=20, help="live: show the N most imbalanced groups")
     parser.add_argument("--snapshot", type=Path, help="live: analysed snapshot with message rates per partition")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--spark-threshold",
+        type=int,
+        default=1000,
+        help="live: analyse on Spark from this many groups on (default 1000; below it, in-process)",
+    )
+    parser.add_argument("--engine", choices=("local", "connect"), default="local", help="live: Spark engine")
+    parser.add_argument("--engine-url", help="live: local[N] master, or sc://host:15002 for Spark Connect")
     add_connection_arguments(parser)
 
 
@@ -97,7 +106,8 @@ def _fmt_ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def render_table(header: list[str], rows: list[list[str]]) -> str:
+    """Columns padded to their widest cell, two spaces apart (also used by `kafka-balancer audit`)."""
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
     return "\n".join(lines)
@@ -121,7 +131,7 @@ def render_simulation(result: dict[str, Any]) -> str:
             ]
         )
     out = [
-        _table(
+        render_table(
             ["ASSIGNOR", "IMBALANCE", "MAX/MIN", "LAG-IMB", "LEAVE-MOVES(WORST)", "JOIN-MOVES", "FROM-CURRENT"], rows
         )
     ]
@@ -142,13 +152,15 @@ def render_simulation(result: dict[str, Any]) -> str:
 
 # ----- live cluster -------------------------------------------------------------------------------
 def _live(args: argparse.Namespace) -> int:
-    from kafka_balancer.analysis.consumer_groups import analyze, collect, most_imbalanced  # noqa: PLC0415
+    from kafka_balancer.analysis.consumer_groups import collect, most_imbalanced  # noqa: PLC0415
     from kafka_balancer.kafka.port import KafkaError  # noqa: PLC0415
     from kafka_balancer.model.errors import ModelError  # noqa: PLC0415
     from kafka_balancer.model.snapshot import loads_snapshot  # noqa: PLC0415
 
     if args.top < 1:
         raise SystemExit(f"consumers: --top must be >= 1, got {args.top}")
+    if args.spark_threshold < 1:
+        raise SystemExit(f"consumers: --spark-threshold must be >= 1, got {args.spark_threshold}")
     model = None
     if args.snapshot is not None:
         try:
@@ -157,11 +169,12 @@ def _live(args: argparse.Namespace) -> int:
             raise SystemExit(f"consumers: --snapshot {args.snapshot}: {err}") from None
     port = open_port(args, "consumers")
     try:
-        reports = analyze(collect(port, model))
+        data = collect(port, model)
     except KafkaError as err:
         raise SystemExit(f"consumers: {err}") from None
     finally:
         port.close()
+    reports = _analyze(data, args)
     top = most_imbalanced(reports, args.top)
     if args.json:
         by_group = {r["group"]: r for r in reports}
@@ -184,5 +197,22 @@ def _live(args: argparse.Namespace) -> int:
         for r in (next(x for x in reports if x["group"] == t["group"]) for t in top)
     ]
     header = ["GROUP", "STATE", "ASSIGNOR", "MEMBERS", "PARTITIONS", "MAX/MIN", "IMBALANCE", "LAG", "LAG-IMB"]
-    print(_table([*header, "RECOMMENDED"], rows) if rows else "no consumer groups with members")
+    print(render_table([*header, "RECOMMENDED"], rows) if rows else "no consumer groups with members")
     return 0
+
+
+def _analyze(data: GroupsInput, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """In-process below the threshold; otherwise on Spark (pyspark is imported only then)."""
+    from kafka_balancer.analysis.consumer_groups import analyze_python  # noqa: PLC0415
+
+    if len(data.groups) < args.spark_threshold:
+        return analyze_python(data)
+    from kafka_balancer.analysis.consumer_groups import analyze_spark  # noqa: PLC0415
+    from kafka_balancer.analysis.spark import EngineConfig, EngineError, get_session  # noqa: PLC0415
+
+    try:
+        engine = EngineConfig(type=args.engine, url=args.engine_url)
+    except EngineError as err:
+        raise SystemExit(f"consumers: {err}") from None
+    # The session is process-wide (as for `analyze`): it ends with the process.
+    return analyze_spark(data, get_session(engine))

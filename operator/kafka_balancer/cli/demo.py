@@ -19,7 +19,8 @@ HELP = "Run the embedded demo: an emulated skewed cluster balanced end to end."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--port-base", type=int, default=19092, help="first emulated broker port (0 = any free ports)")
+    # Free ports by default: the demo stops once it has printed, so fixed ports would only risk a clash.
+    parser.add_argument("--port-base", type=int, default=0, help="first emulated broker port (0 = any free ports)")
 
 
 def broker_table(model: ClusterModel) -> str:

@@ -6,6 +6,10 @@ point). Importing this module registers the handlers. Settings come from the env
 - ``KAFKA_BALANCER_METRICS_PORT`` (9090; 0 picks a free port), ``KAFKA_BALANCER_METRICS_ADDRESS`` (0.0.0.0)
 - ``KAFKA_BALANCER_RECONCILE_SECONDS`` (30): the level-based timer that re-reads the cluster
 - ``KAFKA_BALANCER_EXECUTION_POLL_SECONDS`` (executor default): how often executions poll Kafka
+- ``KAFKA_BALANCER_SAMPLE_STORE`` (unset): sample store for policies without ``spec.analysis.samples``;
+  with neither, a policy plans from the sizes the cluster reports, without measured rates
+- ``KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS`` (30): Kafka request timeout (an unreachable cluster is
+  reported as Stalled/ClusterUnreachable after it)
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from typing import Any
 import kopf
 import kubernetes
 
+from kafka_balancer.controller.analysis import Analyses
 from kafka_balancer.controller.kubeapi import KubeApi
 from kafka_balancer.controller.reconcile import Reconciler, ReconcilerOptions
-from kafka_balancer.controller.services import ModulePlanner, Runs, adapter_connector
+from kafka_balancer.controller.services import AdapterConnector, ModulePlanner, Runs
 from kafka_balancer.controller.status import READY, STALLED, ResourceGroupStatus, set_condition
 from kafka_balancer.metrics import Metrics
 from kafka_balancer.model.policy import GROUP, VERSION, PolicyError, parse_resource_group_spec
@@ -37,6 +42,8 @@ class OperatorConfig:
     metrics_address: str = "0.0.0.0"  # noqa: S104 - Prometheus scrapes the pod from outside
     reconcile_seconds: float = 30.0
     execution_poll_seconds: float | None = None
+    kafka_timeout_seconds: float = 30.0
+    sample_store: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> OperatorConfig:
@@ -48,6 +55,8 @@ class OperatorConfig:
                 metrics_address=env.get("KAFKA_BALANCER_METRICS_ADDRESS", cls.metrics_address),
                 reconcile_seconds=float(env.get("KAFKA_BALANCER_RECONCILE_SECONDS", "30")),
                 execution_poll_seconds=float(poll) if poll else None,
+                kafka_timeout_seconds=float(env.get("KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS", "30")),
+                sample_store=env.get("KAFKA_BALANCER_SAMPLE_STORE") or None,
             )
         except ValueError as err:
             raise SystemExit(f"kafka-balancer: bad KAFKA_BALANCER_* environment setting: {err}") from None
@@ -100,13 +109,16 @@ async def startup(
     memo.kube = await asyncio.to_thread(KubeApi.from_environment)
     memo.runs = Runs()
     memo.locks = {}
+    connector = AdapterConnector(config.kafka_timeout_seconds)
+    memo.analyses = Analyses(connector, metrics, config.sample_store)
     memo.reconciler = Reconciler(
         kube=memo.kube,
-        connector=adapter_connector,
+        connector=connector,
         planner=ModulePlanner(),
         runs=memo.runs,
         metrics=metrics,
         options=ReconcilerOptions(execution_poll_seconds=config.execution_poll_seconds),
+        analyses=memo.analyses,
     )
     logger.info("kafka-balancer operator started; metrics on %s", memo.metrics_server.url)
 
@@ -115,6 +127,8 @@ async def startup(
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     if "runs" in memo:
         await asyncio.to_thread(memo.runs.detach_all)
+    if "analyses" in memo:
+        await asyncio.to_thread(memo.analyses.stop_all)
     if "metrics_server" in memo:
         memo.metrics_server.close()
     if "kube" in memo:

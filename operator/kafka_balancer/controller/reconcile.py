@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from kafka_balancer.controller import cron
+from kafka_balancer.controller.analysis import Analyses, NotReady, with_measured_load
 from kafka_balancer.controller.approval import decide
 from kafka_balancer.controller.kubeapi import Credentials, KubeApi, NotFoundError, owner_reference
 from kafka_balancer.controller.services import (
@@ -53,6 +54,7 @@ from kafka_balancer.model.policy import (
     BalancePolicySpec,
     PolicyError,
     check_groups,
+    group_brokers,
     parse_balance_policy_spec,
     parse_resource_group_spec,
 )
@@ -87,6 +89,7 @@ class _Ctx:
     credentials: Credentials | None
     events: list[tuple[str, str, str]]
     metric_key: PolicyKey
+    reconciling: str = ""  # why the policy is still in progress (e.g. samples being collected)
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,9 @@ class Reconciler:
         runs: Runs,
         metrics: Metrics,
         options: ReconcilerOptions | None = None,
+        analyses: Analyses | None = None,
     ) -> None:
+        self.analyses = analyses
         self.kube = kube
         self.connector = connector
         self.planner = planner
@@ -122,8 +127,9 @@ class Reconciler:
         status.observed_generation = generation
         events: list[tuple[str, str, str]] = []
         self.metrics.reconciled(name, namespace)
+        reconciling = ""
         try:
-            self._reconcile(body, status, events)
+            reconciling = self._reconcile(body, status, events)
             status.conditions = set_condition(
                 status.conditions, STALLED, False, reason="Reconciled", message="", generation=generation
             )
@@ -150,8 +156,8 @@ class Reconciler:
             status.conditions,
             RECONCILING,
             status.state in {"Analysing", "Executing"},
-            reason=status.state,
-            message="",
+            reason="CollectingSamples" if status.state == "Analysing" else status.state,
+            message=reconciling,
             generation=generation,
         )
         self.metrics.set_state(name, namespace, status.state)
@@ -161,6 +167,8 @@ class Reconciler:
         """The policy is being deleted: stop its execution cleanly and forget its metrics."""
         meta = body.get("metadata", {})
         key = (str(meta.get("namespace")), str(meta.get("name")))
+        if self.analyses is not None:
+            self.analyses.stop(key)
         run = self.runs.get(key)
         if run is not None:
             run.stop("PolicyDeleted")
@@ -171,7 +179,8 @@ class Reconciler:
         self.metrics.forget(key[1], key[0], [c for c in (cluster,) if c])
 
     # ----- the steps ----------------------------------------------------------------------
-    def _reconcile(self, body: dict[str, Any], status: BalancePolicyStatus, events: list[tuple[str, str, str]]) -> None:
+    def _reconcile(self, body: dict[str, Any], status: BalancePolicyStatus, events: list[tuple[str, str, str]]) -> str:
+        """Carry out one reconciliation into ``status``; returns the Reconciling condition's message."""
         meta = body["metadata"]
         namespace, name = str(meta["namespace"]), str(meta["name"])
         generation = int(meta.get("generation") or 1)
@@ -196,7 +205,7 @@ class Reconciler:
             elif status.proposal is not None and fingerprint != status.proposal.fingerprint:
                 run.stop("SpecChanged")
             self._report_running(run, status, spec)
-            return
+            return ""
         if run is not None:
             self._finish(key, run, status, events)
 
@@ -221,13 +230,16 @@ class Reconciler:
             int(b) for b, up in zip(model.broker_ids.tolist(), model.broker_alive.tolist(), strict=True) if up
         )
         metric_key = ctx.metric_key = PolicyKey(name, namespace, cluster_id)
-        imbalance = self._imbalance(model, spec, groups, metric_key)
         previous_brokers = tuple(status.observed_cluster.brokers) if status.observed_cluster else None
         status.observed_cluster = ObservedCluster(cluster_id=cluster_id, brokers=list(alive))
-        status.imbalance = imbalance
 
         if self._resume(ctx, status):
-            return
+            return ""
+        measured = self._measured(ctx, model, groups, racks, status)
+        if measured is None:
+            return ctx.reconciling
+        model = measured
+        status.imbalance = self._imbalance(model, spec, groups, metric_key)
 
         executed = _executed_ids(status)
         proposal = status.proposal
@@ -235,7 +247,7 @@ class Reconciler:
         now = dt.datetime.now(dt.UTC)
         reason = why_propose(
             spec,
-            Observed(now, fingerprint, alive, imbalance),
+            Observed(now, fingerprint, alive, status.imbalance),
             Recorded(
                 fingerprint=proposal.fingerprint if proposal else None,
                 brokers=previous_brokers,
@@ -252,7 +264,7 @@ class Reconciler:
         proposal = status.proposal
         if proposal is None:
             status.state = "Pending"
-            return
+            return ""
         empty = proposal.moves + proposal.leader_changes == 0
         decision = decide(spec, proposal.id, proposal_empty=empty, executed_ids=executed, now=now)
         status.conditions = set_condition(
@@ -272,7 +284,7 @@ class Reconciler:
             run = self.runs.get(key)
             if run is not None:
                 self._report_running(run, status, spec)
-            return
+            return ""
         status.conditions = set_condition(
             status.conditions, EXECUTING, False, reason=decision.reason, message="", generation=generation
         )
@@ -281,6 +293,7 @@ class Reconciler:
             status.state = "Completed" if done else "Balanced"
         else:
             status.state = "Paused" if spec.paused else "ProposalReady"
+        return ""
 
     def _spec(self, body: dict[str, Any]) -> BalancePolicySpec:
         try:
@@ -362,15 +375,47 @@ class Reconciler:
                 "ClusterUnreachable", f"spec.cluster.bootstrapServers {spec.cluster.bootstrap_servers}: {err}"
             ) from None
 
+    def _measured(
+        self,
+        ctx: _Ctx,
+        live: ClusterModel,
+        groups: Groups,
+        racks: dict[int, str | None],
+        status: BalancePolicyStatus,
+    ) -> ClusterModel | None:
+        """The model to plan on: live placement with the measured load when the policy has a sample store.
+
+        None while the first usable analysis is pending (state Analysing). Once a proposal exists, a
+        later analysis hiccup does not hold back its approval: the live model stands in.
+        """
+        url = self.analyses.store_url(ctx.spec) if self.analyses is not None else None
+        if self.analyses is None or url is None:
+            return live
+        self.analyses.ensure_sampler(ctx.key, ctx.metric_key, ctx.spec, ctx.credentials, url)
+        brokers = {name: group_brokers(group, racks) for name, group in groups}
+        try:
+            analysed = self.analyses.analyse(ctx.key, ctx.metric_key, ctx.spec, brokers, url)
+        except NotReady as err:
+            if status.proposal is not None:
+                log.info("%s/%s: planning on the live model: %s", ctx.key[0], ctx.key[1], err)
+                return live
+            status.state = "Analysing"
+            ctx.reconciling = str(err)
+            return None
+        return with_measured_load(live, analysed.model)
+
     def _imbalance(self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups, key: PolicyKey) -> float | None:
+        """Measure the balance now (metrics, the onImbalance trigger); the watched resource's worst ratio."""
         resource = spec.triggers.on_imbalance.resource if spec.triggers.on_imbalance else "disk"
         try:
-            per_group = self.planner.imbalance(model, spec, groups, resource)
+            balance = self.planner.evaluate(model, spec, groups)
         except Exception as err:
+            # A bad number here must not stop the policy: the proposal step reports planning errors.
             log.warning("imbalance of %s/%s not computed: %s", key.namespace, key.policy, err)
             return None
-        self.metrics.set_imbalance(key, resource, per_group)
-        return round(max((worst for worst, _ in per_group.values()), default=1.0), 4)
+        self.metrics.set_balance(key, balance.groups, balance.balancedness)
+        self.metrics.set_threshold(key, resource, _threshold(spec))
+        return round(balance.worst(resource), 4)
 
     def _propose(
         self, ctx: _Ctx, groups: Groups, model: ClusterModel, fingerprint: str, trigger: str
@@ -403,12 +448,11 @@ class Reconciler:
             bytes_to_move=int(summary.get("bytesToMove", 0)),
             leader_changes=len(proposal.leader_changes),
         )
-        if "balancednessBefore" in summary:
-            self.metrics.set_balancedness(key, float(summary["balancednessBefore"]))
         return ProposalStatus(
             id=proposal.id,
             operation=spec.operation.type,
             moves=int(summary.get("moves", len(proposal.plan))),
+            partitions=len(proposal.plan),
             bytes_to_move=int(summary.get("bytesToMove", 0)),
             leader_changes=len(proposal.leader_changes),
             balancedness_before=float(summary.get("balancednessBefore", 0.0)),
@@ -438,7 +482,13 @@ class Reconciler:
         namespace, name = ctx.key
         metric_key = ctx.metric_key
         real_port = self._connect(ctx.spec, ctx.credentials)  # its own connection: the execution outlives this call
-        store = StatusExecutionStore(self.kube, namespace, name, record)
+        store = StatusExecutionStore(
+            self.kube,
+            namespace,
+            name,
+            record,
+            on_save=lambda saved: self.metrics.set_throttled_brokers(metric_key, _throttled_brokers(saved)),
+        )
         port = cast(KafkaPort, DetachablePort(real_port, store.detached))
 
         def on_progress(progress: ExecProgress) -> None:
@@ -533,6 +583,17 @@ class Reconciler:
 # ----- helpers ------------------------------------------------------------------------------------
 
 
+def _throttled_brokers(record: dict[str, Any]) -> int:
+    """Brokers whose replication rate the execution set and has not restored yet (executor checkpoint)."""
+    throttles = record.get("throttles") or {}
+    return len(throttles.get("brokers") or [])
+
+
+def _threshold(spec: BalancePolicySpec) -> float:
+    """The ratio above which this policy calls its cluster imbalanced (for alerts)."""
+    return spec.triggers.on_imbalance.threshold if spec.triggers.on_imbalance else spec.goals.balance_threshold
+
+
 def _servers(text: str) -> set[str]:
     return {s.strip().lower() for s in text.split(",") if s.strip()}
 
@@ -572,22 +633,22 @@ def _progress(progress: ExecProgress) -> Progress:
 
 
 def _group_rows(summary: dict[str, Any], spec: BalancePolicySpec) -> list[GroupImbalance]:
+    """Per-group max/avg of the watched resource, before and after, from the planner's summary."""
     resource = spec.triggers.on_imbalance.resource if spec.triggers.on_imbalance else "disk"
+
+    def ratio(stats: Any) -> float | None:
+        value = (stats or {}).get(resource) if isinstance(stats, dict) else None
+        value = value.get("maxOverAvg") if isinstance(value, dict) else value
+        return float(value) if isinstance(value, int | float) else None
+
     rows = []
     for group, stats in sorted((summary.get("groups") or {}).items()):
         if not isinstance(stats, dict):
             continue
-        before, after = stats.get("before"), stats.get("after")
-        value_before = before.get(resource) if isinstance(before, dict) else before
-        value_after = after.get(resource) if isinstance(after, dict) else after
-        if isinstance(value_before, int | float):
+        before = ratio(stats.get("before"))
+        if before is not None:
             rows.append(
-                GroupImbalance(
-                    name=str(group),
-                    resource=resource,
-                    before=float(value_before),
-                    after=float(value_after) if isinstance(value_after, int | float) else None,
-                )
+                GroupImbalance(name=str(group), resource=resource, before=before, after=ratio(stats.get("after")))
             )
     return rows
 

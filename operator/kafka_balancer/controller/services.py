@@ -8,20 +8,27 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import importlib
+import dataclasses
+import hashlib
 import json
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
+from kafka_balancer import planner
 from kafka_balancer.controller.kubeapi import Credentials, KubeApi
 from kafka_balancer.executor import ExecutionResult, Executor, ExecutorOptions, Progress
-from kafka_balancer.kafka.port import KafkaPort, KafkaUnavailableError
+from kafka_balancer.kafka.adapter import KafkaAdapter
+from kafka_balancer.kafka.connection import ConnectionSpec
+from kafka_balancer.kafka.port import KafkaError, KafkaPort, KafkaUnavailableError
 from kafka_balancer.model import ClusterModel, ReassignmentPlan
-from kafka_balancer.model.policy import BalancePolicySpec, ClusterConnection, ResourceGroupSpec
+from kafka_balancer.model.policy import IMBALANCE_RESOURCES, BalancePolicySpec, ClusterConnection, ResourceGroupSpec
 from kafka_balancer.model.proposal import Proposal
+from kafka_balancer.planner.policy import options_from_policy
 
 Groups = Sequence[tuple[str, ResourceGroupSpec]]
 
@@ -30,63 +37,77 @@ class Connector(Protocol):
     def __call__(self, connection: ClusterConnection, credentials: Credentials | None) -> KafkaPort: ...
 
 
+@dataclass(frozen=True)
+class Balance:
+    """How balanced the cluster is now: per group, per resource (max/avg, stddev/avg), and the score."""
+
+    groups: dict[str, dict[str, tuple[float, float]]]
+    balancedness: float
+
+    def worst(self, resource: str) -> float:
+        return max((per[resource][0] for per in self.groups.values() if resource in per), default=1.0)
+
+
 class Planner(Protocol):
     def propose(self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups) -> Proposal:
         """Raise an exception with a ``reason`` attribute when a hard goal cannot be met."""
         ...
 
-    def imbalance(
-        self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups, resource: str
-    ) -> dict[str, tuple[float, float]]:
-        """Group -> (max/avg, mean deviation + 1) of ``resource``."""
-        ...
+    def evaluate(self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups) -> Balance: ...
 
 
-def adapter_connector(connection: ClusterConnection, credentials: Credentials | None) -> KafkaPort:
-    """The real Kafka adapter (kafka_balancer.kafka.adapter), configured from the policy's cluster block."""
-    adapter = importlib.import_module("kafka_balancer.kafka.adapter")
-    settings: dict[str, Any] = {
-        "bootstrap_servers": connection.bootstrap_servers,
-        "security_protocol": connection.security_protocol,
-        "sasl_mechanism": connection.sasl_mechanism,
-    }
-    if credentials is not None:
-        settings.update(
-            sasl_username=credentials.username, sasl_password=credentials.password, ssl_ca_pem=credentials.ca_pem
-        )
-    port: KafkaPort = adapter.connect(**settings)
-    return port
+class AdapterConnector:
+    """The real Kafka adapter, configured from the policy's cluster block and its Secret.
+
+    The CA bundle comes from the Secret as PEM text; both client libraries want a file, so it is
+    written once per distinct bundle into a private directory (never the password: that stays in memory).
+    """
+
+    def __init__(self, request_timeout_s: float = 30.0) -> None:
+        self.request_timeout_s = request_timeout_s
+        self._ca_dir: Path | None = None
+        self._lock = threading.Lock()
+
+    def _ca_file(self, pem: str) -> str:
+        with self._lock:
+            if self._ca_dir is None:
+                self._ca_dir = Path(tempfile.mkdtemp(prefix="kafka-balancer-ca-"))
+            path = self._ca_dir / f"{hashlib.sha256(pem.encode()).hexdigest()[:16]}.pem"
+            if not path.exists():
+                path.write_text(pem)
+        return str(path)
+
+    def __call__(self, connection: ClusterConnection, credentials: Credentials | None) -> KafkaPort:
+        creds = credentials or Credentials(None, None, None)
+        try:
+            spec = ConnectionSpec.from_cluster(
+                connection,
+                username=creds.username,
+                password=creds.password,
+                ca_path=self._ca_file(creds.ca_pem) if creds.ca_pem else None,
+            )
+        except ValueError as err:
+            raise KafkaError("INVALID_CONFIG", str(err)) from None
+        return KafkaAdapter(dataclasses.replace(spec, request_timeout_s=self.request_timeout_s))
 
 
 class ModulePlanner:
-    """The planner package (kafka_balancer.planner): plan() and evaluate() over options built from the CRD."""
-
-    def __init__(self) -> None:
-        # Imported on first use: the operator starts (and reports bad specs) even before a first plan.
-        self._planner: Any = None
-        self._policy: Any = None
-
-    def _load(self) -> None:
-        if self._planner is None:
-            self._planner = importlib.import_module("kafka_balancer.planner")
-            self._policy = importlib.import_module("kafka_balancer.planner.policy")
+    """The planner package: plan() and evaluate() over options built from the CRD and its groups."""
 
     def propose(self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups) -> Proposal:
-        self._load()
-        options = self._policy.options_from_policy(spec, groups, model)
-        proposal: Proposal = self._planner.plan(model, options)
-        return proposal
+        return planner.plan(model, options_from_policy(spec, groups, model))
 
-    def imbalance(
-        self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups, resource: str
-    ) -> dict[str, tuple[float, float]]:
-        self._load()
-        options = self._policy.options_from_policy(spec, groups, model)
-        evaluation = self._planner.evaluate(model, options)
-        per_group = evaluation.max_over_avg(resource)
-        if isinstance(per_group, dict):
-            return {str(g): (float(v), float(v)) for g, v in per_group.items()}
-        return {"cluster": (float(per_group), float(per_group))}
+    def evaluate(self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups) -> Balance:
+        evaluation = planner.evaluate(model, options_from_policy(spec, groups, model))
+        per_group: dict[str, dict[str, tuple[float, float]]] = {
+            str(name): {
+                resource: (float(stats[resource]["maxOverAvg"]), float(stats[resource]["stddevOverAvg"]))
+                for resource in IMBALANCE_RESOURCES
+                if isinstance(stats.get(resource), dict)
+            }
+            for name, stats in evaluation.groups.items()
+        }
+        return Balance(per_group, float(evaluation.balancedness))
 
 
 # ----- executions ---------------------------------------------------------------------------------
@@ -98,8 +119,16 @@ class StatusExecutionStore:
     A JSON string, not an object, so each save replaces the record whole with one merge patch.
     """
 
-    def __init__(self, kube: KubeApi, namespace: str, name: str, record: dict[str, Any] | None) -> None:
+    def __init__(
+        self,
+        kube: KubeApi,
+        namespace: str,
+        name: str,
+        record: dict[str, Any] | None,
+        on_save: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self._kube = kube
+        self._on_save = on_save
         self._namespace = namespace
         self._name = name
         self._record = record
@@ -118,6 +147,8 @@ class StatusExecutionStore:
         self._kube.patch_policy_status(self._namespace, self._name, {"executionCheckpoint": text})
         with self._lock:
             self._record = record
+        if self._on_save is not None:
+            self._on_save(record)
 
     def stop_requested(self) -> bool:
         return self._stop.is_set()
@@ -237,7 +268,5 @@ def make_executor(
 ) -> Executor:
     options = ExecutorOptions.from_spec(spec.execution)
     if poll_seconds is not None:
-        import dataclasses  # noqa: PLC0415 - only needed when tests speed the poll up
-
         options = dataclasses.replace(options, poll_interval_seconds=poll_seconds)
     return Executor(port, plan, store, options, on_progress=on_progress, context=context)

@@ -83,7 +83,9 @@ class ProposalStatus(StatusModel):
     operation: str
     """Operation the proposal realises."""
     moves: int
-    """Partitions whose replica set changes."""
+    """Replica moves (a partition that moves two replicas counts two)."""
+    partitions: int = 0
+    """Partitions whose replica list or order changes (the entries of plan.json)."""
     bytes_to_move: int
     """Bytes copied by the replica moves."""
     leader_changes: int

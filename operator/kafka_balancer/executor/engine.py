@@ -95,6 +95,7 @@ class Executor:
         self._blocked_since: dict[int, float] = {}
         self._copied: dict[int, float] = {}  # in-flight task -> bytes copied so far
         self._last_progress: dict[int, float] = {}
+        self._copy_rate: dict[int, float] = {}  # in-flight task -> bytes/s over its last poll
         self._bytes_total = 0.0
         self._leaders_total = 0
         self._leaders_done = 0
@@ -110,13 +111,13 @@ class Executor:
         self._stop.set()
 
     def run(self) -> ExecutionResult:
-        self._start()
+        initial = self._start()
         if self.options.dry_run:
             return self._result()
         state = self.record.state
         if state in (ExecutionState.PENDING, ExecutionState.MOVING_REPLICAS):
             self._set_state(ExecutionState.MOVING_REPLICAS)
-            outcome = self._move_loop()
+            outcome = self._move_loop(initial)
             if outcome is not _Outcome.DONE:
                 return self._wind_down(failed=outcome is _Outcome.FAIL)
         elif state is ExecutionState.STOPPING:
@@ -128,10 +129,12 @@ class Executor:
         return self._finish()
 
     # ----- start and reconcile -----------------------------------------------------------
-    def _start(self) -> None:
+    def _start(self) -> ClusterModel:
         self._started = self.clock.now()
-        cluster = self.port.read_cluster(with_sizes=True)
+        # Reassignments before metadata: a move that ends between the two reads then shows as
+        # done in the metadata, never as a partition with extra replicas and no reassignment.
         ongoing = self.port.list_reassignments()
+        cluster = self.port.read_cluster(with_sizes=True)
         self.tasks = build_tasks(self.plan, cluster, ongoing)
         saved = self.store.load()
         resumed = False
@@ -151,6 +154,9 @@ class Executor:
             self.record.started_at = time.time()
         self.record.context.update(self.context)
         states = self.record.tasks
+        # What the previous run had in flight, with the bytes each copies (the cluster no longer
+        # shows them for a move that finished while no executor was running).
+        recorded = {(t, p): b for t, p, b in self.record.in_flight} if resumed else {}
         for task in self.tasks:
             i = task.index
             if resumed and states[i] in (TaskState.COMPLETED, TaskState.DEAD, TaskState.ABORTED):
@@ -160,6 +166,8 @@ class Executor:
                 states[i] = TaskState.IN_PROGRESS  # ours, submitted before a restart: adopt it
                 self.in_flight[i] = task
             elif running is None and task.kind is TaskKind.NOOP:
+                if states[i] is TaskState.IN_PROGRESS:
+                    self.record.bytes_done += recorded.get((task.tp.topic, task.tp.partition), 0.0)
                 states[i] = TaskState.COMPLETED
             else:
                 states[i] = TaskState.PENDING
@@ -170,14 +178,16 @@ class Executor:
         if not self.options.dry_run:
             self._save()
         self._emit()
+        return cluster
 
     # ----- moving replicas ---------------------------------------------------------------
-    def _move_loop(self) -> _Outcome:
+    def _move_loop(self, initial: ClusterModel) -> _Outcome:
+        """``initial``: the cluster as read at the start, with sizes (the order strategy weighs
+        moves by the load they take off and put on brokers)."""
         opts = self.options
         states = self.record.tasks
-        cluster = self.port.read_cluster(with_sizes=False)
         movable = [t for t in self.tasks if t.kind is TaskKind.MOVE and states[t.index] is TaskState.PENDING]
-        queue = strategy_named(opts.strategy).order(movable, cluster)
+        queue = strategy_named(opts.strategy).order(movable, initial)
         involved = {b for t in self.tasks if t.kind is TaskKind.MOVE for b in (*t.original, *t.target)}
         self.throttles.set_rates(involved)
         self.throttles.update_replicas(list(self.in_flight.values()))
@@ -200,14 +210,14 @@ class Executor:
                 outcome = None
             if outcome is not None:
                 return outcome
-            self.clock.sleep(opts.poll_interval_seconds)
+            self.clock.sleep(self._next_poll_in())
 
     def _poll(self, queue: list[Task]) -> tuple[list[Task], _Outcome | None]:
         """One step: read the cluster, retire finished moves, start new ones."""
         states = self.record.tasks
         now = self.clock.now()
+        ongoing = self.port.list_reassignments()  # first: see _start
         cluster = self.port.read_cluster(with_sizes=False)
-        ongoing = self.port.list_reassignments()
         offline = offline_partitions(cluster)
         if offline:
             shown = ", ".join(offline[:20]) + (f" and {len(offline) - 20} more" if len(offline) > 20 else "")
@@ -249,6 +259,8 @@ class Executor:
             if set(current) == set(task.target):
                 self.record.tasks[i] = TaskState.COMPLETED
                 self.record.bytes_done += task.bytes_to_move
+            elif set(task.target) < set(current):
+                continue  # metadata not yet updated to the end of the move: look again next poll
             else:
                 self.record.tasks[i] = TaskState.DEAD
                 self.record.dead_reasons[str(task.tp)] = (
@@ -263,11 +275,20 @@ class Executor:
         """Measure copied bytes; report (and optionally cancel) moves with no progress for stuckAfter."""
         if not self.in_flight:
             return False
-        sizes = self.port.replica_sizes()
+        try:
+            sizes = self.port.replica_sizes()
+        except KafkaError as err:
+            # Sizes only measure progress: with a broker down (DescribeLogDirs goes to every
+            # broker) moves still run and finish, so go on blind rather than stall every move.
+            log.warning("cannot measure copy progress this poll: %s", err)
+            return False
         to_cancel: list[Task] = []
         for i, task in self.in_flight.items():
             copied = sum(min(float(sizes.get((task.tp, b), 0)), task.size_bytes) for b in task.adding)
             if copied > self._copied.get(i, 0.0):
+                since = now - self._last_progress.get(i, now)
+                if since > 0:
+                    self._copy_rate[i] = (copied - self._copied.get(i, 0.0)) / since
                 self._copied[i] = copied
                 self._last_progress[i] = now
                 self.stuck.discard(i)
@@ -285,6 +306,19 @@ class Executor:
             )
             self._forget(task.index)
         return True
+
+    def _next_poll_in(self) -> float:
+        """Seconds until the next poll: the poll interval, or sooner when an in-flight move
+        should finish before it at its current copy rate, so that its slot is refilled at
+        once (short moves would otherwise leave a broker idle for most of an interval).
+        Never below a tenth of the interval, to bound the load on the cluster."""
+        interval = self.options.poll_interval_seconds
+        soonest = interval
+        for i, rate in self._copy_rate.items():
+            task = self.in_flight.get(i)
+            if task is not None and rate > 0:
+                soonest = min(soonest, (task.bytes_to_move - self._copied.get(i, 0.0)) / rate)
+        return max(interval / 10, soonest)
 
     def _give_up_blocked(self, now: float) -> bool:
         limit = self.options.blocked_after_seconds
@@ -331,6 +365,7 @@ class Executor:
         self.in_flight.pop(i, None)
         self._copied.pop(i, None)
         self._last_progress.pop(i, None)
+        self._copy_rate.pop(i, None)
         self.stuck.discard(i)
 
     # ----- leadership --------------------------------------------------------------------
@@ -376,7 +411,7 @@ class Executor:
             if self._stopping():
                 return False
             if attempt:
-                self.clock.sleep(opts.poll_interval_seconds)
+                self.clock.sleep(self._next_poll_in())
             errors = self.port.elect_preferred_leaders(need, batch_size=batch)
             failures = {tp: e for tp in need if (e := errors.get(tp)) is not None}
             self._leaders_done = self._leaders_total - len(failures)
@@ -473,7 +508,7 @@ class Executor:
         self._save()
 
     def _sync_in_flight(self) -> None:
-        self.record.in_flight = sorted((t.tp.topic, t.tp.partition) for t in self.in_flight.values())
+        self.record.in_flight = sorted((t.tp.topic, t.tp.partition, t.bytes_to_move) for t in self.in_flight.values())
 
     def _save(self) -> None:
         if self.options.dry_run:

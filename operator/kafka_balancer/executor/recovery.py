@@ -39,7 +39,7 @@ def abandon(
     record.state = ExecutionState.STOPPING
     save()
     ongoing = port.list_reassignments()
-    ours = [TopicPartition(t, p) for t, p in record.in_flight if TopicPartition(t, p) in ongoing]
+    ours = [TopicPartition(t, p) for t, p, _ in record.in_flight if TopicPartition(t, p) in ongoing]
     if ours:
         # Cancelling (KIP-455) puts each partition back on its original replicas.
         port.alter_reassignments(dict.fromkeys(ours))

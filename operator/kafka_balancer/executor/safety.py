@@ -17,6 +17,10 @@ def offline_partitions(cluster: ClusterModel) -> list[str]:
     return [f"{cluster.topic_name(p)}-{int(cluster.partition_id[p])}" for p in rows]
 
 
+def alive_brokers(cluster: ClusterModel) -> set[int]:
+    return {int(b) for b, up in zip(cluster.broker_ids.tolist(), cluster.broker_alive.tolist(), strict=True) if up}
+
+
 def move_blocker(
     task: Task,
     cluster: ClusterModel,
@@ -32,7 +36,7 @@ def move_blocker(
     if task.tp in ongoing:
         return "another reassignment of this partition is in progress"
     p = cluster.partition_index(task.tp.topic, task.tp.partition)
-    alive = {int(b) for b, live in zip(cluster.broker_ids.tolist(), cluster.broker_alive.tolist(), strict=True) if live}
+    alive = alive_brokers(cluster)
     offline = [b for b in task.adding if b not in alive]
     if offline:
         return f"target broker {offline[0]} is offline"

@@ -141,8 +141,9 @@ class ExecutionRecord:
     updated_at: float = 0.0
     # Who is running it (pid, host, bootstrap servers): lets `kafka-balancer stop` act on its own.
     context: dict[str, str] = field(default_factory=dict)
-    # Moves submitted and not yet finished, by name, so they can be cancelled without the plan.
-    in_flight: list[tuple[str, int]] = field(default_factory=list)
+    # Moves submitted and not yet finished: (topic, partition, bytes to copy), so they can be
+    # cancelled without the plan, and a move that finished while no executor ran still counts.
+    in_flight: list[tuple[str, int, float]] = field(default_factory=list)
     # Bytes copied by moves that completed (in this and earlier runs).
     bytes_done: float = 0.0
 
@@ -158,7 +159,7 @@ class ExecutionRecord:
             "startedAt": self.started_at,
             "updatedAt": self.updated_at,
             "context": dict(self.context),
-            "inFlight": [[t, p] for t, p in self.in_flight],
+            "inFlight": [[t, p, b] for t, p, b in self.in_flight],
             "bytesDone": self.bytes_done,
         }
 
@@ -188,9 +189,16 @@ class ExecutionRecord:
         )
 
 
-def parse_in_flight(data: Any) -> list[tuple[str, int]]:
+def parse_in_flight(data: Any) -> list[tuple[str, int, float]]:
     if not isinstance(data, list) or not all(
-        isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and isinstance(x[1], int) for x in data
+        isinstance(x, list)
+        and len(x) == 3
+        and isinstance(x[0], str)
+        and isinstance(x[1], int)
+        and isinstance(x[2], (int, float))
+        for x in data
     ):
-        raise ModelError(f"execution record: field 'inFlight' must be a list of [topic, partition], got {data!r}")
-    return [(str(t), int(p)) for t, p in data]
+        raise ModelError(
+            f"execution record: field 'inFlight' must be a list of [topic, partition, bytes], got {str(data)[:80]}"
+        )
+    return [(str(t), int(p), float(b)) for t, p, b in data]

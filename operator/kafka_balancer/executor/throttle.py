@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from kafka_balancer.executor.safety import alive_brokers
 from kafka_balancer.executor.state import ThrottleRecord
 from kafka_balancer.executor.tasks import Task
 from kafka_balancer.kafka.port import (
@@ -139,6 +140,16 @@ class ThrottleManager:
         Returns what could not be removed (e.g. a rate on a broker that is down); those stay in
         the record so that a later run or `kafka-balancer stop` removes them."""
         failures: list[str] = []
+        alive: set[int] | None = None
+        if self.record.brokers:
+            # A metadata read first: it tells which brokers are up (a config request to a down
+            # broker only times out), and it makes the client learn of brokers that came back
+            # (librdkafka forgets a broker that left the metadata until its next refresh).
+            try:
+                cluster = self.port.read_cluster(with_sizes=False)
+                alive = alive_brokers(cluster)
+            except KafkaError:
+                alive = None
         if self.record.topics:
             try:
                 self.port.alter_topic_configs(
@@ -151,6 +162,9 @@ class ThrottleManager:
             except KafkaError as err:
                 failures.append(f"topics {sorted(self.record.topics)}: {err.name}")
         for b in list(self.record.brokers):
+            if alive is not None and b not in alive:
+                failures.append(f"broker {b}: offline")
+                continue
             try:
                 self.port.alter_broker_configs({b: {LEADER_THROTTLE_RATE: None, FOLLOWER_THROTTLE_RATE: None}})
                 self.record.brokers.remove(b)

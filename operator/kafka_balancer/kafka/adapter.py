@@ -9,6 +9,7 @@ Every error Kafka returns becomes a :class:`KafkaError` named as Kafka names it.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -47,6 +48,9 @@ T = TypeVar("T")
 
 # librdkafka's own (negative) error codes that mean "could not talk to the cluster".
 _UNAVAILABLE = {"_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "_AUTHENTICATION", "_RESOLVE", "_SSL"}
+# librdkafka errors that mean this client cannot log in (wrong credentials, TLS trust), by Kafka's name.
+_LOGIN_ERRORS = {"_AUTHENTICATION": "SASL_AUTHENTICATION_FAILED", "_SSL": "_SSL"}
+_POLL_SLICE_S = 0.1
 # Topic configs that the model keeps; "set" means set on the topic, not inherited.
 _TOPIC_SOURCES = {ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_TOPIC_CONFIG.value}  # librdkafka gives ints
 
@@ -61,11 +65,21 @@ def _from_confluent(err: Any, partition: TopicPartition | None = None) -> KafkaE
     return cls(name, message, partition)
 
 
+# kafka-python's errors without a Kafka error code that mean "could not talk to the cluster".
+_KP_UNAVAILABLE = (
+    kp_errors.KafkaTimeoutError,
+    kp_errors.KafkaConnectionError,
+    kp_errors.NodeNotReadyError,
+    kp_errors.MetadataEmptyBrokerList,
+    kp_errors.UnknownBrokerIdError,
+)
+
+
 def _from_kafka_python(err: Any, partition: TopicPartition | None = None) -> KafkaError:
     code = getattr(err, "errno", None)
     if isinstance(code, int):
         return KafkaError(error_name(code), str(err), partition)
-    if isinstance(err, kp_errors.KafkaTimeoutError | kp_errors.NoBrokersAvailable | kp_errors.KafkaConnectionError):
+    if isinstance(err, _KP_UNAVAILABLE):
         return KafkaUnavailableError(type(err).__name__, str(err), partition)
     return KafkaError(type(err).__name__, str(err), partition)
 
@@ -76,12 +90,31 @@ def _group_state(state: Any) -> str:
     return "".join(word.capitalize() for word in name.split("_"))
 
 
+def _size_requests(metadata: Any, topics: Iterable[str], *, leaders_only: bool) -> dict[int, dict[str, list[int]]]:
+    """Which partitions to ask each live broker about: every replica it hosts, or (for a
+    partition's size) only the ones it leads plus every replica of a leaderless partition."""
+    live = set(metadata.brokers)
+    wanted: dict[int, dict[str, list[int]]] = {}
+    for name in topics:
+        for index, p in metadata.topics[name].partitions.items():
+            hosts = [p.leader] if leaders_only and p.leader >= 0 else list(p.replicas)
+            for broker in hosts:
+                if broker in live:
+                    wanted.setdefault(broker, {}).setdefault(name, []).append(index)
+    return wanted
+
+
 class KafkaAdapter:
     """Implements :class:`kafka_balancer.kafka.port.KafkaPort`."""
 
     def __init__(self, spec: ConnectionSpec):
         self.spec = spec
-        self._admin_client: AdminClient | None = AdminClient(spec.confluent_config())
+        # librdkafka retries a failed login until the request times out; its error callback says
+        # at once that credentials or TLS are wrong, and _result turns that into the error.
+        self._login_error: KafkaError | None = None
+        config = spec.confluent_config()
+        config["error_cb"] = self._on_error
+        self._admin_client: AdminClient | None = AdminClient(config)
         self._kp: KafkaAdminClient | None = None
         self._timeout = spec.request_timeout_s
 
@@ -95,16 +128,32 @@ class KafkaAdapter:
             raise KafkaUnavailableError("CLOSED", f"adapter for {self.spec} is closed")
         return self._admin_client
 
+    def _on_error(self, err: Any) -> None:
+        name = err.name() if hasattr(err, "name") else ""
+        if name in _LOGIN_ERRORS:
+            self._login_error = KafkaUnavailableError(_LOGIN_ERRORS[name], f"{err.str()} ({self.spec})")
+        else:
+            log.debug("librdkafka: %s", err)
+
     def _result(self, future: Any, partition: TopicPartition | None = None) -> Any:
-        try:
-            return future.result(timeout=self._timeout)
-        except KafkaException as err:
-            raise _from_confluent(err, partition) from err
-        except TimeoutError as err:  # concurrent.futures timeout
-            raise KafkaUnavailableError("REQUEST_TIMED_OUT", str(self.spec), partition) from err
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                return future.result(timeout=min(_POLL_SLICE_S, max(0.0, deadline - time.monotonic())))
+            except KafkaException as err:
+                raise _from_confluent(err, partition) from err
+            except TimeoutError as err:  # concurrent.futures timeout: the request is still pending
+                self._admin.poll(0)  # serves _on_error
+                if self._login_error is not None:
+                    raise self._login_error from err
+                if time.monotonic() >= deadline:
+                    raise KafkaUnavailableError("REQUEST_TIMED_OUT", str(self.spec), partition) from err
 
     def _kafka_python(self) -> KafkaAdminClient:
         if self._kp is None:
+            # kafka-python reports a failed login only as a bootstrap timeout; librdkafka names it.
+            # Ask through librdkafka first (one DescribeCluster) so a bad password fails at once.
+            self.describe_cluster()
             try:
                 self._kp = KafkaAdminClient(**self.spec.kafka_python_config())
             except kp_errors.KafkaError as err:
@@ -130,17 +179,21 @@ class KafkaAdapter:
         return ClusterDescription(result.cluster_id, controller, brokers)
 
     def _metadata(self) -> Any:
+        self._admin.poll(0)
+        if self._login_error is not None:
+            raise self._login_error
         try:
             return self._admin.list_topics(timeout=self._timeout)
         except KafkaException as err:
-            raise _from_confluent(err) from err
+            self._admin.poll(0)
+            raise (self._login_error or _from_confluent(err)) from err
 
     def read_cluster(self, *, with_sizes: bool = True) -> ClusterModel:
         description = self.describe_cluster()
         metadata = self._metadata()
         topics = sorted(t for t in metadata.topics if not t.startswith("__"))
         configs = self._describe_configs(ConfigResource.Type.TOPIC, topics)
-        sizes = self.replica_sizes() if with_sizes else {}
+        sizes = self._log_dir_sizes(_size_requests(metadata, topics, leaders_only=True)) if with_sizes else {}
 
         builder = ClusterBuilder(cluster_name=description.cluster_id)
         live = {b.id: b for b in description.brokers}
@@ -185,17 +238,30 @@ class KafkaAdapter:
         return builder.build()
 
     def replica_sizes(self) -> dict[tuple[TopicPartition, int], int]:
-        per_broker = self._kp_call(lambda kp: kp.describe_log_dirs())
+        metadata = self._metadata()
+        return self._log_dir_sizes(_size_requests(metadata, list(metadata.topics), leaders_only=False))
+
+    def _log_dir_sizes(self, wanted: Mapping[int, Mapping[str, list[int]]]) -> dict[tuple[TopicPartition, int], int]:
+        """DescribeLogDirs to each broker for just the partitions asked of it.
+
+        Naming the partitions matters at scale: without them kafka-python first fetches (and
+        decodes, in Python) the whole metadata and then sends every partition of the cluster to
+        every broker.
+        """
         sizes: dict[tuple[TopicPartition, int], int] = {}
-        for entry in per_broker:
-            broker = int(entry["broker"])
-            for log_dir in entry["log_dirs"]:
-                for topic in log_dir["topics"]:
-                    name = topic["name"]
-                    for p in topic["partitions"]:
-                        if p.get("is_future_key"):
-                            continue  # a replica being moved between this broker's disks
-                        sizes[(TopicPartition(name, p["partition_index"]), broker)] = int(p["partition_size"])
+        for broker, topics in sorted(wanted.items()):
+            if not topics:
+                continue
+            per_broker = self._kp_call(lambda kp: kp.describe_log_dirs(dict(topics), brokers=[broker]))  # noqa: B023
+            for entry in per_broker:
+                for log_dir in entry["log_dirs"]:
+                    for topic in log_dir["topics"]:
+                        name = topic["name"]
+                        for p in topic["partitions"]:
+                            if p.get("is_future_key"):
+                                continue  # a replica being moved between this broker's disks
+                            tp = TopicPartition(name, p["partition_index"])
+                            sizes[(tp, int(entry["broker"]))] = int(p["partition_size"])
         return sizes
 
     def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -212,14 +278,32 @@ class KafkaAdapter:
 
     def _describe_configs(self, rtype: Any, names: Iterable[str]) -> dict[str, dict[str, Any]]:
         resources = [ConfigResource(rtype, str(n)) for n in names]
-        # librdkafka takes one BROKER resource per call (each goes to its own broker).
-        batches = [[r] for r in resources] if rtype == ConfigResource.Type.BROKER else [resources]
+        batches = self._batches(rtype, resources)
         out: dict[str, dict[str, Any]] = {}
         for batch in batches:
             if batch:
                 futures = self._admin.describe_configs(batch)
                 out.update({res.name: self._result(future) for res, future in futures.items()})
         return out
+
+    def _batches(self, rtype: Any, resources: list[Any]) -> list[list[Any]]:
+        """Group config resources into calls: librdkafka takes one BROKER resource per call
+        (each goes to its own broker), topics all in one.
+
+        Before a broker-addressed call, DescribeCluster refreshes librdkafka's broker list: a
+        broker that restarted since the last metadata is otherwise unknown to librdkafka and the
+        call waits out its whole timeout. A broker not in the cluster fails at once, by name.
+        """
+        if rtype != ConfigResource.Type.BROKER:
+            return [resources]
+        if resources:
+            live = {b.id for b in self.describe_cluster().brokers}
+            down = sorted(int(r.name) for r in resources if int(r.name) not in live)
+            if down:
+                raise KafkaUnavailableError(
+                    "BROKER_NOT_AVAILABLE", f"broker(s) {down} not in the live brokers {sorted(live)} of {self.spec}"
+                )
+        return [[r] for r in resources]
 
     def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
         """Every config of each topic with its effective value (defaults included)."""
@@ -352,8 +436,7 @@ class KafkaAdapter:
                 for key, value in configs.items()
             ]
             resources.append(ConfigResource(rtype, name, incremental_configs=entries))
-        batches = [[r] for r in resources] if rtype == ConfigResource.Type.BROKER else [resources]
-        for batch in batches:
+        for batch in self._batches(rtype, resources):
             if batch:
                 for _, future in self._admin.incremental_alter_configs(batch).items():
                     self._result(future)

@@ -101,6 +101,7 @@ class ConnectionSpec:
             "security_protocol": self.security_protocol,
             "client_id": self.client_id,
             "request_timeout_ms": int(self.request_timeout_s * 1000),
+            "bootstrap_timeout_ms": int(self.request_timeout_s * 1000),
         }
         if self.sasl_mechanism is not None:
             config["sasl_mechanism"] = self.sasl_mechanism

@@ -220,7 +220,7 @@ class Triggers(SpecModel):
     on_imbalance: ImbalanceTrigger | None = None
     """Propose when the cluster drifts out of balance."""
     on_broker_change: bool = False
-    """Propose when a broker joins or leaves the cluster (add-brokers/remove-brokers for the change)."""
+    """Propose again (with this policy's operation, e.g. rebalance) when the set of live brokers changes."""
 
 
 # ----- BalancePolicy.spec.execution -------------------------------------------------------------

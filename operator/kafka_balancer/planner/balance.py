@@ -17,26 +17,40 @@ from kafka_balancer.model.cluster import FloatArray
 from kafka_balancer.planner.goals import GOAL_QUANTITY
 from kafka_balancer.planner.select import (
     Bands,
+    PairCheck,
     compute_bands,
     fit_order,
     leader_candidates,
     replica_candidates,
-    slack,
     take,
-    topic_allowance,
+    topic_ok,
     topic_penalty,
-    topic_rank_ok,
 )
-from kafka_balancer.planner.state import COUNT_QUANTITIES, Q_CPU, Q_LEADER_IN, Q_LEADERS, Q_NET_OUT, Ints, State
+from kafka_balancer.planner.state import (
+    COUNT_QUANTITIES,
+    Q_CPU,
+    Q_DISK,
+    Q_LEADER_IN,
+    Q_LEADERS,
+    Q_NET_IN,
+    Q_NET_OUT,
+    Ints,
+    State,
+)
+from kafka_balancer.planner.swaps import swap_batch
 
 # A receiving broker is filled this share of the way from the band's lower edge towards the
 # average: enough headroom that later goals can still move items, little enough to keep bytes low.
 MARGIN: Final = 0.15
 LEADER_QUANTITIES: Final = frozenset({Q_LEADERS, Q_LEADER_IN})
 LEADER_FIRST: Final = frozenset({Q_LEADERS, Q_LEADER_IN, Q_NET_OUT, Q_CPU})
+# Quantities that swaps can shift (replica counts cannot: a swap keeps them).
+SWAP_QUANTITIES: Final = frozenset({Q_DISK, Q_NET_IN, Q_NET_OUT, Q_CPU})
+# Swaps (which move bytes both ways) only run when one-way moves left this share of the gap.
+SWAP_MIN_SHARE: Final = 0.05
 
 
-def _transport(give: FloatArray, take_: FloatArray, sources: Ints, dests: Ints) -> list[tuple[int, int, float]]:
+def _transport(give: FloatArray, take_: FloatArray, *, sources: Ints, dests: Ints) -> list[tuple[int, int, float]]:
     """Greedy pairing of givers and takers (both in priority order) in matched amounts.
 
     ``give`` and ``take_`` (indexed by broker) are decreased by what is paired.
@@ -57,20 +71,14 @@ def _transport(give: FloatArray, take_: FloatArray, sources: Ints, dests: Ints) 
     return pairs
 
 
-def _pair_by_rack(
-    st: State, gives: FloatArray, takes: FloatArray, *, sources: Ints, dests: Ints
-) -> list[tuple[int, int, float]]:
-    """Pair inside each rack first: when every partition already spans all racks (rf = racks), a
-    replica can only move within its rack, so cross-rack pairs would find nothing to move."""
-    pairs: list[tuple[int, int, float]] = []
-    for r in np.unique(st.rack[np.concatenate([sources, dests])]).tolist():
-        pairs += _transport(gives, takes, sources[st.rack[sources] == r], dests[st.rack[dests] == r])
-    sources = sources[gives[sources] > 1e-12]
-    dests = dests[takes[dests] > 1e-12]
-    return pairs + _transport(gives, takes, sources, dests)
-
-
 def make_pairs(st: State, b: Bands, q: int) -> list[tuple[int, int, float]]:
+    """(giver, taker, amount) triples that bring every broker of every group inside the band of ``q``.
+
+    Over-band brokers give down to just inside the upper edge, under-band brokers take up to just
+    inside the lower edge (``MARGIN``): first to each other, then what is left of an over-band
+    broker goes to brokers below average, and what is left of an under-band broker comes from
+    brokers above average. Moving only what the band needs keeps the bytes near the lower bound.
+    """
     load = st.load[:, q]
     lo, hi, avg = b.lower[:, q], b.upper[:, q], b.avg[:, q]
     tol = np.abs(avg) * 1e-9 + 1e-9
@@ -78,40 +86,47 @@ def make_pairs(st: State, b: Bands, q: int) -> list[tuple[int, int, float]]:
     under = np.isfinite(lo) & (load < lo - tol)
     # Brokers outside the balanced groups have infinite bands; keep them out of the arithmetic.
     lo, hi = np.where(np.isfinite(lo), lo, avg), np.where(np.isfinite(hi), hi, avg)
-    receiver = st.can_lead if q in LEADER_QUANTITIES else st.can_host
+    receiver = (st.can_lead if q in LEADER_QUANTITIES else st.can_host) & st.active
+    balanced = np.isfinite(b.upper[:, q]) & st.active
+    if q in COUNT_QUANTITIES:
+        # Whole items: the band edges are whole numbers; a broker may go up to the average rounded up.
+        top, bottom, high, low = np.ceil(avg - tol), np.floor(avg + tol), hi, lo
+    else:
+        top, bottom = avg, avg
+        high, low = hi - MARGIN * (hi - avg), lo + MARGIN * (avg - lo)
+    excess = np.where(over, load - high, 0.0)
+    need = np.where(under & receiver, low - load, 0.0)
+    # In-band brokers take up to the average (rounded) first; only when that is not enough (e.g.
+    # a rack whose brokers all sit above average) up to just inside the band's edge.
+    room = np.where(balanced & receiver & ~under & (load < top), top - load, 0.0)
+    spare = np.where(balanced & ~over & (load > bottom), load - bottom, 0.0)
+    wide_room = np.where(balanced & receiver & ~over, np.maximum(high - np.maximum(load, top), 0.0), 0.0)
+    wide_spare = np.where(balanced & ~under, np.maximum(np.minimum(load, bottom) - low, 0.0), 0.0)
+    stages = ((excess, need), (excess, room), (spare, need), (excess, wide_room), (wide_spare, need))
     pairs: list[tuple[int, int, float]] = []
+    # Replicas pair inside each rack first: when every partition already spans all racks (rf =
+    # racks), a replica can only move within its rack, so cross-rack pairs would find nothing.
+    # Leadership moves between the replicas of a partition, so racks do not matter for it.
+    scopes = [None] if q in LEADER_QUANTITIES else [*np.unique(st.rack).tolist(), None]
     for g in range(len(st.groups.names)):
         member = st.groups.broker == g
         if not ((over | under) & member).any():
             continue
-        if (under & member).any():
-            takes = np.where(under & member & receiver, lo + MARGIN * (avg - lo) - load, 0.0)
-            gives = np.where(member & st.active & (load > avg + tol), load - avg, 0.0)
-            # Over-band brokers give first: their excess must go anyway.
-            key = np.where(over, 1.0, 0.0) * (1 + gives.max()) + gives
-            sources = np.flatnonzero(gives > 0)
-            sources = sources[np.argsort(-key[sources], kind="stable")]
-        else:
-            gives = np.where(over & member, load - (hi - MARGIN * (hi - avg)), 0.0)
-            takes = np.where(member & receiver & (load < avg - tol), avg - load, 0.0)
-            sources = np.flatnonzero(gives > 0)
-            sources = sources[np.argsort(-gives[sources], kind="stable")]
-        dests = np.flatnonzero(takes > 0)
-        dests = dests[np.argsort(-takes[dests], kind="stable")]
-        if q in LEADER_QUANTITIES:
-            pairs += _transport(gives, takes, sources, dests)
-        else:
-            pairs += _pair_by_rack(st, gives, takes, sources=sources, dests=dests)
+        for rack in scopes:
+            scope = member if rack is None else member & (st.rack == rack)
+            for gives, takes in stages:
+                sources = np.flatnonzero(scope & (gives > 1e-12))
+                dests = np.flatnonzero(scope & (takes > 1e-12))
+                sources = sources[np.argsort(-gives[sources], kind="stable")]
+                dests = dests[np.argsort(-takes[dests], kind="stable")]
+                pairs += _transport(gives, takes, sources=sources, dests=dests)
     return pairs
 
 
-def _limits(st: State, b: Bands, s: int, d: int, *, q: int, amount: float) -> FloatArray:
-    limits = slack(st, b, s, d)
-    if q in COUNT_QUANTITIES:
-        limits[q] = max(1.0, float(np.floor(amount + 0.5)))
-    else:
-        limits[q] = amount
-    return limits
+def _check(st: State, b: Bands, s: int, d: int, *, q: int, amount: float) -> PairCheck:
+    # Counts move in whole items: at least one, else a gap below 1 could never close.
+    cap = max(1.0, float(np.floor(amount + 0.5))) if q in COUNT_QUANTITIES else amount
+    return PairCheck(st, b, s, d, q=q, amount=cap)
 
 
 def _leader_batch(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: int, q: int, amount: float) -> float:
@@ -130,12 +145,9 @@ def _leader_batch(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: i
     order = _order(st, b, s, d, v=v, q=q, amount=amount, penalty=penalty)
     parts, slots, v = parts[order], slots[order], v[order]
     topics = st.ptopic[parts]
-    ok = topic_rank_ok(
-        topics,
-        topic_allowance(st, b, s, d, topics=topics, leaders=np.ones(parts.size, dtype=np.bool_), replicas_move=False),
-    )
+    ok = topic_ok(st, b, s, d, topics=topics, leaders=np.ones(parts.size, dtype=np.bool_), replicas_move=False)
     parts, slots, v = parts[ok], slots[ok], v[ok]
-    chosen = take(v, _limits(st, b, s, d, q=q, amount=amount))
+    chosen = take(v, _check(st, b, s, d, q=q, amount=amount))
     st.swap_leader(parts[chosen], slots[chosen])
     return float(v[chosen, q].sum())
 
@@ -156,9 +168,15 @@ def _replica_batch(
     order = _order(st, b, s, d, v=v, q=q, amount=amount, penalty=penalty)
     parts, slots, v = parts[order], slots[order], v[order]
     topics = st.ptopic[parts]
-    ok = topic_rank_ok(topics, topic_allowance(st, b, s, d, topics=topics, leaders=slots == 0))
+    ok = topic_ok(st, b, s, d, topics=topics, leaders=slots == 0)
     parts, slots, v = parts[ok], slots[ok], v[ok]
-    chosen = take(v, _limits(st, b, s, d, q=q, amount=amount))
+    chosen = take(v, _check(st, b, s, d, q=q, amount=amount))
+    if not chosen.any():
+        # Every item is bigger than the gap: one item may overshoot it, the smallest that still
+        # lowers the pair's distance to the band (so the goal gets better, never worse).
+        fits = np.flatnonzero(_check(st, b, s, d, q=q, amount=np.inf)(v))
+        if fits.size:
+            chosen[fits[np.argmin(v[fits, q])]] = True
     st.move(parts[chosen], slots[chosen], np.full(int(chosen.sum()), d, dtype=np.int32))
     return float(v[chosen, q].sum())
 
@@ -191,6 +209,8 @@ def balance_goal(st: State, goal: str) -> int:
                 left -= _leader_batch(st, b, index, s, d=d, q=q, amount=left)
             if left > 1e-9 * max(1.0, amount) and (q not in COUNT_QUANTITIES or left >= 0.5):
                 left -= _replica_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
+            if q in SWAP_QUANTITIES and left > SWAP_MIN_SHARE * amount:
+                left -= swap_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
             moved += amount - left
         if moved <= 0:
             break

@@ -81,31 +81,62 @@ def evaluate(model: ClusterModel, options: PlannerOptions | None = None) -> Eval
 
 
 def plan(model: ClusterModel, options: PlannerOptions | None = None) -> Proposal:
-    """Compute the proposal for ``model`` under ``options``; raises PlanningError on an unmet hard goal."""
+    """Compute the proposal for ``model`` under ``options``; raises PlanningError on an unmet hard goal.
+
+    Each distribution goal is optimized under the guard of the goals before it (a later goal never
+    undoes an earlier one) and may temporarily worsen the goals after it, which then repair
+    themselves in their turn. When a goal still ends worse than it started, the plan is recomputed
+    with that goal guarded from the start, so applying a plan never makes a statistic worse.
+    """
     options = options or PlannerOptions()
-    groups = resolve_groups(model, options)
-    before = State(model, options, groups)
+    before = State(model, options, resolve_groups(model, options))
+    comparable = options.operation.type in {"rebalance", "add-brokers"} and not _holds_inactive(before)
+    start = {g: goal_violation(before, g) for g in options.distribution_goals} if comparable else {}
+    strict: frozenset[str] = frozenset()
+    while True:
+        st = _run(model, options, strict)
+        worse = {g for g, v in start.items() if goal_violation(st, g) > v + 1e-9 * max(1.0, v)}
+        if not worse - strict:
+            break
+        strict |= worse
+    _final_checks(st, model.replicas)
+    return build_proposal(model, options, before, st)
+
+
+def _holds_inactive(st: State) -> bool:
+    """Whether replicas sit on dead or removed brokers (then group averages change as they leave)."""
+    return bool(((st.rep != NO_BROKER) & ~st.active[np.maximum(st.rep, 0)]).any())
+
+
+def goal_order(options: PlannerOptions) -> list[str]:
+    """The order distribution goals are optimized in: broker-level goals by priority, then per-topic goals."""
+    goals = options.distribution_goals
+    return [g for g in goals if g in GOAL_QUANTITY] + [g for g in TOPIC_GOALS if g in goals]
+
+
+def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -> State:
     st = State(model, options, resolve_groups(model, options))
     _check_operation(st)
     _apply_operation(st)
     precheck(st)
     op = options.operation.type
     if op != "demote-brokers":
-        evacuate_mask = ~st.active
-        parts, slots = bad_slots(st, evacuate_mask)
+        parts, slots = bad_slots(st, ~st.active)
         evacuate(st, parts, slots, _targets(st))
     fix_leadership(st)
     if op != "demote-brokers":
         enforce_capacity(st)
     if op not in SHAPE_ONLY:
-        for goal in options.distribution_goals:
+        done: list[str] = []
+        for goal in goal_order(options):
+            done.append(goal)
+            st.guarded = frozenset(done) | strict
             if goal in GOAL_QUANTITY:
                 balance_goal(st, goal)
-        for goal in TOPIC_GOALS:
-            if goal in options.distribution_goals:
+            else:
                 balance_topic_goal(st, goal)
-    _final_checks(st, model.replicas)
-    return build_proposal(model, options, before, st)
+    st.guarded = frozenset(options.distribution_goals)
+    return st
 
 
 def _check_operation(st: State) -> None:

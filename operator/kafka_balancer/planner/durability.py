@@ -181,10 +181,13 @@ def audit(
 
     topics: list[TopicAudit] = []
     counts = np.bincount(part_topic, minlength=len(model.topics))
+    # Lowest RF per topic in one pass (a per-topic mask would be topics x partitions: 10^9 at scale).
+    lowest_rf = np.full(len(model.topics), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(lowest_rf, part_topic, rf.astype(np.int64))
     for t, name in enumerate(model.topics):
         if counts[t] == 0:
             continue  # a topic known only from its settings has nothing to audit
-        topic_rf = int(rf[part_topic == t].min())
+        topic_rf = int(lowest_rf[t])
         flags = []
         if topic_rf < 3:
             flags.append(RF_BELOW_3)

@@ -13,7 +13,7 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
 from kafka_balancer.planner.goals import CAPACITY_GOALS, EPS
 from kafka_balancer.planner.options import PlanningError
-from kafka_balancer.planner.select import Bands, compute_bands, leader_candidates, replica_candidates, take
+from kafka_balancer.planner.select import leader_candidates, limits_check, replica_candidates, take
 from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Q_REPLICAS, QUANTITY_NAMES, Ints, State
 
 # Evacuated replicas are placed in chunks of this many per destination broker, so one chunk
@@ -21,8 +21,17 @@ from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Q_REPLICAS, Q
 CHUNK_PER_BROKER: Final = 4
 
 
-def _ids(st: State, brokers: Ints | list[int]) -> list[int]:
-    return [int(st.model.broker_ids[b]) for b in brokers]
+def _ids(st: State, brokers: Ints | list[int]) -> str:
+    """Broker ids as ``[1, 2, 5-9]``: error messages stay readable on clusters of hundreds of brokers."""
+    ids = sorted(int(st.model.broker_ids[b]) for b in brokers)
+    runs: list[list[int]] = []
+    for i in ids:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    text = [", ".join(map(str, r)) if len(r) < 3 else f"{r[0]}-{r[-1]}" for r in runs]
+    return "[" + ", ".join(text) + "]"
 
 
 def precheck(st: State) -> None:
@@ -148,7 +157,8 @@ def choose_destinations(st: State, parts: Ints, slots: Ints, dests: Ints, nracks
     valid = rows != NO_BROKER
     racks = np.where(valid, st.rack[np.maximum(rows, 0)], -1)
     racks[np.arange(parts.size), slots] = -1
-    rf = valid.sum(axis=1)
+    # The slot being filled counts towards the replication factor even when it is new (growing rf).
+    rf = valid.sum(axis=1) + (rows[np.arange(parts.size), slots] == NO_BROKER)
     allowed_per_rack = np.ceil(rf / np.maximum(nracks[st.groups.partition[parts]], 1))
     v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
     feas = ~(rows[:, :, None] == dests[None, None, :]).any(axis=1)  # (C, n)
@@ -167,7 +177,7 @@ def choose_destinations(st: State, parts: Ints, slots: Ints, dests: Ints, nracks
         raise PlanningError(
             "rack-awareness" if st.options.hard("rack-awareness") else "replica-capacity",
             f"partition {st.model.topic_name(p)}-{int(st.model.partition_id[p])} (replicas "
-            f"{_ids(st, st.rep[p][st.rep[p] >= 0])}) has no broker among {_ids(st, dests)} that keeps racks "
+            f"{[int(st.model.broker_ids[b]) for b in st.rep[p][st.rep[p] >= 0]]}) has no broker among {_ids(st, dests)} that keeps racks "
             f"spread and capacities under their limits; add a broker in another rack or with free capacity",
         )
     pick: Ints = dests[shift[np.arange(parts.size), np.argmax(rotated, axis=1)]].astype(np.int32)
@@ -189,15 +199,6 @@ def fix_leadership(st: State) -> None:
     score = np.where(eligible[parts], st.load[safe[parts], Q_LEADERS], np.inf)
     slots = np.argmin(score, axis=1)
     st.swap_leader(parts.astype(np.int64), slots.astype(np.int64))
-
-
-def capacity_bands(st: State) -> Bands:
-    b = compute_bands(st)
-    b.lower[:] = -math.inf
-    b.upper[:] = math.inf
-    b.topic_replica_on = False
-    b.topic_leader_on[:] = False
-    return b
 
 
 def enforce_capacity(st: State) -> None:
@@ -227,7 +228,7 @@ def enforce_capacity(st: State) -> None:
                         parts, slots = leader_candidates(st, index, int(s), int(d))
                         v = st.lead[parts] - st.follow[parts]
                         ordered = np.argsort(-v[:, q], kind="stable")
-                        chosen = take(v[ordered], limits)
+                        chosen = take(v[ordered], limits_check(limits))
                         st.swap_leader(parts[ordered][chosen], slots[ordered][chosen])
                         moved += float(v[ordered][chosen, q].sum())
                         excess = float(st.load[s, q] - st.limit[s, q])
@@ -238,7 +239,7 @@ def enforce_capacity(st: State) -> None:
                     ordered = np.argsort(-v[:, q], kind="stable")
                     limits = np.maximum(st.limit[d] - st.load[d], 0.0)
                     limits[q] = min(float(room[d]), excess + float(v[:, q].max(initial=0.0)))
-                    chosen = take(v[ordered], limits)
+                    chosen = take(v[ordered], limits_check(limits))
                     picked = ordered[chosen]
                     st.move(parts[picked], slots[picked], np.full(picked.size, d, dtype=np.int32))
                     moved += float(v[picked, q].sum())

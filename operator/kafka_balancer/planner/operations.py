@@ -81,6 +81,15 @@ def _shrink(st: State, parts: Ints, target: int) -> None:
 def move_topics(st: State, topics: tuple[str, ...], targets: BoolArray, target_group: int | None) -> None:
     """Move every replica of the topics onto ``targets`` (a broker mask), rack-aware and spread."""
     parts = topic_partitions(st, topics, "operation.topics")
+    rf = int(st.rf[parts].max(initial=0))
+    hosts = np.flatnonzero(targets)
+    if rf > hosts.size:
+        where = "group '" + st.groups.names[target_group] + "'" if target_group is not None else "the target brokers"
+        raise PlanningError(
+            "replica-capacity",
+            f"topics {list(topics)} have replication factor {rf} but {where} offer only {hosts.size} brokers "
+            f"that can host replicas ({[int(st.model.broker_ids[b]) for b in hosts]}); give at least {rf} brokers",
+        )
     if target_group is not None:
         st.groups.partition[parts] = target_group
     movable = np.zeros_like(st.movable)

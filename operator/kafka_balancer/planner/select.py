@@ -10,6 +10,7 @@ undoes an earlier one, and how applying a plan never makes a statistic worse.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -27,7 +28,7 @@ TOPIC_WEIGHT: Final = 0.5
 
 @dataclass
 class Bands:
-    """Bands of every quantity for one round; disabled goals get an infinite band."""
+    """Bands of every quantity for one round; goals not guarded (``State.guarded``) get an infinite band."""
 
     lower: FloatArray  # (B, NUM_Q)
     upper: FloatArray
@@ -46,13 +47,13 @@ def compute_bands(st: State) -> Bands:
     lower = np.full((nb, NUM_Q), -math.inf)
     upper = np.full((nb, NUM_Q), math.inf)
     avg = np.zeros((nb, NUM_Q))
-    enabled = {GOAL_QUANTITY[g] for g in st.options.distribution_goals if g in GOAL_QUANTITY}
+    enabled = {GOAL_QUANTITY[g] for g in st.guarded if g in GOAL_QUANTITY}
     for q in range(NUM_Q):
         lo, hi, mean = bands(st, q, th)
         avg[:, q] = mean
         if q in enabled:
             lower[:, q], upper[:, q] = lo, hi
-    goals = st.options.distribution_goals
+    goals = st.guarded
     t_lo, t_hi = topic_bands(st, st.tcount, th)
     l_lo, l_hi = topic_bands(st, st.tlead, th)
     leader_on = topic_leader_applies(st) if "topic-leader-distribution" in goals else np.zeros(len(t_lo), bool)
@@ -155,7 +156,7 @@ def _ranks(topics: Ints) -> Ints:
     return rank
 
 
-def _count_ok(counts: Ints, s: int, d: int, topics: Ints, k: Ints, lo: FloatArray, hi: FloatArray) -> BoolArray:
+def _count_ok(counts: Ints, s: int, d: int, *, topics: Ints, k: Ints, lo: FloatArray, hi: FloatArray) -> BoolArray:
     cs, cd = counts[topics, s].astype(np.float64), counts[topics, d].astype(np.float64)
     lo_t, hi_t = lo[topics], hi[topics]
 
@@ -168,22 +169,32 @@ def _count_ok(counts: Ints, s: int, d: int, topics: Ints, k: Ints, lo: FloatArra
 
 
 def topic_ok(
-    st: State, b: Bands, s: int, d: int, *, topics: Ints, leaders: BoolArray, replicas_move: bool = True
+    st: State,
+    b: Bands,
+    s: int,
+    d: int,
+    *,
+    topics: Ints,
+    leaders: BoolArray,
+    replicas_move: bool = True,
+    cumulative: bool = True,
 ) -> BoolArray:
     """Items (in preference order) whose topic's spread does not get worse when moved from ``s`` to ``d``.
 
     ``leaders`` marks items that carry leadership; ``replicas_move`` is False for leadership swaps.
-    The k-th item of a topic is checked as the k-th move of that topic.
+    With ``cumulative`` the k-th item of a topic is checked as the k-th move of that topic (a batch);
+    without it each item is checked alone (alternatives for one move). The distance is convex in k,
+    so an item accepted as the k-th move is also fine when fewer items of its topic end up moving.
     """
     ok = np.ones(topics.size, dtype=np.bool_)
     if topics.size == 0:
         return ok
-    k = _ranks(topics) + 1
+    k = _ranks(topics) + 1 if cumulative else np.ones(topics.size, dtype=np.int64)
     if b.topic_replica_on and replicas_move:
-        ok &= _count_ok(st.tcount, s, d, topics, k, b.topic_lo, b.topic_hi)
+        ok &= _count_ok(st.tcount, s, d, topics=topics, k=k, lo=b.topic_lo, hi=b.topic_hi)
     on = b.topic_leader_on[topics] & leaders
     if on.any():
-        ok &= ~on | _count_ok(st.tlead, s, d, topics, k, b.lead_lo, b.lead_hi)
+        ok &= ~on | _count_ok(st.tlead, s, d, topics=topics, k=k, lo=b.lead_lo, hi=b.lead_hi)
     return ok
 
 

@@ -139,6 +139,8 @@ class State:
         if options.topics:
             wanted = np.array([t in set(options.topics) for t in model.topics], dtype=np.bool_)
             self.movable = self.movable & wanted[self.ptopic]
+        # Distribution goals a move must not make worse (see core.plan: the goals optimized so far).
+        self.guarded: frozenset[str] = frozenset(options.distribution_goals)
         self.limit: FloatArray = np.full((nb, NUM_Q), math.inf)
         self._set_limits()
         self.refresh_loads()

@@ -1,111 +1,234 @@
 """Per-topic spread goals: a topic's replicas (and leaders) spread evenly over its group's brokers.
 
-These are the last goals, so every move must keep every earlier goal's band on both brokers
-(the slack check of :mod:`select`). Moves are single items (one replica or one leadership of the
-topic from its fullest broker to its emptiest), batched per round over all unbalanced topics.
+These are the last goals. Each round, vectorised over every topic: every broker holding too many
+of a topic (or, when some broker holds too few, more than it needs) offers its smallest partitions
+of that topic; each gets the emptiest allowed broker for that topic (rack spread, confinement,
+exclusions); one item per (topic, source) and per (topic, destination) per round. The round's
+items are accepted together only where no broker's distance to any guarded band grows, so no
+earlier goal gets worse.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 
-from kafka_balancer.planner.select import Bands, compute_bands, rack_ok, slack, topic_allowance
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.select import Bands, compute_bands
 from kafka_balancer.planner.state import Ints, State
 
-# Destinations tried per unbalanced topic and round (emptiest first).
-DESTS_PER_TOPIC: Final = 4
-
-
-def _topic_partitions(st: State) -> tuple[Ints, Ints]:
-    order = np.argsort(st.ptopic, kind="stable").astype(np.int64)
-    starts = np.searchsorted(st.ptopic[order], np.arange(len(st.model.topics) + 1)).astype(np.int64)
-    return order, starts
+# Smallest partitions offered per (topic, source broker) and round: the spread goal is about
+# counts, so the cheapest items go first; a few alternatives cover rack and placement conflicts.
+OFFERS_PER_SOURCE: Final = 3
+# Candidates whose destination is chosen at once (bounds the candidates x brokers matrices).
+CHUNK: Final = 16384
+# Passes of "drop the items that push a broker out of a band, check again" per round.
+DROP_PASSES: Final = 12
 
 
 def balance_topic_goal(st: State, goal: str) -> int:
-    """Rounds of one-item moves until the topic goal holds or nothing can move. Returns moves made."""
+    """Rounds of batched moves until the topic goal holds or nothing can move. Returns moves made."""
     leaders = goal == "topic-leader-distribution"
-    order, starts = _topic_partitions(st)
     nracks = st.group_racks()
-    receiver = st.can_lead if leaders else st.can_host
     total = 0
     for _ in range(st.options.max_rounds):
         b = compute_bands(st)
-        counts = st.tlead if leaders else st.tcount
-        lo, hi = (b.lead_lo, b.lead_hi) if leaders else (b.topic_lo, b.topic_hi)
-        groups = st.groups
-        in_group = (groups.broker[None, :] == groups.topic[:, None]) & st.active[None, :]
-        in_group &= groups.balanced[groups.topic][:, None]
-        if leaders:
-            in_group &= b.topic_leader_on[:, None]
-        over = in_group & (counts > hi[:, None])
-        under = in_group & (counts < lo[:, None]) & receiver[None, :]
-        unbalanced = np.flatnonzero(over.any(axis=1) | under.any(axis=1))
-        moved = 0
-        for t in unbalanced.tolist():
-            parts = order[starts[t] : starts[t + 1]]
-            parts = parts[st.movable[parts]]
-            if parts.size == 0:
-                continue
-            row = counts[t]
-            s = int(np.argmax(np.where(in_group[t], row, -1)))
-            dests = np.flatnonzero(in_group[t] & receiver)
-            dests = dests[np.argsort(row[dests], kind="stable")][:DESTS_PER_TOPIC]
-            for d in dests.tolist():
-                if row[s] - row[d] < 2 or not (row[s] > hi[t] or row[d] < lo[t]):
-                    break
-                if _move_one(st, b, parts, s, d=d, leaders=leaders, nracks=nracks):
-                    moved += 1
-                    break
+        parts, slots, dests = _proposals(st, b, leaders=leaders, nracks=nracks)
+        moved = _apply(st, b, parts, slots, dests, leaders=leaders)
         total += moved
         if moved == 0:
             break
     return total
 
 
-def _move_one(st: State, b: Bands, parts: Ints, s: int, *, d: int, leaders: bool, nracks: Ints) -> bool:
-    rows = st.rep[parts]
-    limits = slack(st, b, s, d)
+@dataclass(frozen=True)
+class _Spread:
+    """One round's per-topic counts (T, B) and which brokers are over, under, or may give."""
+
+    counts: Ints
+    over: BoolArray
+    under: BoolArray
+    gives: BoolArray
+    hi: Ints
+
+
+def _spread(st: State, b: Bands, *, leaders: bool) -> _Spread:
+    counts = st.tlead if leaders else st.tcount
+    lo, hi = (b.lead_lo, b.lead_hi) if leaders else (b.topic_lo, b.topic_hi)
+    groups = st.groups
+    receiver = st.can_lead if leaders else st.can_host
+    in_group = (groups.broker[None, :] == groups.topic[:, None]) & st.active[None, :]
+    in_group &= groups.balanced[groups.topic][:, None]
     if leaders:
-        led = rows[:, 0] == s
-        hit = rows == d
-        cand = np.flatnonzero(led & hit.any(axis=1))
-        if cand.size:
-            p = parts[cand]
-            slots = np.argmax(hit[cand], axis=1).astype(np.int64)
-            v = st.lead[p] - st.follow[p]
-            ok = np.all(v <= limits + 1e-9, axis=1)
-            ok &= (
-                topic_allowance(
-                    st, b, s, d, topics=st.ptopic[p], leaders=np.ones(p.size, dtype=np.bool_), replicas_move=False
-                )
-                >= 1
+        in_group &= b.topic_leader_on[:, None]
+    over = in_group & (counts > hi[:, None])
+    under = in_group & (counts < lo[:, None]) & receiver[None, :]
+    # A broker gives when it is over the band, or when another broker is under and it can spare one.
+    gives = over | (in_group & under.any(axis=1)[:, None] & (counts - 1 >= lo[:, None]) & (counts > 0))
+    return _Spread(counts, over, under, gives, hi.astype(np.int64))
+
+
+def _offers(st: State, gives: BoolArray, *, leaders: bool) -> tuple[Ints, Ints]:
+    """The smallest OFFERS_PER_SOURCE movable replica slots of each giving (topic, broker)."""
+    rep = st.rep
+    valid = rep != NO_BROKER
+    if leaders:
+        valid[:, 1:] = False
+    safe = np.maximum(rep, 0)
+    mask = valid & st.movable[:, None] & gives[st.ptopic[:, None], safe]
+    parts, slots = np.nonzero(mask)
+    if parts.size == 0:
+        return parts.astype(np.int64), slots.astype(np.int64)
+    key_t, key_b = st.ptopic[parts], rep[parts, slots]
+    order = np.lexsort((parts, st.model.size_bytes[parts], key_b, key_t))
+    parts, slots, key_t, key_b = parts[order], slots[order], key_t[order], key_b[order]
+    first = np.r_[True, (key_t[1:] != key_t[:-1]) | (key_b[1:] != key_b[:-1])]
+    start = np.maximum.accumulate(np.where(first, np.arange(parts.size), 0))
+    keep = np.arange(parts.size) - start < OFFERS_PER_SOURCE
+    return parts[keep].astype(np.int64), slots[keep].astype(np.int64)
+
+
+def _proposals(st: State, b: Bands, *, leaders: bool, nracks: Ints) -> tuple[Ints, Ints, Ints]:
+    """(partitions, slots, destination brokers): at most one item per (topic, source) and (topic, destination)."""
+    spread = _spread(st, b, leaders=leaders)
+    parts, slots = _offers(st, spread.gives, leaders=leaders)
+    out_p, out_s, out_d = [], [], []
+    for start in range(0, parts.size, CHUNK):
+        p, k = parts[start : start + CHUNK], slots[start : start + CHUNK]
+        d, ok = _leader_dest(st, p, spread) if leaders else _replica_dest(st, p, k, spread, nracks=nracks)
+        out_p.append(p[ok])
+        out_s.append(k[ok])
+        out_d.append(d[ok])
+    if not out_p:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    p, k, d = np.concatenate(out_p), np.concatenate(out_s), np.concatenate(out_d)
+    t = st.ptopic[p]
+    src = st.rep[p, 0] if leaders else st.rep[p, k]
+    # Candidates come sorted by (topic, source, size): keep the first per (topic, source), then the
+    # first per (topic, destination), then one per partition.
+    keep = _first(t, src) & _first(t, d) & _first(p)
+    return p[keep], k[keep], d[keep]
+
+
+def _first(*keys: Ints) -> BoolArray:
+    """Marks the first occurrence (in the current order) of each key tuple."""
+    order = np.lexsort((np.arange(keys[0].size), *reversed(keys)))
+    sorted_keys = [k[order] for k in keys]
+    new = np.ones(order.size, dtype=np.bool_)
+    if order.size > 1:
+        same = np.ones(order.size - 1, dtype=np.bool_)
+        for k in sorted_keys:
+            same &= k[1:] == k[:-1]
+        new[1:] = ~same
+    out = np.zeros(order.size, dtype=np.bool_)
+    out[order] = new
+    return out
+
+
+def _replica_dest(st: State, p: Ints, k: Ints, spread: _Spread, *, nracks: Ints) -> tuple[Ints, BoolArray]:
+    """For each offered replica, the allowed broker holding fewest of its topic (and whether one exists)."""
+    counts, over, under, hi = spread.counts, spread.over, spread.under, spread.hi
+    rows = st.rep[p]
+    t = st.ptopic[p]
+    n = np.arange(p.size)
+    src = rows[n, k]
+    row_counts = counts[t]  # (n, B)
+    c_src = row_counts[n, src]
+    feas = st.can_host[None, :] & (st.groups.broker[None, :] == st.groups.partition[p][:, None])
+    feas &= ~(rows[:, :, None] == np.arange(st.model.num_brokers)[None, None, :]).any(axis=1)
+    feas &= (k != 0)[:, None] | st.can_lead[None, :]
+    feas &= row_counts <= c_src[:, None] - 2
+    feas &= (row_counts + 1 <= hi[t][:, None]) | under[t]
+    feas &= over[t, src][:, None] | under[t]
+    if st.options.hard("rack-awareness"):
+        valid = rows != NO_BROKER
+        racks = np.where(valid, st.rack[np.maximum(rows, 0)], -1)
+        racks[n, k] = -1
+        same = (racks[:, :, None] == st.rack[None, None, :]).sum(axis=1)
+        allowed = np.ceil(valid.sum(axis=1) / np.maximum(nracks[st.groups.partition[p]], 1))
+        feas &= same + 1 <= allowed[:, None]
+    score = np.where(feas, row_counts, np.iinfo(np.int32).max)
+    d = np.argmin(score, axis=1).astype(np.int64)
+    return d, feas[n, d]
+
+
+def _leader_dest(st: State, p: Ints, spread: _Spread) -> tuple[Ints, BoolArray]:
+    """For each offered leadership, the slot of the follower whose broker leads fewest of the topic."""
+    counts, over, under, hi = spread.counts, spread.over, spread.under, spread.hi
+    rows = st.rep[p]
+    t = st.ptopic[p]
+    n = np.arange(p.size)
+    safe = np.maximum(rows, 0)
+    src = rows[:, 0]
+    c = counts[t[:, None], safe]  # (n, W)
+    c_src = c[:, 0]
+    feas = (rows != NO_BROKER) & st.can_lead[safe] & st.active[safe]
+    feas[:, 0] = False
+    feas &= c <= c_src[:, None] - 2
+    u = under[t[:, None], safe]
+    feas &= (c + 1 <= hi[t][:, None]) | u
+    feas &= over[t, src][:, None] | u
+    score = np.where(feas, c, np.iinfo(np.int32).max)
+    j = np.argmin(score, axis=1)
+    # For leaders the "destination" returned is the slot of the new leader, not a broker.
+    return j.astype(np.int64), feas[n, j]
+
+
+def _apply(st: State, b: Bands, parts: Ints, slots: Ints, dests: Ints, *, leaders: bool) -> int:
+    """Apply the largest subset of the proposals under which no broker gets further from any guarded band.
+
+    All proposals are tried at once; each broker whose distance would grow on some quantity drops
+    the items pushing it that way (incoming items when it would end too high, outgoing ones when
+    too low), and the rest is checked again. Returns the number of items moved.
+    """
+    if parts.size == 0:
+        return 0
+    if leaders:
+        src, dst, j = st.rep[parts, 0], st.rep[parts, dests], dests
+        v = st.lead[parts] - st.follow[parts]
+    else:
+        src, dst, j = st.rep[parts, slots], dests, slots
+        v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
+        if "topic-leader-distribution" in st.guarded:
+            keep_followers = slots != 0  # a moving leader could crowd its topic's leaders: followers only
+            parts, src, dst, j, v = (
+                parts[keep_followers],
+                src[keep_followers],
+                dst[keep_followers],
+                j[keep_followers],
+                v[keep_followers],
             )
-            if ok.any() and st.can_lead[d]:
-                i = int(np.flatnonzero(ok)[0])
-                st.swap_leader(p[i : i + 1], slots[i : i + 1])
-                return True
-        return False
-    on_s = rows == s
-    cand = np.flatnonzero(on_s.any(axis=1) & ~(rows == d).any(axis=1))
-    if cand.size == 0 or not st.can_host[d]:
-        return False
-    p = parts[cand]
-    slots = np.argmax(on_s[cand], axis=1).astype(np.int64)
-    keep = (st.groups.partition[p] == st.groups.broker[d]) & ((slots != 0) | st.can_lead[d])
-    keep &= rack_ok(st, p, slots, d=d, nracks=nracks)
-    p, slots = p[keep], slots[keep]
-    if p.size == 0:
-        return False
-    v = np.where((slots == 0)[:, None], st.lead[p], st.follow[p])
-    ok = np.all(v <= limits + 1e-9, axis=1)
-    ok &= topic_allowance(st, b, s, d, topics=st.ptopic[p], leaders=slots == 0) >= 1
-    if not ok.any():
-        return False
-    # Smallest partition first: the spread goal is about counts, so move the fewest bytes.
-    idx = np.flatnonzero(ok)
-    i = int(idx[np.argmin(st.model.size_bytes[p[idx]])])
-    st.move(p[i : i + 1], slots[i : i + 1], np.array([d], dtype=np.int32))
-    return True
+    keep = np.ones(parts.size, dtype=np.bool_)
+    before = _distance(st.load, b)
+    tol = np.abs(b.avg) * 1e-9 + 1e-9
+    for _ in range(DROP_PASSES):
+        delta = np.zeros_like(st.load)
+        np.add.at(delta, src[keep], -v[keep])
+        np.add.at(delta, dst[keep], v[keep])
+        load = st.load + delta
+        worse = _distance(load, b) > before + tol
+        high = (worse & (load > b.upper)) | ((delta > 0) & (load > st.limit + tol))
+        low = worse & (load < b.lower)
+        push = v > 0
+        drop = keep & ((high[dst] & push).any(axis=1) | (low[src] & push).any(axis=1))
+        if not drop.any():
+            break
+        keep &= ~drop
+    else:
+        keep[:] = False  # did not settle: move nothing this round rather than something unchecked
+    p = parts[keep]
+    if leaders:
+        st.swap_leader(p, j[keep])
+    else:
+        st.move(p, j[keep], dst[keep].astype(np.int32))
+    return int(p.size)
+
+
+def _distance(load: FloatArray, b: Bands) -> FloatArray:
+    over = np.where(np.isfinite(b.upper), load - b.upper, 0.0)
+    under = np.where(np.isfinite(b.lower), b.lower - load, 0.0)
+    out: FloatArray = np.maximum(over, 0.0) + np.maximum(under, 0.0)
+    return out

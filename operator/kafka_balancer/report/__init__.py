@@ -5,5 +5,6 @@ Depends only on the model and the standard library (plus numpy, through the mode
 
 from kafka_balancer.report.html import render_report, write_report
 from kafka_balancer.report.loads import METRICS, BrokerLoads, broker_loads
+from kafka_balancer.report.placement import planned
 
-__all__ = ["METRICS", "BrokerLoads", "broker_loads", "render_report", "write_report"]
+__all__ = ["METRICS", "BrokerLoads", "broker_loads", "planned", "render_report", "write_report"]

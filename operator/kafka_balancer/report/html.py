@@ -67,6 +67,8 @@ def _format(value: Any, unit: str) -> str:
         return str(value)
     if unit == "seconds":
         minutes, seconds = divmod(float(value), 60)
+        if minutes >= 60:  # long executions: seconds no longer matter
+            return f"{int(minutes // 60)} h {int(minutes % 60)} min"
         return f"{int(minutes)} min {seconds:.0f} s" if minutes else f"{seconds:.1f} s"
     if unit == "score":
         return f"{float(value):.1f}"

@@ -27,6 +27,8 @@ def human(value: float, unit: str) -> str:
     while abs(scaled) >= 1000 and step < len(steps) - 1:
         scaled /= 1000
         step += 1
+    if step == 0 and not scaled.is_integer():
+        return f"{scaled:.1f} {steps[0]}"  # ticks of a small range: 0.5 B/s, not a second "0 B/s"
     return f"{scaled:.0f} {steps[step]}" if step == 0 else f"{scaled:.1f} {steps[step]}"
 
 
@@ -64,7 +66,10 @@ class BarChart:
         left, right, top, bottom = 78, 12, 34, 46
         plot_w = self.width - left - right
         plot_h = self.height - top - bottom
-        top_value = _nice_ceiling(max([*self.before, *self.after, 0.0]))
+        highest = max([*self.before, *self.after, 0.0])
+        # All zero (e.g. traffic of a snapshot read without samples): say so instead of a made-up scale.
+        empty = highest <= 0
+        top_value = _nice_ceiling(highest)
         groups = max(len(self.labels), 1)
         group_w = plot_w / groups
         bar_w = max(group_w * 0.36, 1.0)
@@ -79,7 +84,12 @@ class BarChart:
             f'<text x="{left}" y="20" class="chart-title" font-size="15" font-weight="bold">'
             f"{escape(self.title)}</text>",
         ]
-        for i in range(5):  # horizontal grid with round tick labels
+        if empty:
+            parts.append(
+                f'<text class="no-data" x="{left + plot_w / 2:.1f}" y="{top + plot_h / 2:.1f}" font-size="13" '
+                f'text-anchor="middle" fill="#666666">no data: every broker reports 0</text>'
+            )
+        for i in range(1 if empty else 5):  # horizontal grid with round tick labels
             value = top_value * i / 4
             y = y_of(value)
             parts.append(

@@ -7,7 +7,8 @@ the only key in DeleteTopics v6 and OffsetFetch v10, KIP-848 member epochs).
 from __future__ import annotations
 
 from kafka_balancer.sandbox import apis_cluster, apis_groups, apis_replicas
-from kafka_balancer.sandbox.protocol import MESSAGES, Api, Call, HandlerFn, Router
+from kafka_balancer.sandbox.protocol import MESSAGES, SASL_AUTHENTICATE, SASL_HANDSHAKE, Api, Call, HandlerFn, Router
+from kafka_balancer.sandbox.sasl import SaslServer
 from kafka_balancer.sandbox.state import ClusterState
 
 
@@ -36,9 +37,15 @@ TABLE: dict[int, tuple[int, int, HandlerFn]] = {
 }
 
 
-def build_router(state: ClusterState, host: str) -> Router:
-    router = Router(state, host)
-    for key, (low, high, handler) in TABLE.items():
+def build_router(state: ClusterState, host: str, sasl: SaslServer | None = None) -> Router:
+    """The router for every broker; with ``sasl``, connections must authenticate first."""
+    router = Router(state, host, require_auth=sasl is not None)
+    table = dict(TABLE)
+    if sasl is not None:
+        # SaslHandshake v1 only: v0 would switch to unframed SASL tokens, which no current client needs.
+        table[SASL_HANDSHAKE] = (1, 1, sasl.handshake)
+        table[SASL_AUTHENTICATE] = (0, 2, sasl.authenticate)
+    for key, (low, high, handler) in table.items():
         request, response = MESSAGES[key]
         router.register(Api(key, request, response, low, high, handler))
     return router

@@ -13,9 +13,10 @@ clock thread that advances emulated time N times faster than the wall clock.
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ from kafka_balancer.model import ClusterModel
 from kafka_balancer.sandbox import operations
 from kafka_balancer.sandbox.apis import build_router
 from kafka_balancer.sandbox.replication import ReplicationOptions, tick
+from kafka_balancer.sandbox.sasl import MECHANISMS, SaslServer
 from kafka_balancer.sandbox.server import BrokerListener
 from kafka_balancer.sandbox.state import ClusterState, GroupSeed, PartitionState, TickListener
 
@@ -36,13 +38,20 @@ class EmulatorOptions:
     host: str = "127.0.0.1"
     port_base: int | None = None  # None = a free ephemeral port per broker
     replication: ReplicationOptions = field(default_factory=ReplicationOptions)
+    # user -> password: brokers then require SASL (a SASL_PLAINTEXT listener) with these mechanisms.
+    sasl_users: Mapping[str, str] | None = field(default=None, repr=False)
+    sasl_mechanisms: tuple[str, ...] = MECHANISMS
+    # A server-side context: brokers then speak TLS (SSL, or SASL_SSL together with sasl_users).
+    tls: ssl.SSLContext | None = None
 
 
 class EmulatedCluster:
     def __init__(self, model: ClusterModel, options: EmulatorOptions | None = None):
         self.options = options or EmulatorOptions()
         self.state = ClusterState.from_model(model)
-        self._router = build_router(self.state, self.options.host)
+        users = self.options.sasl_users
+        sasl = SaslServer(users, self.options.sasl_mechanisms) if users is not None else None
+        self._router = build_router(self.state, self.options.host, sasl)
         self._listeners: dict[int, BrokerListener] = {}
         self._stop = threading.Event()
         self._clock: threading.Thread | None = None
@@ -93,7 +102,7 @@ class EmulatedCluster:
         self.close()
 
     def _listen(self, broker_id: int, port: int) -> None:
-        listener = BrokerListener(broker_id, self._router.handle, self.options.host, port)
+        listener = BrokerListener(broker_id, self._router.handle, self.options.host, port, self.options.tls)
         self.state.brokers[broker_id].port = listener.port
         self._listeners[broker_id] = listener
 

@@ -49,13 +49,24 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsRespo
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 
 from kafka_balancer.kafka.errors import error_code
+from kafka_balancer.sandbox.server import Session
 from kafka_balancer.sandbox.state import ClusterState
 
 log = logging.getLogger(__name__)
 
 API_VERSIONS = 18
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
+# What a SASL listener answers before the client has authenticated.
+_BEFORE_AUTH = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
 
 
 @dataclass
@@ -67,6 +78,7 @@ class Call:
     version: int
     body: Any
     host: str
+    session: Session
 
 
 HandlerFn = Callable[[Call], Any]
@@ -86,9 +98,10 @@ class Api:
 class Router:
     """Maps API keys to handlers and turns request frames into response frames."""
 
-    def __init__(self, state: ClusterState, host: str):
+    def __init__(self, state: ClusterState, host: str, *, require_auth: bool = False):
         self.state = state
         self.host = host
+        self.require_auth = require_auth
         self.apis: dict[int, Api] = {}
         self.unknown_keys: set[int] = set()
 
@@ -98,8 +111,12 @@ class Router:
     def advertised(self) -> list[tuple[int, int, int]]:
         return sorted((a.key, a.min_version, a.max_version) for a in self.apis.values())
 
-    def handle(self, broker_id: int, payload: bytes) -> bytes | None:
+    def handle(self, broker_id: int, payload: bytes, session: Session) -> bytes | None:
         api_key, version, correlation_id = struct.unpack_from(">hhi", payload, 0)
+        if self.require_auth and not session.authenticated and api_key not in _BEFORE_AUTH:
+            # As Kafka's SASL listener does: an unauthenticated client gets its connection closed.
+            log.warning("broker %d: API key %d before SASL authentication, closing connection", broker_id, api_key)
+            return None
         with self.state.lock:
             self.state.requests[api_key] += 1
             self.state.requests_by_broker[(broker_id, api_key)] += 1
@@ -117,7 +134,7 @@ class Router:
             log.error("broker %d: API %d version %d not advertised", broker_id, api_key, version)
             return None
         request = api.request.decode(payload, version=version, header=True)
-        call = Call(self.state, broker_id, version, request, self.host)
+        call = Call(self.state, broker_id, version, request, self.host, session)
         if api_key == API_VERSIONS:
             response: Any = self._api_versions(version, "NONE")
         else:
@@ -171,4 +188,6 @@ MESSAGES: dict[int, tuple[Any, Any]] = {
     16: (ListGroupsRequest, ListGroupsResponse),
     15: (DescribeGroupsRequest, DescribeGroupsResponse),
     9: (OffsetFetchRequest, OffsetFetchResponse),
+    SASL_HANDSHAKE: (SaslHandshakeRequest, SaslHandshakeResponse),
+    SASL_AUTHENTICATE: (SaslAuthenticateRequest, SaslAuthenticateResponse),
 }

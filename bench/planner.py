@@ -1,0 +1,130 @@
+"""Planner benchmarks: quality on skewed clusters and time/memory at scale (not part of `make test`).
+
+    .venv/bin/python -m bench.planner quality            # goals and bytes vs the lower bound
+    .venv/bin/python -m bench.planner scale --partitions 130000 --brokers 96 --rf 2.46
+    .venv/bin/python -m bench.planner table              # time vs replicas, each size in its own process
+
+Each scale run is a fresh process so that the peak RSS it reports is that size's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import subprocess
+import sys
+import time
+from typing import Any
+
+from bench.synthetic import disk_lower_bound, skewed_cluster
+from kafka_balancer.planner import OperationOptions, PlannerOptions, plan
+
+COUNT_RESOURCES = {"replicas", "leaders"}
+
+
+def _spread(summary: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    after = summary["groups"]["cluster"]["after"]
+    return {k: (round(v["maxOverAvg"], 3), round(v["minOverAvg"], 3)) for k, v in after.items() if k != "brokers"}
+
+
+def run_case(
+    *, brokers: int, new: int, partitions: int, rf: float, seed: int, skew: float, max_replicas: int = 4000
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    model = skewed_cluster(brokers=brokers, new_brokers=new, partitions=partitions, rf=rf, seed=seed, skew=skew)
+    generated = time.perf_counter() - started
+    op = OperationOptions("add-brokers", brokers=tuple(range(brokers - new, brokers))) if new else OperationOptions()
+    started, cpu = time.perf_counter(), time.process_time()
+    proposal = plan(model, PlannerOptions(operation=op, max_replicas_per_broker=max_replicas))
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    summary = dict(proposal.summary)
+    bound = disk_lower_bound(model)
+    return {
+        "brokers": brokers,
+        "newBrokers": new,
+        "partitions": partitions,
+        "replicas": model.num_replicas,
+        "seed": seed,
+        "skew": skew,
+        "generateSeconds": round(generated, 2),
+        "planSeconds": round(seconds, 2),
+        "planCpuSeconds": round(cpu, 2),
+        "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "moves": summary["moves"],
+        "leaderChanges": summary["leaderChanges"],
+        "bytesToMove": summary["bytesToMove"],
+        "lowerBound": bound,
+        "bytesOverBound": round(summary["bytesToMove"] / bound, 3) if bound else None,
+        "balancedness": [summary["balancednessBefore"], summary["balancednessAfter"]],
+        "goalsViolated": summary["goalsViolated"],
+        "spreadAfter": _spread(summary),
+    }
+
+
+def quality(args: argparse.Namespace) -> None:
+    cases = [
+        {"brokers": 12, "new": 3, "partitions": 2000, "rf": 3, "seed": 7, "skew": 1.0},
+        {"brokers": 15, "new": 3, "partitions": 5000, "rf": 3, "seed": 1, "skew": 2.0},
+        {"brokers": 24, "new": 6, "partitions": 20000, "rf": 3, "seed": 2, "skew": 1.0},
+        {"brokers": 30, "new": 6, "partitions": 20000, "rf": 2.5, "seed": 4, "skew": 2.0},
+    ]
+    for case in cases[: args.cases]:
+        print(json.dumps(run_case(**case)))
+
+
+def scale(args: argparse.Namespace) -> None:
+    result = run_case(
+        brokers=args.brokers,
+        new=args.new_brokers,
+        partitions=args.partitions,
+        rf=args.rf,
+        seed=args.seed,
+        skew=1.0,
+        max_replicas=args.max_replicas,
+    )
+    print(json.dumps(result))
+
+
+def table(args: argparse.Namespace) -> None:
+    sizes = [(20000, 24, 2.5), (65000, 48, 2.46), (130000, 96, 2.46), (433000, 270, 3.0), (933000, 270, 3.0)]
+    print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
+    print("| partitions | brokers | replicas | plan s | peak RSS MiB | moves | bytes/bound | balancedness |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+    for partitions, brokers, rf in sizes[: args.sizes]:
+        cmd = [sys.executable, "-m", "bench.planner", "scale", "--partitions", str(partitions)]
+        cmd += ["--brokers", str(brokers), "--rf", str(rf), "--new-brokers", str(brokers // 12)]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        print(
+            f"| {partitions:,} | {brokers} | {r['replicas']:,} | {r['planSeconds']} | {r['peakRssMiB']} | "
+            f"{r['moves']:,} | {r['bytesOverBound']} | {r['balancedness'][0]} -> {r['balancedness'][1]} |",
+            flush=True,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="bench.planner")
+    sub = parser.add_subparsers(dest="command", required=True)
+    q = sub.add_parser("quality")
+    q.add_argument("--cases", type=int, default=4)
+    q.set_defaults(func=quality)
+    s = sub.add_parser("scale")
+    s.add_argument("--partitions", type=int, default=130000)
+    s.add_argument("--brokers", type=int, default=96)
+    s.add_argument("--rf", type=float, default=2.46)
+    s.add_argument("--new-brokers", type=int, default=8)
+    s.add_argument("--seed", type=int, default=1)
+    # 1.3M replicas on 270 brokers is ~4,800 per broker: above Kafka's 4,000 guidance, as in the reports.
+    s.add_argument("--max-replicas", type=int, default=12000)
+    s.set_defaults(func=scale)
+    t = sub.add_parser("table")
+    t.add_argument("--sizes", type=int, default=4)
+    t.set_defaults(func=table)
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+"""Sampling and Spark analysis for the policies that have a sample store: the measured load behind a plan.
+
+Per policy, a sampler thread appends one sample every ``spec.analysis.intervalSeconds`` to the store
+(``spec.analysis.samples``, else the operator's ``KAFKA_BALANCER_SAMPLE_STORE``). When the reconciler
+needs the load, the Spark job summarises the recent windows into a snapshot (at most once per window:
+the result is cached). The plan is then made on the *live* placement with the *measured* rates, so a
+snapshot taken before an execution never makes the next plan undo or repeat it.
+
+Policies without a store plan from what the cluster itself reports (replica sizes, no rates).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import numpy as np
+
+from kafka_balancer.analysis.analyze import analyze
+from kafka_balancer.analysis.load import LoadOptions
+from kafka_balancer.analysis.report import IncompleteSnapshotError, check_completeness
+from kafka_balancer.analysis.sampler import Sampler, SamplerOptions
+from kafka_balancer.analysis.spark import EngineConfig
+from kafka_balancer.analysis.store import SampleStore
+from kafka_balancer.controller.kubeapi import Credentials
+from kafka_balancer.controller.services import Connector
+from kafka_balancer.metrics import Metrics, PolicyKey
+from kafka_balancer.model import ClusterModel
+from kafka_balancer.model.policy import BalancePolicySpec
+from kafka_balancer.model.snapshot import parse_snapshot
+
+log = logging.getLogger(__name__)
+
+# How many windows of history one analysis reads: enough for a p95 over windows, bounded in cost.
+WINDOWS_READ: Final = 12
+
+
+class NotReady(Exception):  # noqa: N818 - a state, not a failure: samples are still being collected
+    """No usable load yet (too few samples, or completeness below goals.minCompleteness)."""
+
+
+@dataclass(frozen=True)
+class Analysed:
+    model: ClusterModel  # the snapshot's model: measured rates, placement as sampled
+    report: dict[str, Any]
+    at: float  # time.monotonic() of the run
+    inputs: tuple[Any, ...]
+
+
+@dataclass
+class _SamplerThread:
+    config: tuple[Any, ...]
+    stop: threading.Event
+    thread: threading.Thread
+
+
+class Analyses:
+    """Sampler threads and cached analyses by policy (namespace, name). Thread-safe."""
+
+    def __init__(
+        self,
+        connector: Connector,
+        metrics: Metrics,
+        default_store: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._connector = connector
+        self._metrics = metrics
+        self._default_store = default_store
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._samplers: dict[tuple[str, str], _SamplerThread] = {}
+        self._cache: dict[tuple[str, str], Analysed] = {}
+
+    def store_url(self, spec: BalancePolicySpec) -> str | None:
+        return spec.analysis.samples or self._default_store
+
+    # ----- sampling -----------------------------------------------------------------------
+    def ensure_sampler(
+        self,
+        key: tuple[str, str],
+        metric_key: PolicyKey,
+        spec: BalancePolicySpec,
+        credentials: Credentials | None,
+        url: str,
+    ) -> None:
+        """Start (or restart with new settings) the policy's sampler; a no-op when it already runs as asked."""
+        config = (url, metric_key.cluster, spec.analysis.interval_seconds, spec.cluster, credentials)
+        with self._lock:
+            running = self._samplers.get(key)
+            if running is not None and running.config == config and running.thread.is_alive():
+                return
+        self.stop(key)
+        port = self._connector(spec.cluster, credentials)
+        sampler = Sampler(
+            port,
+            SampleStore(url),
+            SamplerOptions(
+                cluster=metric_key.cluster,
+                interval_seconds=float(spec.analysis.interval_seconds),
+                consumer_offsets=spec.analysis.consumer_groups.enabled,
+            ),
+        )
+        stop = threading.Event()
+
+        def loop() -> None:
+            try:
+                while not stop.is_set():
+                    started = time.monotonic()
+                    try:
+                        sampler.sample_once()
+                        self._metrics.sampled(metric_key, 1)
+                    except Exception as err:  # a failed round is retried at the next interval
+                        log.warning("sampling %s/%s failed: %s", key[0], key[1], err)
+                    stop.wait(max(0.0, sampler.options.interval_seconds - (time.monotonic() - started)))
+            finally:
+                port.close()
+
+        thread = threading.Thread(target=loop, name=f"sampler-{key[0]}-{key[1]}", daemon=True)
+        with self._lock:
+            self._samplers[key] = _SamplerThread(config, stop, thread)
+        thread.start()
+
+    def stop(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            running = self._samplers.pop(key, None)
+            self._cache.pop(key, None)
+        if running is not None:
+            running.stop.set()
+            running.thread.join(timeout=30)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            keys = list(self._samplers)
+        for key in keys:
+            self.stop(key)
+
+    # ----- analysis -----------------------------------------------------------------------
+    def analyse(
+        self,
+        key: tuple[str, str],
+        metric_key: PolicyKey,
+        spec: BalancePolicySpec,
+        groups: Mapping[str, Sequence[int]],
+        url: str,
+    ) -> Analysed:
+        """The measured load, from the cache when it is younger than one window; raises NotReady."""
+        analysis = spec.analysis
+        inputs = (url, metric_key.cluster, analysis, tuple(sorted((g, tuple(b)) for g, b in groups.items())))
+        now = self._clock()
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached is not None and cached.inputs == inputs and now - cached.at < analysis.window_seconds:
+            self._check(cached.report, spec)
+            return cached
+        end = datetime.now(UTC)
+        start = end - timedelta(seconds=analysis.window_seconds * WINDOWS_READ)
+        options = LoadOptions(
+            cluster=metric_key.cluster,
+            statistic=analysis.statistic,
+            window_seconds=analysis.window_seconds,
+            groups={g: list(b) for g, b in groups.items()},
+        )
+        engine = EngineConfig(type=analysis.engine.type, url=analysis.engine.url)
+        labels = (metric_key.policy, metric_key.namespace, metric_key.cluster)
+        try:
+            with self._metrics.analysis_seconds.labels(*labels).time():
+                result = analyze(SampleStore(url), start, end, options, engine)
+            model = parse_snapshot(result.snapshot)
+        except Exception as err:
+            # Typically no samples in the range yet (a new policy); the next reconciliation tries again.
+            raise NotReady(f"analysis of {url} not possible yet: {err}") from err
+        completeness = float(result.report.get("completeness", 0.0))
+        self._metrics.completeness.labels(*labels).set(completeness)
+        done = Analysed(model, dict(result.report), now, inputs)
+        with self._lock:
+            self._cache[key] = done
+        self._check(done.report, spec)
+        return done
+
+    @staticmethod
+    def _check(report: dict[str, Any], spec: BalancePolicySpec) -> None:
+        try:
+            check_completeness(report, spec.goals.min_completeness)
+        except IncompleteSnapshotError as err:
+            raise NotReady(str(err)) from None
+
+
+def with_measured_load(live: ClusterModel, measured: ClusterModel) -> ClusterModel:
+    """``live`` (placement, liveness, sizes as the cluster reports them now) with ``measured``'s rates.
+
+    Partitions the analysis has not seen (created since) keep the live values (zero rates); broker
+    capacities come from the analysis where it knows them.
+    """
+    rows = np.full(live.num_partitions, -1, dtype=np.int64)
+    for p in range(live.num_partitions):
+        try:
+            rows[p] = measured.partition_index(live.topic_name(p), int(live.partition_id[p]))
+        except KeyError:
+            continue
+    seen = rows >= 0
+
+    def take(current: np.ndarray[Any, Any], source: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        out = np.array(current, copy=True)
+        out[seen] = source[rows[seen]]
+        out.flags.writeable = False
+        return out
+
+    capacity = np.array(live.capacity, copy=True)
+    for b, broker_id in enumerate(live.broker_ids.tolist()):
+        try:
+            known = measured.capacity[measured.broker_index(int(broker_id))]
+        except KeyError:
+            continue
+        capacity[b] = np.where(np.isnan(capacity[b]), known, capacity[b])
+    capacity.flags.writeable = False
+    return dataclasses.replace(
+        live,
+        bytes_in=take(live.bytes_in, measured.bytes_in),
+        bytes_out=take(live.bytes_out, measured.bytes_out),
+        messages_in=take(live.messages_in, measured.messages_in),
+        cpu_leader=take(live.cpu_leader, measured.cpu_leader),
+        capacity=capacity,
+        captured_at=measured.captured_at,
+        _index=None,
+    )

@@ -1,0 +1,86 @@
+"""Replica swaps: when one-way moves stall, exchange a replica of ``s`` with one of ``d``.
+
+A one-way move changes both brokers' replica counts; when those counts already sit on the band's
+edge (a goal optimized earlier guards them), only a swap can still shift bytes: ``s`` gives a big
+replica and takes back a small one, so the counts stay and the difference moves. Swaps move more
+bytes than a one-way move of the same effect, so they come last and pick the pair whose
+difference best fits the gap.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import numpy as np
+
+from kafka_balancer.model.cluster import FloatArray
+from kafka_balancer.planner.select import Bands, PairCheck, replica_candidates, topic_ok
+from kafka_balancer.planner.state import Ints, State
+
+# Swaps per (source, destination) pair and round; each one re-reads the loads it changed.
+SWAPS_PER_PAIR: Final = 8
+# Candidates kept on each side (largest first on s, smallest first on d): bounds the work per swap.
+SIDE_CANDIDATES: Final = 4096
+
+
+def _side(
+    st: State, b: Bands, index: tuple[Ints, Ints], frm: int, *, to: int, nracks: Ints
+) -> tuple[Ints, Ints, FloatArray]:
+    parts, slots = replica_candidates(st, index, frm, d=to, nracks=nracks, leaders_only=False)
+    v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
+    ok = topic_ok(st, b, frm, to, topics=st.ptopic[parts], leaders=slots == 0, cumulative=False)
+    return parts[ok], slots[ok], v[ok]
+
+
+def swap_batch(
+    st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: int, q: int, amount: float, nracks: Ints
+) -> float:
+    """Swap replicas between ``s`` and ``d`` so that about ``amount`` of ``q`` moves from ``s`` to ``d``.
+
+    Returns the net amount of ``q`` moved. Each swap is accepted only when the pair check (every
+    guarded goal's distance on ``s`` and ``d`` does not grow, capacities hold) accepts the net change.
+    """
+    if not (st.can_host[d] and st.can_host[s]):
+        return 0.0
+    xp, xs, xv = _side(st, b, index, s, to=d, nracks=nracks)
+    yp, ys, yv = _side(st, b, index, d, to=s, nracks=nracks)
+    if xp.size == 0 or yp.size == 0:
+        return 0.0
+    xo = np.argsort(-xv[:, q], kind="stable")[:SIDE_CANDIDATES]
+    yo = np.argsort(yv[:, q], kind="stable")[:SIDE_CANDIDATES]
+    xp, xs, xv = xp[xo], xs[xo], xv[xo]
+    yp, ys, yv = yp[yo], ys[yo], yv[yo]
+    x_free = np.ones(xp.size, dtype=np.bool_)
+    y_free = np.ones(yp.size, dtype=np.bool_)
+    left = amount
+    for _ in range(SWAPS_PER_PAIR):
+        if left <= 1e-9 * max(1.0, amount):
+            break
+        # For each x, the y whose value makes the difference closest to what is left (yv is ascending).
+        yi = np.flatnonzero(y_free)
+        if yi.size == 0:
+            break
+        want = xv[:, q] - left
+        pos = np.clip(np.searchsorted(yv[yi, q], want), 0, yi.size - 1)
+        lower = np.maximum(pos - 1, 0)
+        cand_y = np.stack([yi[pos], yi[lower]], axis=1)  # (X, 2)
+        net = xv[:, None, :] - yv[cand_y]  # (X, 2, Q)
+        check = PairCheck(st, b, s, d, q=q, amount=np.inf)
+        ok = check(net) & x_free[:, None] & (net[..., q] > 0)
+        if not ok.any():
+            break
+        # Closest to the gap; an overshoot counts double (it only helps when nothing fits).
+        gap = net[..., q] - left
+        score = np.where(gap > 0, 2 * gap, -gap)
+        score = np.where(ok, score, np.inf)
+        flat = int(np.argmin(score))
+        i, j = divmod(flat, 2)
+        k = int(cand_y[i, j])
+        if gap[i, j] > 0 and net[i, j, q] >= 2 * left:
+            break  # overshooting by more than the gap would not shrink the distance
+        st.move(xp[i : i + 1], xs[i : i + 1], np.array([d], dtype=np.int32))
+        st.move(yp[k : k + 1], ys[k : k + 1], np.array([s], dtype=np.int32))
+        x_free[i] = False
+        y_free[k] = False
+        left -= float(net[i, j, q])
+    return amount - left

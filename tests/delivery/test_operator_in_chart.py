@@ -1,0 +1,166 @@
+"""The operator started exactly as the image and the chart start it, against kmock and the Kafka emulator.
+
+The command is the Dockerfile's ENTRYPOINT (without tini) plus the container args the chart renders,
+with the chart's plain environment. The test then checks what a cluster would enforce: the probes'
+endpoint answers, SIGTERM stops the operator cleanly (Recreate relies on it), and every Kubernetes
+API call the operator really made is allowed by the chart's RBAC in the namespace it was made in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import pytest
+from controller.kube import KubeServer, kube_server  # tests/controller: kmock that records every call
+from kafka_balancer.sandbox import EmulatedCluster
+from kafka_balancer.sandbox.demo_cluster import skewed_demo_model
+
+from .chart import MONITORING_API, manifests, one, render
+from .rbac import ApiCall, allowed, grants_for
+from .test_dockerfile import exec_form
+
+RELEASE_NS = "kafka-balancer"
+POLICY_NS = "kafka"
+ACCOUNT = "kb-kafka-balancer"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def kube() -> Iterator[KubeServer]:
+    with kube_server() as server:
+        yield server
+
+
+def _command_and_env(deployment: dict[str, Any], kubeconfig: Path, scratch: Path) -> tuple[list[str], dict[str, str]]:
+    """The container's command line and environment, made local: loopback only, scratch dirs in tmp."""
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    entrypoint = exec_form("ENTRYPOINT")
+    command = entrypoint[entrypoint.index("--") + 1 :]  # tini is PID 1 in the image, not needed here
+    command[0] = str(Path(sys.executable).with_name(command[0]))
+    # Tests bind only 127.0.0.1: the chart's 0.0.0.0 liveness address is the one thing changed.
+    args = [a.replace("//0.0.0.0:", "//127.0.0.1:") for a in container["args"]]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    # Without a sample store the operator plans from what Kafka reports, at once: sampling and the
+    # Spark analysis make no Kubernetes API calls, and a SparkSession would add ~15 s on 2 cores.
+    assert env.pop("KAFKA_BALANCER_SAMPLE_STORE") == "/var/lib/kafka-balancer/samples"
+    env.update(
+        KAFKA_BALANCER_POD_NAMESPACE=RELEASE_NS,  # the downward API in a pod
+        KAFKA_BALANCER_METRICS_ADDRESS="127.0.0.1",  # the port stays the chart's metrics.port
+        SPARK_LOCAL_DIRS=str(scratch / "spark"),
+        HOME=str(scratch),
+        KUBECONFIG=str(kubeconfig),
+        PATH=os.environ.get("PATH", "/usr/bin:/bin"),
+    )
+    return [*command, *args], env
+
+
+def _wait(what: str, probe: Callable[[], Any], proc: subprocess.Popen[str], timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the operator exited with {proc.returncode} while waiting for {what}"
+        if result := probe():
+            return result
+        time.sleep(0.3)
+    pytest.fail(f"timed out after {timeout}s waiting for {what}")
+
+
+def _get(port: int, path: str) -> tuple[int, str] | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as response:
+            return int(response.status), response.read().decode()
+    except OSError:
+        return None
+
+
+def test_operator_runs_as_the_chart_starts_it_within_its_rbac(
+    kube: KubeServer, emulator: Callable[..., EmulatedCluster], tmp_path: Path
+) -> None:
+    health_port, metrics_port = _free_port(), _free_port()
+    values = {
+        "watch": {"allNamespaces": False, "namespaces": [POLICY_NS]},
+        "operator": {"healthPort": health_port},
+        "metrics": {"port": metrics_port, "serviceMonitor": {"enabled": True}},
+        "prometheusRule": {"enabled": True},
+    }
+    objects = manifests(render(values, namespace=RELEASE_NS, api_versions=(MONITORING_API,)))
+    deployment = one(objects, "Deployment")
+    grants = grants_for(objects, ACCOUNT, RELEASE_NS)
+    probe = deployment["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["httpGet"]["path"]
+
+    kafka = emulator(skewed_demo_model())
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    api = kubernetes.config.new_client_from_config(str(kubeconfig))
+    policy = {
+        "apiVersion": "kafkabalancer.io/v1alpha1",
+        "kind": "BalancePolicy",
+        "metadata": {"name": "main", "namespace": POLICY_NS},
+        "spec": {"cluster": {"bootstrapServers": kafka.bootstrap_servers}, "mode": "DryRun"},
+    }
+    kubernetes.client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "kafkabalancer.io", "v1alpha1", POLICY_NS, "balancepolicies", policy
+    )
+    first_operator_call = len(kube.emulator.calls)
+
+    command, env = _command_and_env(deployment, kubeconfig, tmp_path)
+    log = tmp_path / "operator.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
+        try:
+            assert _wait("/healthz", lambda: _get(health_port, probe), proc)[0] == 200
+
+            def proposal() -> dict[str, Any] | None:
+                found = kube.objects("balancepolicies")
+                return (found[0].get("status") or {}).get("proposal") if found else None
+
+            proposed = _wait("a proposal in the policy's status", proposal, proc)
+            configmaps = kube.objects("configmaps", group="", version="v1")
+            assert proposed["configMap"] in {c["metadata"]["name"] for c in configmaps}
+            # What the ServiceMonitor scrapes: the Service's target port, at the endpoint's path.
+            endpoint = one(objects, "ServiceMonitor")["spec"]["endpoints"][0]
+            status, scraped = _wait("/metrics", lambda: _get(metrics_port, endpoint["path"]), proc)
+            assert status == 200
+            assert 'kafka_balancer_state{namespace="kafka",policy="main",state="ProposalReady"} 1.0' in scraped
+        finally:
+            proc.send_signal(signal.SIGTERM)  # what the kubelet sends; Recreate waits for the exit
+            try:
+                code = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                raise
+    assert code == 0, log.read_text()[-3000:]
+
+    calls = {
+        (c.group, c.resource, c.verb, c.namespace)
+        for c in kube.emulator.calls[first_operator_call:]
+        if c.resource  # API discovery (/api, /apis/<group>/<version>) is open to every authenticated client
+    }
+    assert ("kafkabalancer.io", "balancepolicies/status", "patch", POLICY_NS) in calls
+    assert ("", "configmaps", "create", POLICY_NS) in calls
+    denied = [call for call in sorted(calls, key=json.dumps) if not allowed(grants, ApiCall(*call[:3]), call[3])]
+    assert not denied, f"the chart's RBAC denies calls the operator made (group, resource, verb, namespace): {denied}"
+    assert {ns for *_, ns in calls} <= {POLICY_NS, None}, "the operator reached outside its watched namespace"
+
+    # The alerts read metrics this operator really exports.
+    rules = one(objects, "PrometheusRule")["spec"]["groups"][0]["rules"]
+    used = {m for r in rules for m in re.findall(r"\bkafka_balancer_[a-z_]+\b", r["expr"])}
+    exported = set(re.findall(r"^# TYPE (kafka_balancer_[a-z_]+) ", scraped, flags=re.M))
+    assert used <= exported, sorted(used - exported)
