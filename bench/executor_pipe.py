@@ -106,7 +106,9 @@ def run_waves(model: ClusterModel, plan: ReassignmentPlan, throttle: int, batch:
             current = {(p.topic, p.partition): p.replicas for p in model.partitions()}
             for start in range(0, len(plan), batch):
                 chunk = plan.partitions[start : start + batch]
-                moves = {TopicPartition(t.topic, t.partition): (current[(t.topic, t.partition)], t.replicas) for t in chunk}
+                moves = {
+                    TopicPartition(t.topic, t.partition): (current[(t.topic, t.partition)], t.replicas) for t in chunk
+                }
                 record = set_throttles(port, throttle, moves)
                 port.alter_reassignments({tp: target for tp, (_, target) in moves.items()})
                 while port.list_reassignments():

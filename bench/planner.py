@@ -18,8 +18,9 @@ import sys
 import time
 from typing import Any
 
-from bench.synthetic import disk_lower_bound, skewed_cluster
 from kafka_balancer.planner import OperationOptions, PlannerOptions, plan
+
+from bench.synthetic import disk_lower_bound, skewed_cluster
 
 COUNT_RESOURCES = {"replicas", "leaders"}
 

@@ -3,6 +3,8 @@
     def test_something(emulator):
         cluster = emulator(six_broker_model())            # manual clock: cluster.advance(seconds)
         cluster = emulator(model, time_scale=100)          # clock thread, 100x real time
+        cluster = emulator(model, sasl_users={"u": "pw"})  # SASL listeners (PLAIN, SCRAM-SHA-256/512)
+        cluster = emulator(model, tls=server_ssl_context)  # TLS listeners (see tests/kafka/test_adapter_tls.py)
 
 Every cluster started through the fixture is stopped at teardown (ports closed, threads joined).
 """

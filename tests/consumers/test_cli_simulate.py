@@ -52,6 +52,11 @@ def test_simulate_table(tmp_path: Path) -> None:
     assert lines[1].split()[:3] == ["range", "1.50", "4/2"]
     assert "  C0: t0:0,1 t1:0,1" in lines
     assert lines[-1].startswith("recommended: cooperative-sticky")
+    assert not any(line.startswith("leave churn:") for line in lines)
+
+    done = run_cli("consumers", "simulate", "--group", str(path), "--max-leavers", "2")
+    assert done.returncode == 0, done.stderr
+    assert "leave churn: 2 of 3 members simulated (--max-leavers)" in done.stdout.splitlines()
 
 
 def test_simulate_bad_file_names_member_and_field(tmp_path: Path) -> None:

@@ -134,3 +134,17 @@ def test_every_assignor_assigns_each_subscribed_partition_once() -> None:
 def test_new_member_id_must_be_new() -> None:
     with pytest.raises(ValueError, match="new member id 'C0' is already a member"):
         simulate(parse_group(THREE), new_member="C0")
+
+
+def test_large_groups_simulate_an_evenly_spread_sample_of_leavers() -> None:
+    doc = {"topics": {"t": 60}, "members": [{"id": f"m{i:02d}", "topics": ["t"]} for i in range(12)]}
+    result = simulate(parse_group(doc), max_leavers=4)
+    assert result["leaversSimulated"] == {"members": 12, "simulated": 4}
+    for name in ASSIGNOR_NAMES:
+        # First and last member included, evenly spread between (indices 0, 4, 7, 11).
+        assert list(result["assignors"][name]["churnIfMemberLeaves"]) == ["m00", "m04", "m07", "m11"], name
+    everyone = simulate(parse_group(doc), max_leavers=0)
+    assert everyone["leaversSimulated"] == {"members": 12, "simulated": 12}
+    sticky = everyone["assignors"]["sticky"]["churnIfMemberLeaves"]
+    # The sampled figures are the same as the full run's for the same members.
+    assert {m: sticky[m] for m in ("m00", "m04", "m07", "m11")} == result["assignors"]["sticky"]["churnIfMemberLeaves"]

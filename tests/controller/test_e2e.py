@@ -389,13 +389,17 @@ def test_load_is_sampled_and_analysed_on_spark_before_planning(
     collecting = kube.wait_for(
         "Analysing", lambda: (c := kube.condition("measured", "Reconciling")) and c["status"] == "True" and c
     )
-    print("TIMING analysing", _t.monotonic()-t0)
+    open("/tmp/h6_timing","a").write(f"analysing {_t.monotonic()-t0}\n")
     assert collecting["reason"] == "CollectingSamples"
     assert _status(kube, "measured")["state"] == "Analysing"
     assert "proposal" not in _status(kube, "measured") or not _status(kube, "measured")["proposal"]
 
-    proposal = kube.wait_for("a proposal from measured load", lambda: _proposal(kube, "measured"), timeout=90)
-    print("TIMING proposal", _t.monotonic()-t0, collecting)
+    def dbg():
+        c = kube.condition("measured", "Reconciling") or {}
+        open("/tmp/h6_timing","a").write(f"{_t.monotonic()-t0:.1f} {c.get('message','')[:300]}\n")
+        return _proposal(kube, "measured")
+    proposal = kube.wait_for("a proposal from measured load", dbg, timeout=90, interval=1.0)
+    open("/tmp/h6_timing","a").write(f"proposal {_t.monotonic()-t0} {collecting}\n")
     assert proposal["groups"][0]["resource"] == "network-in"
     assert proposal["groups"][0]["before"] > 1.5  # brokers 1-3 carry all the traffic, 4-6 none
     assert proposal["moves"] > 0

@@ -118,6 +118,7 @@ def test_deployment_runs_non_root_on_a_read_only_root_filesystem() -> None:
     assert spec["replicas"] == 1
     assert spec["strategy"] == {"type": "Recreate"}
     pod = spec["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] == 60  # time for kopf's cleanup to checkpoint executions
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["runAsUser"] != 0
     container = pod["containers"][0]
@@ -237,6 +238,7 @@ def test_metrics_used_by_alerts_are_published_by_the_controller() -> None:
         ({"resources": {"limits": {"memory": "lots"}}}, "/resources/limits/memory"),
         ({"prometheusRule": {"imbalanceFor": 30}}, "/prometheusRule/imbalanceFor"),
         ({"replicaCount": 2}, "additional properties 'replicaCount' not allowed"),
+        ({"terminationGracePeriodSeconds": 0}, "/terminationGracePeriodSeconds"),
     ],
 )
 def test_bad_values_are_rejected_by_the_schema_naming_the_field(values: dict[str, Any], where: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafka_balancer.executor import ExecutionState, Executor, ExecutorOptions, Limits, MemoryExecutionStore, Progress
+from kafka_balancer.model import ClusterBuilder, PartitionTarget, ReassignmentPlan
 
 from executor.harness import EmulatorClock, assignment, cluster_model, leftover_throttles, observe, spread_plan
 
@@ -103,3 +104,32 @@ def test_default_per_broker_limit_is_five(emulator, connect) -> None:
     result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
     assert result.state is ExecutionState.COMPLETED, result.reason
     assert observer.max_per_broker[4] == 5
+
+
+def test_pipe_stays_full_copy_rate_near_the_throttle(emulator, connect) -> None:
+    """A small version of bench/executor_pipe.py: B receivers throttled at T copy at >= 90% of B x T
+    over the whole run, measured from the emulator's side (first submission to last completion)."""
+    b = ClusterBuilder()
+    for i in range(1, 10):
+        b.add_broker(i)
+    incoming = dict.fromkeys((7, 8, 9), 0.0)
+    targets = []
+    for p in range(45):
+        replicas = [1 + (p + k) % 6 for k in range(3)]
+        size = 20e6 + (p * 37 % 19) * 10e6  # 20..200 MB, mixed
+        b.add_partition("data", p, replicas, size_bytes=size)
+        new = min(incoming, key=lambda r: (incoming[r], r))  # receivers get about the same bytes
+        incoming[new] += size
+        targets.append(PartitionTarget("data", p, (replicas[0], replicas[1], new)))
+    model = b.build()
+    cluster = emulator(model)
+    first: list[float] = []
+    cluster.on_tick(lambda st: first.append(st.clock) if st.reassigning and not first else None)
+    throttle = 50_000_000
+    options = ExecutorOptions(throttle_bytes_per_sec=throttle, poll_interval_seconds=2)
+    plan = ReassignmentPlan.of(targets)
+    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
+    assert result.state is ExecutionState.COMPLETED, result.reason
+    elapsed = max(at for _, _, at in cluster.state.completed) - first[0]
+    achieved = sum(incoming.values()) / elapsed
+    assert achieved >= 0.9 * 3 * throttle, f"{achieved / 1e6:.1f} MB/s of {3 * throttle / 1e6:.0f}"

@@ -21,7 +21,7 @@ Start = Callable[..., EmulatedCluster]
 
 def test_configs_of_a_restarted_broker_are_read_and_changed_again(emulator: Start) -> None:
     cluster = emulator(six_broker_model())
-    adapter = KafkaAdapter(ConnectionSpec(cluster.bootstrap_servers, request_timeout_s=5))
+    adapter = KafkaAdapter(ConnectionSpec(cluster.bootstrap_servers, request_timeout_s=10))
     try:
         adapter.alter_broker_configs({4: {LEADER_THROTTLE_RATE: "1000"}})
         cluster.stop_broker(4)
@@ -30,7 +30,7 @@ def test_configs_of_a_restarted_broker_are_read_and_changed_again(emulator: Star
         started = time.monotonic()
         with pytest.raises(KafkaUnavailableError) as down:
             adapter.broker_configs([3, 4])
-        assert time.monotonic() - started < 2  # named at once, not after the request timeout
+        assert time.monotonic() - started < 5  # named at once, not after the 10 s request timeout
         assert down.value.name == "BROKER_NOT_AVAILABLE"
         assert "[4]" in str(down.value)
 
@@ -39,7 +39,7 @@ def test_configs_of_a_restarted_broker_are_read_and_changed_again(emulator: Star
         assert adapter.broker_configs([4])[4][LEADER_THROTTLE_RATE] == "1000"
         adapter.alter_broker_configs({4: {LEADER_THROTTLE_RATE: None}})
         assert LEADER_THROTTLE_RATE not in adapter.broker_configs([4])[4]
-        assert time.monotonic() - started < 3
+        assert time.monotonic() - started < 5  # librdkafka did not wait for a metadata refresh
     finally:
         adapter.close()
 

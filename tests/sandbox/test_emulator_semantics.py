@@ -194,7 +194,7 @@ def test_time_scale_runs_the_clock_faster_than_real_time(emulator: Start) -> Non
         time.sleep(0.02)
     real = time.monotonic() - start
     assert cluster.state.clock >= 20
-    assert real < 1.0  # 20 emulated seconds took about 0.1 s
+    assert real < 2.5  # 20 emulated seconds take about 0.1 s; the margin is for a loaded machine
 
 
 def test_create_and_delete_topics_through_confluent(emulator: Start) -> None:

@@ -57,6 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", nargs="?", choices=["simulate"], help="simulate: offline what-if on a G.json file")
     parser.add_argument("--group", type=Path, help="simulate: the group file (topics, members, optional assignment)")
     parser.add_argument("--new-member", default="new-member", help="simulate: id of the member that joins")
+    parser.add_argument(
+        "--max-leavers",
+        type=int,
+        default=50,
+        help="simulate: members whose departure is simulated, evenly spread (default 50; 0 = every member)",
+    )
     parser.add_argument("--top", type=int, default=20, help="live: show the N most imbalanced groups")
     parser.add_argument("--snapshot", type=Path, help="live: analysed snapshot with message rates per partition")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -84,6 +90,8 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.group is None:
         raise SystemExit("consumers simulate: --group G.json is required")
+    if args.max_leavers < 0:
+        raise SystemExit(f"consumers simulate: --max-leavers must be >= 0, got {args.max_leavers}")
     try:
         data = json.loads(args.group.read_text(encoding="utf-8"))
     except OSError as err:
@@ -91,7 +99,7 @@ def _simulate(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as err:
         raise SystemExit(f"consumers simulate: {args.group} is not valid JSON: {err}") from None
     try:
-        result = simulate(parse_group(data), new_member=args.new_member)
+        result = simulate(parse_group(data), new_member=args.new_member, max_leavers=args.max_leavers)
     except (ModelError, ValueError) as err:
         raise SystemExit(f"consumers simulate: {args.group}: {err}") from None
     if args.json:
@@ -140,6 +148,9 @@ def render_simulation(result: dict[str, Any]) -> str:
         for member, topics in res["assignment"].items():
             parts = " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in topics.items()) or "(none)"
             out.append(f"  {member}: {parts}")
+    sample = result["leaversSimulated"]
+    if sample["simulated"] < sample["members"]:
+        out.append(f"\nleave churn: {sample['simulated']} of {sample['members']} members simulated (--max-leavers)")
     rec = result["recommendation"]
     switch = rec["switch"]
     cost = "" if switch["partitionsMoved"] is None else f", {switch['partitionsMoved']} partitions change owner"

@@ -36,6 +36,9 @@ RETRIABLE = frozenset(
 # Polls in a row that may fail to reach the cluster before the run gives up (resumable).
 MAX_CONSECUTIVE_ERRORS = 10
 
+# The adaptive poll (see Executor._next_poll_in) never polls more often than this.
+MIN_POLL_SECONDS = 0.5
+
 ProgressCallback = Callable[[Progress], None]
 log = logging.getLogger(__name__)
 
@@ -311,14 +314,15 @@ class Executor:
         """Seconds until the next poll: the poll interval, or sooner when an in-flight move
         should finish before it at its current copy rate, so that its slot is refilled at
         once (short moves would otherwise leave a broker idle for most of an interval).
-        Never below a tenth of the interval, to bound the load on the cluster."""
+        Never more often than every half second (or the interval, if shorter): each poll reads
+        the cluster's metadata, which is not free on a large cluster."""
         interval = self.options.poll_interval_seconds
         soonest = interval
         for i, rate in self._copy_rate.items():
             task = self.in_flight.get(i)
             if task is not None and rate > 0:
                 soonest = min(soonest, (task.bytes_to_move - self._copied.get(i, 0.0)) / rate)
-        return max(interval / 10, soonest)
+        return max(min(interval, MIN_POLL_SECONDS), soonest)
 
     def _give_up_blocked(self, now: float) -> bool:
         limit = self.options.blocked_after_seconds

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -111,9 +112,17 @@ class KafkaAdapter:
         self.spec = spec
         # librdkafka retries a failed login until the request times out; its error callback says
         # at once that credentials or TLS are wrong, and _result turns that into the error.
-        self._login_error: KafkaError | None = None
+        self._login_error: tuple[str, str] | None = None  # (Kafka error name, message)
         config = spec.confluent_config()
-        config["error_cb"] = self._on_error
+        # Through a weak reference: librdkafka's handle must not keep an unclosed adapter alive.
+        me = weakref.ref(self)
+
+        def on_error(err: Any) -> None:
+            adapter = me()
+            if adapter is not None:
+                adapter._on_error(err)
+
+        config["error_cb"] = on_error
         self._admin_client: AdminClient | None = AdminClient(config)
         self._kp: KafkaAdminClient | None = None
         self._timeout = spec.request_timeout_s
@@ -131,9 +140,15 @@ class KafkaAdapter:
     def _on_error(self, err: Any) -> None:
         name = err.name() if hasattr(err, "name") else ""
         if name in _LOGIN_ERRORS:
-            self._login_error = KafkaUnavailableError(_LOGIN_ERRORS[name], f"{err.str()} ({self.spec})")
+            self._login_error = (_LOGIN_ERRORS[name], f"{err.str()} ({self.spec})")
         else:
             log.debug("librdkafka: %s", err)
+
+    def _check_login(self) -> None:
+        """Raise if librdkafka has reported that this client cannot log in."""
+        self._admin.poll(0)  # serves the error callback
+        if self._login_error is not None:
+            raise KafkaUnavailableError(*self._login_error)
 
     def _result(self, future: Any, partition: TopicPartition | None = None) -> Any:
         deadline = time.monotonic() + self._timeout
@@ -143,9 +158,7 @@ class KafkaAdapter:
             except KafkaException as err:
                 raise _from_confluent(err, partition) from err
             except TimeoutError as err:  # concurrent.futures timeout: the request is still pending
-                self._admin.poll(0)  # serves _on_error
-                if self._login_error is not None:
-                    raise self._login_error from err
+                self._check_login()
                 if time.monotonic() >= deadline:
                     raise KafkaUnavailableError("REQUEST_TIMED_OUT", str(self.spec), partition) from err
 
@@ -179,14 +192,12 @@ class KafkaAdapter:
         return ClusterDescription(result.cluster_id, controller, brokers)
 
     def _metadata(self) -> Any:
-        self._admin.poll(0)
-        if self._login_error is not None:
-            raise self._login_error
+        self._check_login()
         try:
             return self._admin.list_topics(timeout=self._timeout)
         except KafkaException as err:
-            self._admin.poll(0)
-            raise (self._login_error or _from_confluent(err)) from err
+            self._check_login()
+            raise _from_confluent(err) from err
 
     def read_cluster(self, *, with_sizes: bool = True) -> ClusterModel:
         description = self.describe_cluster()

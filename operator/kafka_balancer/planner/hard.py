@@ -174,10 +174,11 @@ def choose_destinations(st: State, parts: Ints, slots: Ints, dests: Ints, nracks
     found = rotated.any(axis=1)
     if not found.all():
         p = int(parts[~found][0])
+        replicas = [int(st.model.broker_ids[b]) for b in st.rep[p][st.rep[p] >= 0]]
         raise PlanningError(
             "rack-awareness" if st.options.hard("rack-awareness") else "replica-capacity",
             f"partition {st.model.topic_name(p)}-{int(st.model.partition_id[p])} (replicas "
-            f"{[int(st.model.broker_ids[b]) for b in st.rep[p][st.rep[p] >= 0]]}) has no broker among {_ids(st, dests)} that keeps racks "
+            f"{replicas}) has no broker among {_ids(st, dests)} that keeps racks "
             f"spread and capacities under their limits; add a broker in another rack or with free capacity",
         )
     pick: Ints = dests[shift[np.arange(parts.size), np.argmax(rotated, axis=1)]].astype(np.int32)

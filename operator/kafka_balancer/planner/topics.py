@@ -22,6 +22,8 @@ from kafka_balancer.planner.state import Ints, State
 # Smallest partitions offered per (topic, source broker) and round: the spread goal is about
 # counts, so the cheapest items go first; a few alternatives cover rack and placement conflicts.
 OFFERS_PER_SOURCE: Final = 3
+# Emptiest brokers (for the topic) per rack that an offered replica may go to.
+DESTS_PER_RACK: Final = 4
 # Candidates whose destination is chosen at once (bounds the candidates x brokers matrices).
 CHUNK: Final = 16384
 # Passes of "drop the items that push a broker out of a band, check again" per round.
@@ -32,10 +34,12 @@ def balance_topic_goal(st: State, goal: str) -> int:
     """Rounds of batched moves until the topic goal holds or nothing can move. Returns moves made."""
     leaders = goal == "topic-leader-distribution"
     nracks = st.group_racks()
+    size_rank = np.empty(st.model.num_partitions, dtype=np.int64)
+    size_rank[np.argsort(st.model.size_bytes, kind="stable")] = np.arange(st.model.num_partitions)
     total = 0
     for _ in range(st.options.max_rounds):
         b = compute_bands(st)
-        parts, slots, dests = _proposals(st, b, leaders=leaders, nracks=nracks)
+        parts, slots, dests = _proposals(st, b, leaders=leaders, nracks=nracks, size_rank=size_rank)
         moved = _apply(st, b, parts, slots, dests, leaders=leaders)
         total += moved
         if moved == 0:
@@ -70,7 +74,7 @@ def _spread(st: State, b: Bands, *, leaders: bool) -> _Spread:
     return _Spread(counts, over, under, gives, hi.astype(np.int64))
 
 
-def _offers(st: State, gives: BoolArray, *, leaders: bool) -> tuple[Ints, Ints]:
+def _offers(st: State, gives: BoolArray, *, leaders: bool, size_rank: Ints) -> tuple[Ints, Ints]:
     """The smallest OFFERS_PER_SOURCE movable replica slots of each giving (topic, broker)."""
     rep = st.rep
     valid = rep != NO_BROKER
@@ -81,23 +85,29 @@ def _offers(st: State, gives: BoolArray, *, leaders: bool) -> tuple[Ints, Ints]:
     parts, slots = np.nonzero(mask)
     if parts.size == 0:
         return parts.astype(np.int64), slots.astype(np.int64)
-    key_t, key_b = st.ptopic[parts], rep[parts, slots]
-    order = np.lexsort((parts, st.model.size_bytes[parts], key_b, key_t))
-    parts, slots, key_t, key_b = parts[order], slots[order], key_t[order], key_b[order]
-    first = np.r_[True, (key_t[1:] != key_t[:-1]) | (key_b[1:] != key_b[:-1])]
+    # Sorted by (topic, broker, size rank): each group's first items are its smallest. The keys are
+    # unique (one slot per partition and broker), so any sort gives the same, deterministic order.
+    key = st.ptopic[parts].astype(np.int64) * st.model.num_brokers + rep[parts, slots]
+    key = key * max(size_rank.size, 1) + size_rank[parts]
+    order = np.argsort(key)
+    parts, slots, key = parts[order], slots[order], key[order]
+    first = np.r_[True, key[1:] != key[:-1]]
     start = np.maximum.accumulate(np.where(first, np.arange(parts.size), 0))
     keep = np.arange(parts.size) - start < OFFERS_PER_SOURCE
     return parts[keep].astype(np.int64), slots[keep].astype(np.int64)
 
 
-def _proposals(st: State, b: Bands, *, leaders: bool, nracks: Ints) -> tuple[Ints, Ints, Ints]:
+def _proposals(st: State, b: Bands, *, leaders: bool, nracks: Ints, size_rank: Ints) -> tuple[Ints, Ints, Ints]:
     """(partitions, slots, destination brokers): at most one item per (topic, source) and (topic, destination)."""
     spread = _spread(st, b, leaders=leaders)
-    parts, slots = _offers(st, spread.gives, leaders=leaders)
+    parts, slots = _offers(st, spread.gives, leaders=leaders, size_rank=size_rank)
+    cands = np.zeros((0, 0), dtype=np.int64)
+    if not leaders:
+        cands = _receivers(st, spread, np.unique(st.ptopic[parts]))
     out_p, out_s, out_d = [], [], []
     for start in range(0, parts.size, CHUNK):
         p, k = parts[start : start + CHUNK], slots[start : start + CHUNK]
-        d, ok = _leader_dest(st, p, spread) if leaders else _replica_dest(st, p, k, spread, nracks=nracks)
+        d, ok = _leader_dest(st, p, spread) if leaders else _replica_dest(st, p, k, spread, cands=cands, nracks=nracks)
         out_p.append(p[ok])
         out_s.append(k[ok])
         out_d.append(d[ok])
@@ -128,31 +138,58 @@ def _first(*keys: Ints) -> BoolArray:
     return out
 
 
-def _replica_dest(st: State, p: Ints, k: Ints, spread: _Spread, *, nracks: Ints) -> tuple[Ints, BoolArray]:
+def _receivers(st: State, spread: _Spread, topics: Ints) -> Ints:
+    """Per topic and rack, the DESTS_PER_RACK allowed brokers holding fewest of the topic: (T, R x K).
+
+    Choosing among these instead of every broker keeps the per-offer work independent of the
+    cluster size; per rack, so that a replica that must stay in its rack still finds one.
+    """
+    nt, nb = spread.counts.shape
+    counts = spread.counts[topics]  # only the topics with offers this round
+    k = min(DESTS_PER_RACK, nb)
+    out = []
+    for r in range(int(st.rack.max(initial=-1)) + 1):
+        ok = st.can_host & (st.rack == r)
+        if not ok.any():
+            continue
+        masked = np.where(ok[None, :], counts, np.iinfo(np.int32).max)
+        if k < nb:
+            out.append(np.argpartition(masked, k - 1, axis=1)[:, :k])
+        else:
+            out.append(np.broadcast_to(np.arange(nb), masked.shape))
+    cands: Ints = np.zeros((nt, sum(o.shape[1] for o in out)), dtype=np.int64)
+    if out:
+        cands[topics] = np.concatenate(out, axis=1)
+    return cands
+
+
+def _replica_dest(st: State, p: Ints, k: Ints, spread: _Spread, *, cands: Ints, nracks: Ints) -> tuple[Ints, BoolArray]:
     """For each offered replica, the allowed broker holding fewest of its topic (and whether one exists)."""
     counts, over, under, hi = spread.counts, spread.over, spread.under, spread.hi
     rows = st.rep[p]
     t = st.ptopic[p]
     n = np.arange(p.size)
     src = rows[n, k]
-    row_counts = counts[t]  # (n, B)
-    c_src = row_counts[n, src]
-    feas = st.can_host[None, :] & (st.groups.broker[None, :] == st.groups.partition[p][:, None])
-    feas &= ~(rows[:, :, None] == np.arange(st.model.num_brokers)[None, None, :]).any(axis=1)
-    feas &= (k != 0)[:, None] | st.can_lead[None, :]
-    feas &= row_counts <= c_src[:, None] - 2
-    feas &= (row_counts + 1 <= hi[t][:, None]) | under[t]
-    feas &= over[t, src][:, None] | under[t]
+    dest = cands[t]  # (n, C) broker indices
+    c_dest = counts[t[:, None], dest]
+    c_src = counts[t, src]
+    u = under[t[:, None], dest]
+    feas = st.can_host[dest] & (st.groups.broker[dest] == st.groups.partition[p][:, None])
+    feas &= ~(rows[:, :, None] == dest[:, None, :]).any(axis=1)
+    feas &= (k != 0)[:, None] | st.can_lead[dest]
+    feas &= c_dest <= c_src[:, None] - 2
+    feas &= (c_dest + 1 <= hi[t][:, None]) | u
+    feas &= over[t, src][:, None] | u
     if st.options.hard("rack-awareness"):
         valid = rows != NO_BROKER
         racks = np.where(valid, st.rack[np.maximum(rows, 0)], -1)
         racks[n, k] = -1
-        same = (racks[:, :, None] == st.rack[None, None, :]).sum(axis=1)
+        same = (racks[:, :, None] == st.rack[dest][:, None, :]).sum(axis=1)
         allowed = np.ceil(valid.sum(axis=1) / np.maximum(nracks[st.groups.partition[p]], 1))
         feas &= same + 1 <= allowed[:, None]
-    score = np.where(feas, row_counts, np.iinfo(np.int32).max)
-    d = np.argmin(score, axis=1).astype(np.int64)
-    return d, feas[n, d]
+    score = np.where(feas, c_dest, np.iinfo(np.int32).max)
+    j = np.argmin(score, axis=1)
+    return dest[n, j], feas[n, j]
 
 
 def _leader_dest(st: State, p: Ints, spread: _Spread) -> tuple[Ints, BoolArray]:

@@ -20,8 +20,10 @@ def skewed_demo_model() -> ClusterModel:
             broker,
             rack=f"rack-{'abc'[(broker - 1) % 3]}",
             disk_bytes=2000 * GB,
-            network_in_bytes_per_sec=125 * MB,
-            network_out_bytes_per_sec=125 * MB,
+            # 10 GbE: the traffic below (about 1 GB/s of replica network-in in total) fits with room
+            # to spare, so the demo is about balance, not about a cluster that is simply too small.
+            network_in_bytes_per_sec=1250 * MB,
+            network_out_bytes_per_sec=1250 * MB,
             cpu_cores=8,
         )
     # (topic, partitions, size per partition, bytes in/s per partition, min ISR)
