@@ -3,11 +3,11 @@
     .venv/bin/python -m bench.analysis_day [--partitions 200000] [--samples 288] [--dir /tmp/kb-bench-samples]
 
 200,000 partitions x 288 samples (one day at 5-minute intervals) = 57.6M partition rows. The samples are
-generated once by Spark (in a separate process, so generation does not count towards the measured peak
-memory) into the sample-store layout, then this process runs exactly what ``kafka-balancer analyze``
-runs: list and check the files, the Spark job (rates per 5-minute window, avg and p95 per partition),
-and the snapshot + report on the driver. It prints the time of each phase, rows per second and the peak
-resident memory of the JVM and of the Python driver. Target: the whole day in under 5 minutes.
+generated once (numpy + pyarrow, in a separate process, not counted in the measured peak memory) exactly
+as the sampler writes them: one Parquet file per sample in the store layout. Then this process runs what
+``kafka-balancer analyze`` runs: list and check the files, the Spark job (rates per 5-minute window, avg
+and p95 per partition), and the snapshot + report on the driver. It prints the time of each phase, rows per
+second and the peak resident memory of the JVM and of the Python driver. Target: the whole day in under 5 minutes.
 
 Known rates are generated (each partition has its own message rate and message size), so the bench also
 checks that the snapshot's average bytes in matches them: a fast wrong answer does not count.
@@ -31,66 +31,65 @@ BROKERS = 60
 
 
 def generate(directory: Path, partitions: int, samples: int, interval: int) -> None:
-    """Write the samples with Spark straight into the store layout (run in its own process)."""
-    from kafka_balancer.analysis.samples import BROKER_SCHEMA, PARTITION_SCHEMA
-    from kafka_balancer.analysis.spark import EngineConfig, get_session
-    from pyspark.sql import functions as F  # noqa: N812
+    """Write the samples as the sampler does (pyarrow, one zstd Parquet file per sample and dataset).
 
-    spark = get_session(EngineConfig(url="local[2]", conf=(("spark.driver.memory", "4g"),)))
-    # Parquet INT64 timestamps (micros), which is what pyarrow-written samples look like too.
-    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    start_s = int(START.timestamp())
-    p = F.col("p")
-    rate = 1 + p % 97  # msg/s
-    size = 100 + (p % 13) * 50  # bytes per message
-    t = F.col("s") * interval
-    offset = (rate * t).cast("long")
-    log = (offset * size + 1_000_000).cast("long")
-    b0 = (p % BROKERS).cast("int")
-    replicas = F.array(b0, ((p + 7) % BROKERS).cast("int"), ((p + 13) % BROKERS).cast("int"))
-    rows = (
-        spark.range(partitions)
-        .withColumnRenamed("id", "p")
-        .crossJoin(spark.range(samples).withColumnRenamed("id", "s"))
-        .select(
-            F.timestamp_seconds(F.lit(start_s) + t).alias("ts"),
-            F.format_string("topic-%05d", (p / 20).cast("int")).alias("topic"),
-            (p % 20).cast("int").alias("partition"),
-            b0.alias("leader"),
-            replicas.alias("replicas"),
-            replicas.alias("isr"),
-            F.array(log, log, log).alias("replica_sizes"),
-            offset.alias("log_end_offset"),
-            F.lit(None).cast("long").alias("consumer_offsets_sum"),
-            F.lit(None).cast("double").alias("topic_bytes_in_total"),
-            F.lit(None).cast("double").alias("topic_messages_in_total"),
-            F.lit(None).cast("double").alias("topic_bytes_out_total"),
-            F.lit(2).cast("int").alias("min_insync_replicas"),
-            F.lit(False).alias("unclean_leader_election"),
-            F.date_format(F.timestamp_seconds(F.lit(start_s) + t), "yyyy-MM-dd'T'HH").alias("hour"),
-        )
-    )
-    assert [f.name for f in PARTITION_SCHEMA] == rows.columns[:-1]
-    rows.repartition("hour").write.partitionBy("hour").parquet(
-        str(directory / "partitions" / f"cluster={CLUSTER}"), compression="zstd"
-    )
-    brokers = (
-        spark.range(BROKERS)
-        .withColumnRenamed("id", "b")
-        .crossJoin(spark.range(samples).withColumnRenamed("id", "s"))
-        .select(
-            F.timestamp_seconds(F.lit(start_s) + F.col("s") * interval).alias("ts"),
-            F.col("b").cast("int").alias("broker_id"),
-            F.concat(F.lit("rack-"), (F.col("b") % 3).cast("string")).alias("rack"),
-            F.lit(True).alias("alive"),
-            F.lit(None).cast("double").alias("cpu_seconds_total"),
-            F.lit(None).cast("double").alias("bytes_in_total"),
-            F.lit(None).cast("double").alias("bytes_out_total"),
-            F.date_format(F.timestamp_seconds(F.lit(start_s) + F.col("s") * interval), "yyyy-MM-dd'T'HH").alias("hour"),
-        )
-    )
-    assert [f.name for f in BROKER_SCHEMA] == brokers.columns[:-1]
-    brokers.repartition("hour").write.partitionBy("hour").parquet(str(directory / "brokers" / f"cluster={CLUSTER}"))
+    Vectorised with numpy, run in its own process. Partition p has rate 1 + p % 97 msg/s and messages of
+    100 + (p % 13) * 50 bytes; its replicas are 3 of 60 brokers on 3 racks.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from kafka_balancer.analysis.samples import BROKER_SCHEMA, PARTITION_SCHEMA
+    from kafka_balancer.analysis.store import hour_of
+
+    p = np.arange(partitions, dtype=np.int64)
+    rate = 1 + p % 97
+    size = 100 + (p % 13) * 50
+    names = pa.array([f"topic-{t:05d}" for t in range(partitions // 20 + 1)], pa.string())
+    topic = names.take(pa.array(p // 20))
+    index = pa.array((p % 20).astype(np.int32))
+    list_offsets = pa.array(np.arange(0, 3 * partitions + 1, 3, dtype=np.int32))
+    flat = np.stack([p % BROKERS, (p + 7) % BROKERS, (p + 13) % BROKERS], axis=1).astype(np.int32)
+    replicas = pa.ListArray.from_arrays(list_offsets, pa.array(flat.ravel()))
+    leader = pa.array(flat[:, 0])
+    brokers = pa.array(np.arange(BROKERS, dtype=np.int32))
+    racks = pa.array([f"rack-{b % 3}" for b in range(BROKERS)])
+    for s in range(samples):
+        ts = START + timedelta(seconds=s * interval)
+        offset = rate * (s * interval)
+        log = offset * size + 1_000_000
+        columns = {
+            "ts": pa.array(np.full(partitions, int(ts.timestamp() * 1000)), pa.timestamp("ms", tz="UTC")),
+            "topic": topic,
+            "partition": index,
+            "leader": leader,
+            "replicas": replicas,
+            "isr": replicas,
+            "replica_sizes": pa.ListArray.from_arrays(list_offsets, pa.array(np.repeat(log, 3))),
+            "log_end_offset": pa.array(offset),
+            "consumer_offsets_sum": pa.nulls(partitions, pa.int64()),
+            "topic_bytes_in_total": pa.nulls(partitions, pa.float64()),
+            "topic_messages_in_total": pa.nulls(partitions, pa.float64()),
+            "topic_bytes_out_total": pa.nulls(partitions, pa.float64()),
+            "min_insync_replicas": pa.array(np.full(partitions, 2, dtype=np.int32)),
+            "unclean_leader_election": pa.array(np.zeros(partitions, dtype=bool)),
+        }
+        broker_columns = {
+            "ts": pa.array(np.full(BROKERS, int(ts.timestamp() * 1000)), pa.timestamp("ms", tz="UTC")),
+            "broker_id": brokers,
+            "rack": racks,
+            "alive": pa.array(np.ones(BROKERS, dtype=bool)),
+            "cpu_seconds_total": pa.nulls(BROKERS, pa.float64()),
+            "bytes_in_total": pa.nulls(BROKERS, pa.float64()),
+            "bytes_out_total": pa.nulls(BROKERS, pa.float64()),
+        }
+        for dataset, table in (
+            ("partitions", pa.table(columns, schema=PARTITION_SCHEMA)),
+            ("brokers", pa.table(broker_columns, schema=BROKER_SCHEMA)),
+        ):
+            target = directory / dataset / f"cluster={CLUSTER}" / f"hour={hour_of(ts)}"
+            target.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, target / f"part-{int(ts.timestamp() * 1000)}-bench.parquet", compression="zstd")
     (directory / "COMPLETE").write_text(f"{partitions} {samples} {interval}\n")
 
 
@@ -123,13 +122,17 @@ class _PeakWatcher(threading.Thread):
             self.peak = max(self.peak, _children_rss_peak(os.getpid()))
 
 
-def measure(directory: Path, partitions: int, samples: int, interval: int, driver_memory: str) -> None:
+def measure(directory: Path, args: argparse.Namespace) -> None:
     from kafka_balancer.analysis.job import run_job
     from kafka_balancer.analysis.load import LoadOptions, build_load
     from kafka_balancer.analysis.spark import EngineConfig, get_session, stop_session
     from kafka_balancer.analysis.store import SampleStore
 
-    engine = EngineConfig(url="local[2]", conf=(("spark.driver.memory", driver_memory),))
+    partitions, samples, interval = args.partitions, args.samples, args.interval
+    driver_memory, shuffle_partitions = args.driver_memory, args.shuffle_partitions
+    engine = EngineConfig(
+        url="local[2]", shuffle_partitions=shuffle_partitions, conf=(("spark.driver.memory", driver_memory),)
+    )
     watcher = _PeakWatcher()
     watcher.start()
     t0 = time.perf_counter()
@@ -156,6 +159,7 @@ def measure(directory: Path, partitions: int, samples: int, interval: int, drive
         worst = max(worst, abs(part.msg_rate_avg - true_rate) / true_rate)
     py_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(f"rows: {rows:,} ({partitions:,} partitions x {samples} samples, every {interval} s)")
+    print(f"engine: local[2], driver memory {driver_memory}, {shuffle_partitions} shuffle partitions")
     print(f"session start: {t1 - t0:6.1f} s")
     print(f"list+check files ({frames.files_read} files): {t2 - t1:6.1f} s")
     print(f"spark job (windows, avg, p95): {t3 - t2:6.1f} s  -> {rows / (t3 - t2):,.0f} rows/s")
@@ -175,6 +179,7 @@ def main() -> None:
     parser.add_argument("--interval", type=int, default=300, help="seconds between samples")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kb-bench-samples"))
     parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--shuffle-partitions", type=int, default=32)
     parser.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     directory: Path = args.dir / f"{args.partitions}x{args.samples}"
@@ -189,7 +194,7 @@ def main() -> None:
         command += ["--interval", str(args.interval)]
         subprocess.run(command, check=True)
         print(f"generated in {time.perf_counter() - started:.0f} s", flush=True)
-    measure(directory, args.partitions, args.samples, args.interval, args.driver_memory)
+    measure(directory, args)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ def bench_assignors() -> None:
             {f"t{i:02d}": 100 for i in range(20)}, 200, unequal=False
         ),
         "unequal 10 topics x 50 partitions, 50 members": _group({f"t{i:02d}": 50 for i in range(10)}, 50, unequal=True),
+        "uniform 50 topics x 200 partitions, 1000 members": _group(
+            {f"t{i:02d}": 200 for i in range(50)}, 1000, unequal=False
+        ),
     }
     for label, group in cases.items():
         for name in ASSIGNOR_NAMES:
@@ -42,7 +45,8 @@ def bench_assignors() -> None:
         start = time.perf_counter()
         simulate(group.with_owned(assign("sticky", group)))
         print(
-            f"simulate (all assignors, every member leaving, one joining) {label}: {time.perf_counter() - start:.1f} s"
+            f"simulate (all assignors, up to 50 members leaving, one joining) {label}: "
+            f"{time.perf_counter() - start:.1f} s"
         )
 
 

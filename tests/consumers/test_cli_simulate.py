@@ -68,3 +68,6 @@ def test_simulate_bad_file_names_member_and_field(tmp_path: Path) -> None:
     done = run_cli("consumers", "simulate", "--group", str(tmp_path / "missing.json"))
     assert done.returncode != 0
     assert "cannot read" in done.stderr
+    done = run_cli("consumers", "--group", str(path))  # forgot `simulate`
+    assert done.returncode != 0
+    assert "is for the offline what-if: `consumers simulate --group`" in done.stderr

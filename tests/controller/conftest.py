@@ -14,6 +14,7 @@ from typing import Any
 
 import kubernetes
 import pytest
+from kafka_balancer.controller.rbac import allows
 from prometheus_client.parser import text_string_to_metric_families
 
 from .kube import KubeServer, kube_server
@@ -138,3 +139,19 @@ def run_operator() -> Iterator[Operator]:
 def operator(kube: Cluster) -> Iterator[Operator]:
     with run_operator() as running:
         yield running
+
+
+@pytest.fixture
+def no_unlisted_calls(kube: Cluster) -> Iterator[None]:
+    """After the test: every request the operator sent is in kafka_balancer.controller.rbac.API_CALLS."""
+    yield
+    test_client = {("", "secrets", "create")}  # the test itself creates Secrets; the operator never does
+    unlisted = {
+        (c.group, c.resource, c.verb, c.namespace is not None)
+        for c in kube.server.emulator.calls
+        if not allows(c.group, c.resource, c.verb, namespaced=c.namespace is not None)
+        and (c.group, c.resource, c.verb) not in test_client
+        # the test creates and patches BalancePolicies/ResourceGroups through the API like kubectl does
+        and not (c.group == "kafkabalancer.io" and c.verb in {"create", "get"} and "/" not in c.resource)
+    }
+    assert not unlisted, f"API calls missing from controller/rbac.py: {sorted(unlisted)}"

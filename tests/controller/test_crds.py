@@ -60,8 +60,12 @@ def test_crd_docs_name_every_spec_field_with_its_default() -> None:
 
 def _walk(node: dict[str, Any], path: str) -> None:
     """Kubernetes' structural-schema rules that matter here."""
-    for banned in ("$ref", "anyOf", "oneOf", "allOf", "additionalProperties", "title", "const"):
+    for banned in ("$ref", "anyOf", "oneOf", "allOf", "title", "const"):
         assert banned not in node, f"{path}: '{banned}' is not structural"
+    if "additionalProperties" in node:  # a typed map: a schema, never beside properties
+        assert isinstance(node["additionalProperties"], dict), f"{path}: additionalProperties must be a schema"
+        assert "properties" not in node, f"{path}: properties and additionalProperties are exclusive"
+        _walk(node["additionalProperties"], f"{path}{{}}")
     assert "type" in node or node.get("x-kubernetes-preserve-unknown-fields"), f"{path}: no type"
     if "default" in node:
         assert node["default"] is not None, f"{path}: null default"

@@ -7,14 +7,13 @@ two of its brokers (disk max/avg = 2.0 in each group). Balanced means max/avg cl
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_balancer.controller.rbac import allows
 from kafka_balancer.model import ClusterBuilder, ClusterModel
-from kafka_balancer.sandbox import EmulatedCluster
+from kafka_balancer.sandbox import EmulatedCluster, GroupSeed, MemberSeed
 
 from .conftest import Cluster, Operator, run_operator
 
@@ -82,22 +81,6 @@ def _group_skew(cluster: EmulatedCluster) -> dict[str, float]:
         values = [counts.get(b, 0) for b in brokers]
         out[name] = max(values) / (sum(values) / len(values))
     return out
-
-
-@pytest.fixture
-def no_unlisted_calls(kube: Cluster) -> Iterator[None]:
-    """After the test: every request the operator sent is in kafka_balancer.controller.rbac.API_CALLS."""
-    yield
-    test_client = {("", "secrets", "create")}  # the test itself creates Secrets; the operator never does
-    unlisted = {
-        (c.group, c.resource, c.verb, c.namespace is not None)
-        for c in kube.server.emulator.calls
-        if not allows(c.group, c.resource, c.verb, namespaced=c.namespace is not None)
-        and (c.group, c.resource, c.verb) not in test_client
-        # the test creates and patches BalancePolicies/ResourceGroups through the API like kubectl does
-        and not (c.group == "kafkabalancer.io" and c.verb in {"create", "get"} and "/" not in c.resource)
-    }
-    assert not unlisted, f"API calls missing from controller/rbac.py: {sorted(unlisted)}"
 
 
 def test_manual_policy_proposes_then_executes_the_approved_proposal(
@@ -171,9 +154,23 @@ def _reconciliations(operator: Operator, name: str) -> float:
 
 
 def test_dry_run_never_changes_the_cluster(kube: Cluster, operator: Operator, skewed: EmulatedCluster) -> None:
+    # A consumer group whose first member has 6 of the 8 partitions (mean 4: imbalance 1.5).
+    members = (
+        MemberSeed("m1", "billing-1", "/10.0.0.1", subscription=("payments",), assignment={"payments": list(range(6))}),
+        MemberSeed("m2", "billing-2", "/10.0.0.2", subscription=("payments",), assignment={"payments": [6, 7]}),
+    )
+    skewed.seed_group(GroupSeed("billing", members=members, assignor="range", state="Stable"))
     _groups(kube)
-    kube.apply(_policy("dry", skewed.bootstrap_servers, mode="DryRun"))
+    policy = _policy("dry", skewed.bootstrap_servers, mode="DryRun")
+    policy["spec"]["analysis"] = {"consumerGroups": {"enabled": True, "topN": 5}}
+    kube.apply(policy)
     status = kube.wait_for("a proposal", lambda: (s := _status(kube, "dry")).get("state") == "ProposalReady" and s)
+    # Reported on the side: consumer-group balance and the durability audit.
+    assert status["consumerGroups"][0]["group"] == "billing"
+    assert status["consumerGroups"][0]["imbalanceRatio"] == 1.5
+    assert status["durability"]["topics"] == 2
+    assert operator.metric("kafka_balancer_consumer_group_imbalance_ratio", policy="dry", group="billing") == 1.5
+    assert operator.metric("kafka_balancer_partitions_at_risk", policy="dry", risk="offline") == 0
     assert status["proposal"]["moves"] > 0
     assert kube.condition("dry", "ProposalReady")["reason"] == "DryRun"  # type: ignore[index]
     # Even approving the proposal does not execute it in DryRun.
@@ -216,6 +213,10 @@ def test_a_restarted_operator_resumes_the_execution_from_status(
 
     with run_operator():
         before = kube.wait_for("the first completed moves", some_done, timeout=60)
+        # A long execution keeps the policy Ready (GitOps tools read it as healthy) and Reconciling.
+        assert kube.condition("main", "Ready")["status"] == "True"  # type: ignore[index]
+        assert kube.condition("main", "Executing")["status"] == "True"  # type: ignore[index]
+        assert kube.condition("main", "Reconciling")["status"] == "True"  # type: ignore[index]
     # The operator is gone mid-execution; the checkpoint stays in status.
     status = _status(kube, "main")
     assert status["state"] == "Executing"
@@ -325,7 +326,7 @@ def test_an_added_broker_triggers_a_proposal_that_moves_load_onto_it(
 def test_pausing_mid_execution_stops_cleanly_and_unpausing_finishes(
     kube: Cluster, operator: Operator, emulator: Callable[..., EmulatedCluster]
 ) -> None:
-    cluster = emulator(skewed_model(), time_scale=2.0)
+    cluster = emulator(skewed_model(), time_scale=5.0)
     _groups(kube)
     policy = _policy("main", cluster.bootstrap_servers, mode="Auto")
     policy["spec"]["execution"] = {"throttleBytesPerSec": 4_000_000, "concurrentMovesPerBroker": 1}
@@ -362,6 +363,8 @@ def test_pausing_mid_execution_stops_cleanly_and_unpausing_finishes(
     assert all(skew <= 1.1 for skew in _group_skew(cluster).values()), _group_skew(cluster)
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 def test_load_is_sampled_and_analysed_on_spark_before_planning(
     kube: Cluster, operator: Operator, emulator: Callable[..., EmulatedCluster], spark: Any, tmp_path: Path
 ) -> None:
@@ -383,23 +386,17 @@ def test_load_is_sampled_and_analysed_on_spark_before_planning(
         goals={"minCompleteness": 0.5},
         triggers={"onImbalance": {"threshold": 1.5, "resource": "network-in"}},
     )
-    import time as _t; t0=_t.monotonic()
     kube.apply(policy)
 
     collecting = kube.wait_for(
         "Analysing", lambda: (c := kube.condition("measured", "Reconciling")) and c["status"] == "True" and c
     )
-    open("/tmp/h6_timing","a").write(f"analysing {_t.monotonic()-t0}\n")
     assert collecting["reason"] == "CollectingSamples"
+    assert "samples" in collecting["message"]
     assert _status(kube, "measured")["state"] == "Analysing"
     assert "proposal" not in _status(kube, "measured") or not _status(kube, "measured")["proposal"]
 
-    def dbg():
-        c = kube.condition("measured", "Reconciling") or {}
-        open("/tmp/h6_timing","a").write(f"{_t.monotonic()-t0:.1f} {c.get('message','')[:300]}\n")
-        return _proposal(kube, "measured")
-    proposal = kube.wait_for("a proposal from measured load", dbg, timeout=90, interval=1.0)
-    open("/tmp/h6_timing","a").write(f"proposal {_t.monotonic()-t0} {collecting}\n")
+    proposal = kube.wait_for("a proposal from measured load", lambda: _proposal(kube, "measured"), timeout=90)
     assert proposal["groups"][0]["resource"] == "network-in"
     assert proposal["groups"][0]["before"] > 1.5  # brokers 1-3 carry all the traffic, 4-6 none
     assert proposal["moves"] > 0

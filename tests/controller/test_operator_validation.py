@@ -55,7 +55,7 @@ def _stalled(kube: Cluster, name: str) -> dict[str, Any]:
 
 
 def test_invalid_specs_are_stalled_with_a_reason(
-    kube: Cluster, operator: Operator, emulator: Callable[..., EmulatedCluster]
+    kube: Cluster, operator: Operator, emulator: Callable[..., EmulatedCluster], no_unlisted_calls: None
 ) -> None:
     cluster = emulator(six_broker_model(), time_scale=10.0)
     # One broker address each: the same Kafka cluster, but no two policies share a bootstrap list.
@@ -69,6 +69,8 @@ def test_invalid_specs_are_stalled_with_a_reason(
     kube.apply(_policy("nosecret", address["nosecret"], cluster={"bootstrapServers": address["nosecret"], **sasl}))
     kube.apply(_policy("badcron", address["badcron"], triggers={"schedule": "61 * * * *"}))
     kube.apply(_policy("unreachable", f"127.0.0.1:{_closed_port()}"))
+    # 54 replicas on 6 brokers cannot fit 2 per broker: the hard goal replica-capacity is unsatisfiable.
+    kube.apply(_policy("capacity", f"127.0.0.1:{cluster.port_of(6)}", goals={"maxReplicasPerBroker": 2}))
 
     overlap = _stalled(kube, "overlap")
     assert overlap["reason"] == "OverlappingResourceGroups"
@@ -90,7 +92,11 @@ def test_invalid_specs_are_stalled_with_a_reason(
     assert unreachable["reason"] == "ClusterUnreachable"
     assert "spec.cluster.bootstrapServers 127.0.0.1:" in unreachable["message"]
 
-    for name in (*INVALID, "unreachable"):
+    capacity = _stalled(kube, "capacity")
+    assert capacity["reason"] == "UnsatisfiableGoal"
+    assert "replica-capacity" in capacity["message"]
+
+    for name in (*INVALID, "unreachable", "capacity"):
         status = kube.policy(name)["status"]
         assert status["state"] == "Stalled"
         assert status["observedGeneration"] == 1

@@ -191,3 +191,10 @@ def test_bad_plan_file_names_the_field(tmp_path: Path, capsys) -> None:
     code = main(["execute", "--bootstrap-servers", "127.0.0.1:1", "--plan", str(plan_file)])
     assert code == 2
     assert "replicas" in capsys.readouterr().err
+
+
+def test_missing_bootstrap_servers_is_a_usage_error(tmp_path: Path, capsys) -> None:
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text('{"version":1,"partitions":[]}')
+    assert main(["execute", "--plan", str(plan_file)]) == 2
+    assert "execute: --bootstrap-servers is required" in capsys.readouterr().err

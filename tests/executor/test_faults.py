@@ -230,3 +230,37 @@ def test_stuck_move_is_reported_then_cancelled(emulator, connect) -> None:
     assert cluster.partition_view("orders", 0)[0] == list(model.partition(0).replicas)
     assert sorted(result.completed) == [f"orders-{p}" for p in range(1, 6)]
     assert leftover_throttles(cluster) == {}
+
+
+def test_offline_partition_anywhere_fails_the_run_and_lists_it(emulator, connect) -> None:
+    b = ClusterBuilder()
+    for i in range(1, 7):
+        b.add_broker(i)
+    b.set_topic("orders", min_insync_replicas=2)
+    for p in range(20):
+        b.add_partition("orders", p, [1, 2, 3], size_bytes=20e6)
+    b.add_partition("solo", 0, [4], size_bytes=1e6)  # RF 1 on a broker the plan does not touch
+    model = b.build()
+    cluster = emulator(model)
+    observer = observe(cluster, faulted={4})
+    plan = ReassignmentPlan.of([PartitionTarget("orders", p, (1, 2, 5 + p % 2)) for p in range(20)])
+
+    def fault(p: Progress) -> None:
+        if p.partitions_done >= 2 and cluster.state.brokers[4].alive:
+            cluster.stop_broker(4)
+
+    options = ExecutorOptions(throttle_bytes_per_sec=10_000_000, poll_interval_seconds=0.5)
+    result = Executor(
+        connect(cluster), plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster), on_progress=fault
+    ).run()
+    assert result.state is ExecutionState.FAILED
+    assert result.reason == "1 offline partitions: solo-0"
+    assert result.aborted, "moves in flight when the partition went offline are cancelled"
+    for name in result.aborted:
+        p = int(name.rpartition("-")[2])
+        assert cluster.partition_view("orders", p)[0] == [1, 2, 3]
+    for name in result.pending:  # nothing new started once a partition was offline
+        assert cluster.partition_view("orders", int(name.rpartition("-")[2]))[0] == [1, 2, 3]
+    assert not cluster.state.reassigning
+    assert leftover_throttles(cluster) == {}
+    assert observer.violations == []

@@ -20,6 +20,7 @@ from kafka_balancer.executor import (
     MemoryExecutionStore,
     TaskState,
     parse_rate,
+    parse_size,
     plan_id,
 )
 from kafka_balancer.executor.progress import RateMeter, eta
@@ -300,6 +301,13 @@ def test_parse_rate_errors() -> None:
         parse_rate("5furlongs/s")
     with pytest.raises(ModelError, match="not a rate like 50MiB/s"):
         parse_rate("fast")
+
+
+def test_parse_size() -> None:
+    assert parse_size("500GB") == 500 * 1000**3
+    assert parse_size("1.5TiB") == int(1.5 * 1024**4)
+    with pytest.raises(ModelError, match="--max-bytes-per-run: not a size like 500GB, got 'lots'"):
+        parse_size("lots")
 
 
 def test_rate_meter_and_eta() -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from kafka_balancer.executor import ExecutionState, Executor, ExecutorOptions, Limits, MemoryExecutionStore, Progress
+from kafka_balancer.kafka.port import FOLLOWER_THROTTLE_RATE, LEADER_THROTTLE_RATE, LEADER_THROTTLED_REPLICAS
 from kafka_balancer.model import ClusterBuilder, PartitionTarget, ReassignmentPlan
+from kafka_balancer.sandbox.state import ClusterState
 
 from executor.harness import EmulatorClock, assignment, cluster_model, leftover_throttles, observe, spread_plan
 
@@ -41,6 +43,12 @@ def test_small_rebalance_completes_with_throttle_and_leaves_nothing_behind(emula
     assert seen[-1].partitions_done == len(plan)
     assert seen[-1].bytes_moved == seen[-1].bytes_total > 0
     assert seen[-1].leaders_done == seen[-1].leaders_total > 0
+    # Per broker: the new brokers 5 and 6 received everything the plan sends them; mid-run some
+    # moves were in flight on them, within the limit.
+    final = {b.broker: b for b in seen[-1].brokers}
+    assert {5, 6} <= set(final)
+    assert all(final[b].bytes_in_moved == final[b].bytes_in_total > 0 for b in (5, 6))
+    assert max(b.moves_in_flight for p in seen for b in p.brokers) in range(1, 6)
 
 
 def test_2000_partition_rebalance_equals_the_plan(emulator, connect, submissions) -> None:
@@ -133,3 +141,59 @@ def test_pipe_stays_full_copy_rate_near_the_throttle(emulator, connect) -> None:
     elapsed = max(at for _, _, at in cluster.state.completed) - first[0]
     achieved = sum(incoming.values()) / elapsed
     assert achieved >= 0.9 * 3 * throttle, f"{achieved / 1e6:.1f} MB/s of {3 * throttle / 1e6:.0f}"
+
+
+def test_max_bytes_per_run_leaves_the_rest_for_the_next_run(emulator, connect, submissions) -> None:
+    model = cluster_model(brokers=6, used=4, partitions={"orders": 16}, size=10e6)  # 10, 20, 30, 40 MB
+    cluster = emulator(model)
+    observer = observe(cluster)
+    plan = spread_plan(model, onto=[5, 6])
+    total = sum(model.size_bytes[model.partition_index(t.topic, t.partition)] for t in plan.partitions)
+    store = MemoryExecutionStore()
+    budget = int(total / 3)
+    options = ExecutorOptions(throttle_bytes_per_sec=20_000_000, poll_interval_seconds=0.5, max_bytes_per_run=budget)
+    first = Executor(connect(cluster), plan, store, options, clock=EmulatorClock(cluster)).run()
+    assert first.state is ExecutionState.STOPPED
+    assert "maxBytesPerRun" in first.reason
+    assert "left for the next run" in first.reason
+    assert first.pending
+    assert 0 < first.progress.bytes_moved <= budget
+    assert leftover_throttles(cluster) == {}
+    # The same plan run again picks up what is left (completed moves are part of the cluster now).
+    second = Executor(connect(cluster), plan, MemoryExecutionStore(), ExecutorOptions(poll_interval_seconds=0.5),
+                      clock=EmulatorClock(cluster)).run()  # fmt: skip
+    assert second.state is ExecutionState.COMPLETED, second.reason
+    assert sorted(second.completed) == sorted(f"{t.topic}-{t.partition}" for t in plan.partitions)
+    assert all(n == 1 for n in submissions.values())
+    for t in plan.partitions:
+        assert cluster.partition_view(t.topic, t.partition)[0] == list(t.replicas)
+    assert observer.violations == []
+
+
+def test_throttles_set_by_someone_else_are_left_as_they_were(emulator, connect) -> None:
+    model = cluster_model(brokers=6, used=4, partitions={"orders": 12}, size=5e6)
+    cluster = emulator(model)
+    port = connect(cluster)
+    # An operator throttled broker 1 by hand and listed one replica of orders as leader-throttled.
+    port.alter_broker_configs({1: {LEADER_THROTTLE_RATE: "30000000", FOLLOWER_THROTTLE_RATE: "40000000"}})
+    port.alter_topic_configs({"orders": {LEADER_THROTTLED_REPLICAS: "11:4"}})
+    rates_on_1: set[tuple[str | None, str | None]] = set()
+    leader_lists: set[str] = set()
+
+    def watch(state: ClusterState) -> None:
+        configs = state.brokers[1].configs
+        rates_on_1.add((configs.get(LEADER_THROTTLE_RATE), configs.get(FOLLOWER_THROTTLE_RATE)))
+        leader_lists.add(state.topics["orders"].configs.get(LEADER_THROTTLED_REPLICAS, ""))
+
+    cluster.on_tick(watch)
+    plan = spread_plan(model, onto=[5, 6])
+    options = ExecutorOptions(throttle_bytes_per_sec=10_000_000, poll_interval_seconds=0.5)
+    result = Executor(port, plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
+    assert result.state is ExecutionState.COMPLETED, result.reason
+    assert rates_on_1 == {("30000000", "40000000")}  # never overwritten, not even during the run
+    assert all("11:4" in value.split(",") for value in leader_lists)  # kept beside ours throughout
+    assert any(len(value.split(",")) > 1 for value in leader_lists)  # ours were added meanwhile
+    assert leftover_throttles(cluster) == {
+        "broker 1": {LEADER_THROTTLE_RATE: "30000000", FOLLOWER_THROTTLE_RATE: "40000000"},
+        "topic orders": {LEADER_THROTTLED_REPLICAS: "11:4"},
+    }

@@ -31,7 +31,10 @@ def test_add_brokers_fills_the_new_brokers_into_the_band() -> None:
     proposal = plan(model, PlannerOptions(operation=OperationOptions("add-brokers", brokers=(6, 7, 8))))
     after = proposal.summary["groups"]["cluster"]["after"]
     assert after["disk"]["minOverAvg"] >= 0.9 - 1e-9
-    assert after["disk"]["maxOverAvg"] <= 1.1 + 1e-9
+    # 40 partitions of 1-4 GB over 9 brokers: one partition is up to 15% of a broker's average, and
+    # rack r0 holds more than a third of the data, so its brokers may end within one partition of the band.
+    largest = max(p.size_bytes for p in model.partitions()) / after["disk"]["avg"]
+    assert after["disk"]["maxOverAvg"] <= 1.1 + largest
     assert proposal.summary["goals"]["replica-distribution"]["holdsAfter"]
     placement = placement_after(model, proposal.plan)
     for b in (6, 7, 8):

@@ -7,12 +7,14 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from emulator_fixtures import six_broker_model
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
-from kafka_balancer.model import snapshot_to_dict
+from kafka_balancer.kafka.port import TopicPartition
+from kafka_balancer.model import ClusterBuilder, snapshot_to_dict
 
 CLI = str(Path(sys.executable).parent / "kafka-balancer")  # the console script, as users run it
 
@@ -94,3 +96,46 @@ def test_sandbox_rejects_a_bad_snapshot_naming_the_field(tmp_path: Path) -> None
     assert result.returncode == 2
     assert "replicas" in result.stderr
     assert "t-0" in result.stderr
+
+
+def test_time_scale_makes_the_served_cluster_grow_faster_than_real_time(tmp_path: Path) -> None:
+    """At --time-scale 50 a partition taking 1 MB/s grows 50 MB per real second. The growth read
+    between two size reads is bracketed by the real times around them (plus a clock-tick slack)."""
+    builder = ClusterBuilder(cluster_name="scaled")
+    for b in (1, 2):
+        builder.add_broker(b)
+    builder.add_partition("t", 0, [1, 2], size_bytes=0.0, bytes_in_per_sec=1e6)
+    snapshot = tmp_path / "snapshot.json"
+    snapshot.write_text(json.dumps(snapshot_to_dict(builder.build())))
+    base = _free_port_range(2)
+    proc = subprocess.Popen(
+        [CLI, "sandbox", "--snapshot", str(snapshot), "--port-base", str(base), "--time-scale", "50"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        servers = proc.stdout.readline().split(": ", 1)[1].strip()
+        adapter = KafkaAdapter(ConnectionSpec(servers))
+        tp = TopicPartition("t", 0)
+        try:
+            adapter.replica_sizes()  # connect both clients first
+            a = time.monotonic()
+            first = adapter.replica_sizes()[(tp, 1)]
+            b = time.monotonic()
+            time.sleep(2)
+            c = time.monotonic()
+            second = adapter.replica_sizes()[(tp, 1)]
+            d = time.monotonic()
+        finally:
+            adapter.close()
+        slack = 50 * 0.1 * 1e6  # the clock thread advances in steps of about 10 ms of real time
+        assert 50e6 * (c - b) - slack <= second - first <= 50e6 * (d - a) + slack
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0

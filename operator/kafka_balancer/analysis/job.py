@@ -42,13 +42,17 @@ def _delta(column: str) -> Column:
     return F.col(column) - F.col(f"prev_{column}")
 
 
-def _partition_intervals(samples: DataFrame, window_seconds: int) -> DataFrame:
-    """One row per sample with the deltas to the partition's previous sample (null for the first)."""
-    leader_slot = F.array_position(F.col("replicas"), F.col("leader"))
+def _leader_size() -> Column:
     # The partition's size is its leader's log (what a move copies); the largest replica when offline.
-    size = F.when(leader_slot > 0, F.try_element_at(F.col("replica_sizes"), leader_slot.cast("int"))).otherwise(
+    leader_slot = F.array_position(F.col("replicas"), F.col("leader"))
+    return F.when(leader_slot > 0, F.try_element_at(F.col("replica_sizes"), leader_slot.cast("int"))).otherwise(
         F.array_max(F.col("replica_sizes"))
     )
+
+
+def _partition_intervals(samples: DataFrame, window_seconds: int) -> DataFrame:
+    """One row per sample with the deltas to the partition's previous sample (null for the first)."""
+    size = _leader_size()
     counters = [
         "t_ms",
         "log_end_offset",
@@ -59,7 +63,14 @@ def _partition_intervals(samples: DataFrame, window_seconds: int) -> DataFrame:
         "topic_bytes_out_total",
     ]
     by_time = Window.partitionBy("topic", "partition").orderBy("t_ms")
-    frame = samples.withColumn("t_ms", F.unix_millis(F.col("ts"))).withColumn("size", size)
+    # Only the counters go through the sort: the replica arrays would make every sorted row several times wider.
+    frame = samples.select(
+        "topic",
+        "partition",
+        F.unix_millis(F.col("ts")).alias("t_ms"),
+        size.alias("size"),
+        *[c for c in counters if c not in ("t_ms", "size")],
+    )
     for name in counters:
         frame = frame.withColumn(f"prev_{name}", F.lag(name).over(by_time))
     dt = _delta("t_ms") / F.lit(1000.0)
@@ -95,9 +106,6 @@ def _partition_intervals(samples: DataFrame, window_seconds: int) -> DataFrame:
         F.when(prom_ok, d_msgs).alias("prom_messages_in"),
         F.when(out_ok, d_out).alias("prom_bytes_out"),
         F.when(out_ok, d_bytes).alias("prom_bytes_in_for_out"),
-        F.struct(
-            "leader", "replicas", "isr", "replica_sizes", "size", "min_insync_replicas", "unclean_leader_election"
-        ).alias("state"),
     )
 
 
@@ -118,11 +126,7 @@ def _per_window(intervals: DataFrame) -> DataFrame:
         "prom_bytes_out",
         "prom_bytes_in_for_out",
     ]
-    return intervals.groupBy("topic", "partition", "window").agg(
-        *[_sum(c) for c in sums],
-        F.max("t_ms").alias("t_ms"),
-        F.max_by("state", "t_ms").alias("state"),
-    )
+    return intervals.groupBy("topic", "partition", "window").agg(*[_sum(c) for c in sums], F.max("t_ms").alias("t_ms"))
 
 
 def _per_partition(windows: DataFrame) -> DataFrame:
@@ -149,7 +153,29 @@ def _per_partition(windows: DataFrame) -> DataFrame:
             )
         ],
         F.max("t_ms").alias("last_ts_ms"),
-        F.max_by("state", "t_ms").alias("state"),
+    )
+
+
+def _latest_state(samples: DataFrame, last_ts_ms: int) -> DataFrame:
+    """Leader, replicas, ISR, sizes and settings of every partition in the latest sample.
+
+    Taken with a filter on the latest instant rather than carried through the rate aggregation: the
+    arrays would otherwise ride along every row of the sort and every aggregation buffer, which made
+    the job several times slower on a day of samples (see docs/performance.md).
+    """
+    # A plain comparison on the column (not on a function of it) is pushed down to Parquet, whose
+    # statistics then skip every file but the latest sample's.
+    latest = samples.where(F.col("ts") == F.timestamp_millis(F.lit(last_ts_ms)))
+    return latest.select(
+        "topic",
+        "partition",
+        "leader",
+        "replicas",
+        "isr",
+        "replica_sizes",
+        _leader_size().alias("size"),
+        "min_insync_replicas",
+        "unclean_leader_election",
     )
 
 
@@ -192,16 +218,9 @@ def run_job(partitions: DataFrame, brokers: DataFrame, *, window_seconds: int = 
         F.max(F.unix_millis(F.col("ts"))).alias("last"),
     ).collect()[0]
     per_partition = _per_partition(_per_window(_partition_intervals(partitions, window_seconds)))
-    flat = per_partition.select(
-        "*",
-        F.col("state.leader").alias("leader"),
-        F.col("state.replicas").alias("replicas"),
-        F.col("state.isr").alias("isr"),
-        F.col("state.replica_sizes").alias("replica_sizes"),
-        F.col("state.size").alias("size"),
-        F.col("state.min_insync_replicas").alias("min_insync_replicas"),
-        F.col("state.unclean_leader_election").alias("unclean_leader_election"),
-    ).drop("state")
+    # Partitions missing from the latest sample (deleted) keep null state; the load step drops them.
+    state = _latest_state(partitions, int(times["last"] or 0))
+    flat = per_partition.join(state, on=["topic", "partition"], how="left")
     broker_rows = (
         _brokers(brokers, window_seconds)
         .select("*", F.col("state.rack").alias("rack"), F.col("state.alive").alias("alive"))

@@ -39,9 +39,11 @@ class EngineConfig:
 
     type: EngineType = "local"
     url: str | None = None
-    # Analysis data per job is small after the first aggregation; Spark's default of 200 shuffle
-    # partitions only adds task overhead on a 2-core pod.
-    shuffle_partitions: int = 4
+    # The job sorts every sample row once (by partition and time). 32 shuffle partitions keep each
+    # task's sort of a day of a 200k-partition cluster in memory (docs/performance.md), while adaptive
+    # execution coalesces them into one or two tasks for small inputs; Spark's default of 200 only adds
+    # task overhead on a 2-core pod.
+    shuffle_partitions: int = 32
     conf: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:

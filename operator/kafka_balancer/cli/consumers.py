@@ -168,6 +168,8 @@ def _live(args: argparse.Namespace) -> int:
     from kafka_balancer.model.errors import ModelError  # noqa: PLC0415
     from kafka_balancer.model.snapshot import loads_snapshot  # noqa: PLC0415
 
+    if args.group is not None:
+        raise SystemExit(f"consumers: --group {args.group} is for the offline what-if: `consumers simulate --group`")
     if args.top < 1:
         raise SystemExit(f"consumers: --top must be >= 1, got {args.top}")
     if args.spark_threshold < 1:

@@ -1,69 +1,455 @@
-"""`kafka-balancer demo`: the embedded demo (see README).
+"""`kafka-balancer demo`: the whole operator, end to end, on an emulated Kafka cluster and Kubernetes API.
 
-Issue 2 stage: bring the embedded skewed cluster up in the Kafka emulator, read it back through the
-Kafka adapter (real clients over TCP), print the per-broker picture, and stop cleanly.
+Steps, each printed as it happens: the Kafka emulator starts with the skewed demo cluster; a
+Kubernetes API emulator starts on 127.0.0.1 and gets the CRDs (crds/*.yaml); the real operator runs
+as a separate process (``kopf run``, as the image runs it) against both; the example ResourceGroups
+and Manual BalancePolicy (examples/) are applied; the proposal appears in status; the demo approves
+it by id as a person would; execution progress is polled from status; then the cluster is read back
+through the Kafka adapter, shown before/after, and drawn in the HTML report.
+
+Everything started is stopped on the way out, also on errors, timeouts and Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections import Counter
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import yaml
+
+from kafka_balancer.cli import demo_view as view
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.model import ClusterModel
+from kafka_balancer.model.policy import group_brokers, parse_manifests
+from kafka_balancer.report import write_report
 from kafka_balancer.sandbox import EmulatedCluster, EmulatorOptions
 from kafka_balancer.sandbox.demo_cluster import skewed_demo_model
 
-HELP = "Run the embedded demo: an emulated skewed cluster balanced end to end."
+if TYPE_CHECKING:
+    from kafka_balancer.sandbox.kube import KubeApiServer, KubeClient
+
+HELP = "Run the embedded demo: the operator balances an emulated skewed Kafka cluster end to end."
+
+API = "kafkabalancer.io/v1alpha1"
+PLURALS = {"BalancePolicy": "balancepolicies", "ResourceGroup": "resourcegroups"}
+REPO = Path(__file__).resolve().parents[3]  # operator/kafka_balancer/cli/demo.py -> repository root
+T = TypeVar("T")
+
+
+class DemoError(RuntimeError):
+    """A step failed or timed out; the message says which and why."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    # Free ports by default: the demo stops once it has printed, so fixed ports would only risk a clash.
-    parser.add_argument("--port-base", type=int, default=0, help="first emulated broker port (0 = any free ports)")
-
-
-def broker_table(model: ClusterModel) -> str:
-    """One line per broker: rack, replicas, leaders, bytes on disk, and the spread of each."""
-    replicas: Counter[int] = Counter()
-    leaders: Counter[int] = Counter()
-    disk: Counter[int] = Counter()
-    for part in model.partitions():
-        for b in part.replicas:
-            replicas[b] += 1
-            disk[b] += int(part.size_bytes)
-        if part.leader is not None:
-            leaders[part.leader] += 1
-    lines = [f"{'broker':>6}  {'rack':<8} {'alive':<5} {'replicas':>8} {'leaders':>7} {'disk GB':>9}"]
-    for info in model.brokers():
-        lines.append(
-            f"{info.id:>6}  {info.rack or '-':<8} {'yes' if info.alive else 'NO':<5} "
-            f"{replicas[info.id]:>8} {leaders[info.id]:>7} {disk[info.id] / 1e9:>9.1f}"
-        )
-    ids = [int(b) for b in model.broker_ids]
-    for name, counts, scale in (("replicas", replicas, 1.0), ("leaders", leaders, 1.0), ("disk GB", disk, 1e9)):
-        values = [counts[b] / scale for b in ids]
-        mean = sum(values) / len(values)
-        ratio = max(values) / mean if mean else 0.0
-        lines.append(f"{name:>8}: max/avg {ratio:.2f} (min {min(values):g}, max {max(values):g})")
-    return "\n".join(lines)
-
-
-def run(args: argparse.Namespace) -> int:
-    model = skewed_demo_model()
-    options = EmulatorOptions(port_base=args.port_base or None)
-    with EmulatedCluster.start(model, options=options) as cluster:
-        print(f"emulated cluster '{model.cluster_name}' on {cluster.bootstrap_servers}")
-        adapter = KafkaAdapter(ConnectionSpec(cluster.bootstrap_servers))
-        try:
-            read = adapter.read_cluster()
-            controller = adapter.describe_cluster().controller_id
-        finally:
-            adapter.close()
-    print(
-        f"read back through the Kafka adapter: {read.num_brokers} brokers, {len(read.topics)} topics, "
-        f"{read.num_partitions} partitions, {read.num_replicas} replicas, controller {controller}"
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=200.0,
+        help="emulated seconds per real second: copies run at the policy's throttle in emulated time (default 200)",
     )
-    print(broker_table(read))
-    print("emulator stopped")
+    parser.add_argument(
+        "--size-scale",
+        type=float,
+        default=1.0,
+        help="scale partition sizes (not the cluster's shape) for a quicker run (default 1.0)",
+    )
+    parser.add_argument(
+        "--report-dir", type=Path, default=Path("build/demo"), help="where report.html goes (default build/demo)"
+    )
+    parser.add_argument("--timeout", type=float, default=170.0, help="fail if the demo takes longer (seconds)")
+    parser.add_argument("--examples", type=Path, default=REPO / "examples", help="the examples/ directory")
+    parser.add_argument("--crds", type=Path, default=REPO / "crds", help="the crds/ directory")
+
+
+@dataclass
+class Context:
+    args: argparse.Namespace
+    started: float
+    deadline: float
+    workdir: Path
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def wait(self, what: str, probe: Callable[[], T | None], interval: float = 0.5) -> T:
+        """Poll ``probe`` until it returns something; DemoError at the demo's deadline."""
+        while True:
+            found = probe()
+            if found is not None:
+                return found
+            if time.monotonic() > self.deadline:
+                raise DemoError(f"timed out after {self.args.timeout:.0f} s waiting for {what}")
+            time.sleep(interval)
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def step(text: str) -> None:
+    say()
+    say(f"==> {text}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """SIGTERM (and SIGHUP) unwind like Ctrl-C, so every ``finally`` stops what it started."""
+
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+# ----- the operator process -----------------------------------------------------------------------
+@contextlib.contextmanager
+def operator_process(ctx: Context, kubeconfig: Path, namespace: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``kopf run`` as the image runs it, watching one namespace; SIGTERM and wait on the way out."""
+    health, metrics = _free_port(), _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_BALANCER_")}
+    env.update(
+        KUBECONFIG=str(kubeconfig),
+        KAFKA_BALANCER_METRICS_PORT=str(metrics),
+        KAFKA_BALANCER_METRICS_ADDRESS="127.0.0.1",
+        # Reconcile every second: progress reaches status at each reconciliation.
+        KAFKA_BALANCER_RECONCILE_SECONDS="1",
+        KAFKA_BALANCER_EXECUTION_POLL_SECONDS="0.5",
+        KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS="10",
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "kopf",
+        "run",
+        "--standalone",
+        f"--namespace={namespace}",
+        f"--liveness=http://127.0.0.1:{health}/healthz",
+        "-m",
+        "kafka_balancer.controller.operator",
+    ]
+    log_path = ctx.workdir / "operator.log"
+    with log_path.open("wb") as log:
+        # Its own session: a Ctrl-C in the terminal reaches the demo only, which then stops the
+        # operator in order (SIGTERM, wait) instead of both racing.
+        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        say(f"    operator pid {proc.pid}: {' '.join(command[1:])}")
+        say(f"    metrics http://127.0.0.1:{metrics}/metrics, log {log_path}")
+
+        def healthy() -> bool | None:
+            if proc.poll() is not None:
+                raise DemoError(f"the operator exited with code {proc.returncode}:\n{_tail(log_path)}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{health}/healthz", timeout=2):
+                    return True
+            except OSError:
+                return None
+
+        ctx.wait("the operator's liveness endpoint", healthy)
+        yield proc
+    except DemoError as err:
+        if proc.poll() is None and "operator log" not in str(err):
+            raise DemoError(f"{err}\n--- operator log (last lines) ---\n{_tail(log_path)}") from None
+        raise
+    finally:
+        _stop(proc)
+        say(f"    operator stopped (exit code {proc.returncode})")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)  # what the kubelet sends; kopf finishes its handlers
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no operator log)"
+
+
+# ----- Kubernetes side ----------------------------------------------------------------------------
+def install_crds(client: KubeClient, crds: Path) -> list[str]:
+    files = sorted(crds.glob("*.yaml"))
+    if not files:
+        raise DemoError(f"no CRDs in {crds} (--crds): run the demo from a clone of the repository")
+    names = []
+    for path in files:
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("kind") == "CustomResourceDefinition":
+                client.create(doc, "customresourcedefinitions")
+                names.append(str(doc["metadata"]["name"]))
+    return names
+
+
+def load_examples(examples: Path, bootstrap: str) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
+    """The example ResourceGroups and Manual BalancePolicy, pointed at the emulator; and what was changed."""
+    groups_file, policy_file = examples / "00-resource-groups.yaml", examples / "01-rebalance-manual.yaml"
+    try:
+        groups = [d for d in yaml.safe_load_all(groups_file.read_text()) if d]
+        policy = next(d for d in yaml.safe_load_all(policy_file.read_text()) if d and d.get("kind") == "BalancePolicy")
+    except (OSError, StopIteration) as err:
+        raise DemoError(f"cannot read the example manifests in {examples} (--examples): {err}") from None
+    spec = policy["spec"]
+    changes = [f"spec.cluster.bootstrapServers: {spec['cluster']['bootstrapServers']} -> {bootstrap} (the emulator)"]
+    spec["cluster"]["bootstrapServers"] = bootstrap
+    windows = (spec.get("execution") or {}).pop("maintenanceWindows", None)
+    if windows:
+        changes.append("spec.execution.maintenanceWindows: removed (the demo executes now, not in the window)")
+    if spec.get("mode") != "Manual":
+        changes.append(f"spec.mode: {spec.get('mode')} -> Manual")
+        spec["mode"] = "Manual"
+    return groups, policy, changes
+
+
+def policy_status(client: KubeClient, policy: dict[str, Any]) -> dict[str, Any]:
+    meta = policy["metadata"]
+    found = client.get(API, "balancepolicies", meta["namespace"], meta["name"])
+    return dict(found.get("status") or {})
+
+
+def stalled(status: dict[str, Any]) -> None:
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Stalled" and cond.get("status") == "True":
+            raise DemoError(f"the policy is Stalled: {cond.get('reason')}: {cond.get('message')}")
+
+
+# ----- Kafka side ---------------------------------------------------------------------------------
+def read_back(bootstrap: str, model: ClusterModel) -> ClusterModel:
+    """Placement read from Kafka (real clients over TCP), laid over the demo model's sizes and traffic."""
+    adapter = KafkaAdapter(ConnectionSpec(bootstrap))
+    try:
+        return view.with_observed_placement(model, adapter.read_cluster(with_sizes=False))
+    finally:
+        adapter.close()
+
+
+def start_kafka(model: ClusterModel, time_scale: float) -> contextlib.AbstractContextManager[EmulatedCluster]:
+    return EmulatedCluster.start(model, options=EmulatorOptions(time_scale=time_scale))
+
+
+# ----- the demo -----------------------------------------------------------------------------------
+def run(args: argparse.Namespace) -> int:
+    if args.time_scale <= 0:
+        print(f"kafka-balancer demo: --time-scale must be > 0 (got {args.time_scale})", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    try:
+        with _signals_interrupt(), tempfile.TemporaryDirectory(prefix="kafka-balancer-demo-") as tmp:
+            ctx = Context(args, started, started + args.timeout, Path(tmp))
+            report = demo(ctx)
+    except DemoError as err:
+        print(f"\nkafka-balancer demo FAILED after {time.monotonic() - started:.1f} s: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\nkafka-balancer demo interrupted; everything it started is stopped.", file=sys.stderr)
+        return 130
+    except Exception as err:  # any other failure still ends in one clear line (after the trace)
+        traceback.print_exc()
+        print(f"\nkafka-balancer demo FAILED: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    say()
+    say(f"HTML report: {report}")
+    say(f"demo finished in {time.monotonic() - started:.1f} s; the emulators and the operator are stopped.")
     return 0
+
+
+def demo(ctx: Context) -> Path:
+    args = ctx.args
+    try:  # kmock comes with the dev extra, which `make demo` installs; a plain install lacks it
+        from kafka_balancer.sandbox.kube import kube_api_server  # noqa: PLC0415
+    except ImportError as err:
+        raise DemoError(f"the Kubernetes API emulator needs kmock ({err}): pip install -e '.[dev]'") from None
+    try:
+        model = skewed_demo_model(args.size_scale)
+    except ValueError as err:
+        raise DemoError(f"--size-scale: {err}") from None
+    step(f"Kafka emulator: cluster '{model.cluster_name}', time x{args.time_scale:g}")
+    with start_kafka(model, args.time_scale) as kafka:
+        # The emulator has no retention: with traffic its logs would grow for as long as they are
+        # copied. A steady cluster's size is flat (retention deletes what producers add), so the demo
+        # keeps sizes fixed and uses its model's traffic for the network figures.
+        kafka.set_rates(
+            [(model.topic_name(p), int(model.partition_id[p]), 0.0, 0.0) for p in range(model.num_partitions)]
+        )
+        say(f"    {model.num_brokers} brokers on {kafka.bootstrap_servers}")
+        with kube_api_server() as kube:
+            return balance(ctx, model, kafka, kube)
+
+
+def balance(ctx: Context, model: ClusterModel, kafka: EmulatedCluster, kube: KubeApiServer) -> Path:
+    from kafka_balancer.sandbox.kube import KubeClient, KubeError  # noqa: PLC0415 - needs kmock, see demo()
+
+    args = ctx.args
+    client = KubeClient(kube.url)
+    groups, policy, changes = load_examples(args.examples, kafka.bootstrap_servers)
+    namespace = policy["metadata"]["namespace"]
+    kubeconfig = kube.write_kubeconfig(ctx.workdir / "kubeconfig", namespace)
+    step(f"Kubernetes API emulator on {kube.url} (KUBECONFIG={kubeconfig})")
+    try:
+        say(f"    kubectl apply -f {args.crds}/: " + ", ".join(install_crds(client, args.crds)))
+    except KubeError as err:
+        raise DemoError(f"installing the CRDs: {err}") from None
+
+    _, parsed_groups = parse_manifests(groups)
+    racks = dict(zip((int(b) for b in model.broker_ids), model.broker_racks, strict=True))
+    members = {g.metadata.name: group_brokers(g.spec, racks) for g in parsed_groups}
+    before = read_back(kafka.bootstrap_servers, model)
+    step("The cluster before, read back from Kafka (traffic from the demo's model)")
+    say(view.broker_table(before, members))
+
+    step("Starting the operator")
+    with operator_process(ctx, kubeconfig, namespace):
+        step(f"Applying the examples ({args.examples}/00-resource-groups.yaml, 01-rebalance-manual.yaml)")
+        for doc in [*groups, policy]:
+            try:
+                client.create(doc, PLURALS[doc["kind"]])
+            except KubeError as err:
+                raise DemoError(f"applying {doc['kind']} {doc['metadata']['name']}: {err}") from None
+            say(f"    {doc['kind'].lower()}.kafkabalancer.io/{doc['metadata']['name']} created")
+        for change in changes:
+            say(f"    (demo) {change}")
+        proposal, imbalance = await_proposal(ctx, client, policy)
+        executed = approve_and_follow(ctx, client, policy, proposal, kafka)
+        operator_view(ctx, client, policy, imbalance)
+    after = read_back(kafka.bootstrap_servers, model)
+    step("The cluster after, read back from Kafka")
+    say(view.broker_table(after, members))
+    say()
+    say(f"    bytes moved  {view.gigabytes(float(executed['bytesMoved']))} in {executed['partitions']} partitions")
+    say(
+        f"    execution    {executed['seconds']:.1f} s real, {executed['emulated']:.0f} s emulated "
+        f"(x{args.time_scale:g}); demo so far {ctx.elapsed():.1f} s"
+    )
+    summary = {**executed["summary"], "bytesMoved": executed["bytesMoved"], "durationSeconds": executed["emulated"]}
+    summary["demo"] = {"timeScale": args.time_scale, "realSeconds": round(executed["seconds"], 1)}
+    path = args.report_dir.resolve() / "report.html"
+    args.report_dir.mkdir(parents=True, exist_ok=True)
+    return write_report(path, before, after, summary, title="kafka-balancer demo: before and after")
+
+
+def await_proposal(ctx: Context, client: KubeClient, policy: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+    """The proposal from status, and status.imbalance when it was made."""
+    step("Waiting for the proposal in status.proposal")
+
+    def ready() -> dict[str, Any] | None:
+        status = policy_status(client, policy)
+        stalled(status)
+        return status if status.get("proposal") and status.get("state") == "ProposalReady" else None
+
+    status = ctx.wait("a proposal in the policy's status", ready)
+    proposal = dict(status["proposal"])
+    say(f"    proposal ready after {ctx.elapsed():.1f} s (status.state ProposalReady):")
+    for line in view.proposal_lines(proposal):
+        say(line)
+    imbalance = status.get("imbalance")
+    return proposal, None if imbalance is None else float(imbalance)
+
+
+def operator_view(ctx: Context, client: KubeClient, policy: dict[str, Any], before: float | None) -> None:
+    """The operator's own reading after the run: its next reconciliation re-reads the cluster."""
+    deadline = min(ctx.deadline, time.monotonic() + 15)
+    while True:
+        status = policy_status(client, policy)
+        now = status.get("imbalance")
+        if (now is not None and (before is None or now < before)) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    shown = "-" if now is None else f"{float(now):.2f}"
+    was = "-" if before is None else f"{before:.2f}"
+    say(f"    the operator re-read the cluster: status.imbalance {shown} (was {was}), state {status.get('state')}")
+
+
+def approve_and_follow(
+    ctx: Context, client: KubeClient, policy: dict[str, Any], proposal: dict[str, Any], kafka: EmulatedCluster
+) -> dict[str, Any]:
+    meta = policy["metadata"]
+    patch = {"spec": {"approvedProposal": proposal["id"]}}
+    step("Approving it, as a person would")
+    say(f"    $ {view.command_line(meta['namespace'], meta['name'], patch)}")
+    client.merge_patch(API, "balancepolicies", meta["namespace"], meta["name"], patch)
+    configmap = client.get("v1", "configmaps", meta["namespace"], proposal["configMap"])
+    summary = json.loads((configmap.get("data") or {}).get("summary.json", "{}"))
+
+    step("Executing (progress from status.progress; moves in flight from Kafka's ListPartitionReassignments)")
+    with kafka.state.lock:
+        clock0 = kafka.state.clock
+    start = time.monotonic()
+    adapter = KafkaAdapter(ConnectionSpec(kafka.bootstrap_servers))
+    last_line, last_bytes, last_clock = "", 0.0, clock0
+    rate: float | None = None  # bytes per emulated second: what the policy's throttle limits
+    try:
+        while True:
+            status = policy_status(client, policy)
+            stalled(status)
+            run_ = status.get("lastRun") or {}
+            if run_.get("proposalId") == proposal["id"] and run_.get("result"):
+                break
+            progress = status.get("progress") or {}
+            with kafka.state.lock:
+                clock = kafka.state.clock
+            moved = float(progress.get("bytesMoved", 0))
+            if moved > last_bytes and clock > last_clock:
+                rate, last_bytes, last_clock = (moved - last_bytes) / (clock - last_clock), moved, clock
+            in_flight = len(adapter.list_reassignments())
+            line = view.progress_line(time.monotonic() - start, progress, in_flight, rate)
+            if progress and line.split("]", 1)[1] != last_line:
+                say(line)
+                last_line = line.split("]", 1)[1]
+            if time.monotonic() > ctx.deadline:
+                raise DemoError(
+                    f"timed out after {ctx.args.timeout:.0f} s waiting for the execution "
+                    f"(state {status.get('state')}, progress {progress})"
+                )
+            time.sleep(1.0)
+    finally:
+        adapter.close()
+    seconds = time.monotonic() - start
+    with kafka.state.lock:
+        emulated = kafka.state.clock - clock0
+    if run_["result"] != "Completed":
+        raise DemoError(f"the execution ended {run_['result']}: {run_.get('message') or status.get('state')}")
+    progress = status.get("progress") or {}
+    say(view.progress_line(seconds, progress, 0, rate))
+    say(
+        f"    execution Completed (status.lastRun): {run_.get('partitionsMoved', 0)} partitions, "
+        f"{view.gigabytes(float(run_.get('bytesMoved', 0)))}, {run_.get('startedAt')} -> {run_.get('finishedAt')}"
+    )
+    return {
+        "bytesMoved": int(run_.get("bytesMoved", 0)),
+        "partitions": int(run_.get("partitionsMoved", 0)),
+        "seconds": seconds,
+        "emulated": emulated,
+        "summary": summary,
+    }

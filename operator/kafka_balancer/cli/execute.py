@@ -20,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
+from kafka_balancer.cli.consumers import add_connection_arguments, open_port
 from kafka_balancer.executor import (
     ExecutionResult,
     ExecutionState,
@@ -30,12 +31,11 @@ from kafka_balancer.executor import (
     MemoryExecutionStore,
     Progress,
     parse_rate,
+    parse_size,
 )
 from kafka_balancer.executor.scheduler import DEFAULT_MOVES_PER_BROKER, DEFAULT_MOVES_TOTAL, STRATEGIES
 from kafka_balancer.executor.store import ExecutionStore
-from kafka_balancer.kafka.adapter import KafkaAdapter
-from kafka_balancer.kafka.connection import ConnectionSpec
-from kafka_balancer.kafka.port import KafkaError, KafkaPort
+from kafka_balancer.kafka.port import KafkaError
 from kafka_balancer.model import ModelError, ReassignmentPlan
 
 HELP = "Execute a reassignment plan: throttled, resumable, stoppable, with a progress bar."
@@ -100,7 +100,7 @@ class ProgressPrinter:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-servers", required=True, help="host:port[,host:port...] of the cluster")
+    add_connection_arguments(parser)
     parser.add_argument("--plan", required=True, help="plan file: Kafka reassignment JSON (kafka-balancer plan output)")
     parser.add_argument("--throttle", help="replication throttle per broker, e.g. 50MiB/s (default: none)")
     parser.add_argument("--dry-run", action="store_true", help="show what would run, change nothing")
@@ -116,13 +116,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="seconds a move may wait for an unhealthy partition before it is given up (default: wait)",
     )
+    parser.add_argument(
+        "--max-bytes-per-run", help="copy at most this much (e.g. 500GB); the rest is left for the next run"
+    )
     parser.add_argument("--poll-interval", type=float, default=1.0, help="seconds between cluster polls")
     parser.add_argument("--json", action="store_true", help="print the final report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def connect(bootstrap_servers: str) -> KafkaPort:
-    return KafkaAdapter(ConnectionSpec(bootstrap_servers=bootstrap_servers))
 
 
 def options_from_args(args: argparse.Namespace) -> ExecutorOptions:
@@ -133,6 +132,7 @@ def options_from_args(args: argparse.Namespace) -> ExecutorOptions:
         stuck_after_seconds=args.stuck_after,
         cancel_stuck=args.cancel_stuck,
         blocked_after_seconds=args.give_up_blocked_after,
+        max_bytes_per_run=parse_size(args.max_bytes_per_run) if args.max_bytes_per_run else None,
         poll_interval_seconds=args.poll_interval,
         dry_run=args.dry_run,
     )
@@ -153,6 +153,9 @@ def report(result: ExecutionResult) -> dict[str, object]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.bootstrap_servers:
+        print("execute: --bootstrap-servers is required", file=sys.stderr)
+        return EXIT_USAGE
     try:
         plan = ReassignmentPlan.loads(Path(args.plan).read_bytes())
         options = options_from_args(args)
@@ -173,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         "bootstrapServers": args.bootstrap_servers,
         "plan": str(Path(args.plan).resolve()),
     }
-    port = connect(args.bootstrap_servers)
+    port = open_port(args, "execute")
     try:
         executor = Executor(port, plan, store, options, on_progress=printer.update, context=context)
 

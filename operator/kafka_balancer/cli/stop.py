@@ -19,7 +19,8 @@ import socket
 import sys
 import time
 
-from kafka_balancer.cli.execute import DEFAULT_STATE, connect
+from kafka_balancer.cli.consumers import add_connection_arguments, open_port
+from kafka_balancer.cli.execute import DEFAULT_STATE
 from kafka_balancer.executor import ExecutionRecord, FileExecutionStore, TaskState, abandon
 from kafka_balancer.kafka.port import KafkaError
 from kafka_balancer.model import ModelError
@@ -29,9 +30,9 @@ HELP = "Stop a running execution: cancel in-flight moves, remove throttles, repo
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state", default=DEFAULT_STATE, help=f"the execution's state file (default {DEFAULT_STATE})")
-    parser.add_argument(
-        "--bootstrap-servers", help="cluster to clean up when no executor is running (default: from the state file)"
-    )
+    # Used when no executor is running and this command cleans up itself; the bootstrap servers
+    # default to those in the state file (credentials are never stored there: pass them again).
+    add_connection_arguments(parser)
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for a running executor")
 
 
@@ -82,14 +83,14 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(0.2)
         print(f"stop: executor pid {record.context.get('pid')} did not stop within {args.timeout:g}s", file=sys.stderr)
         return 1
-    bootstrap = args.bootstrap_servers or record.context.get("bootstrapServers")
-    if not bootstrap:
+    args.bootstrap_servers = args.bootstrap_servers or record.context.get("bootstrapServers")
+    if not args.bootstrap_servers:
         print(
             "stop: no executor is running and the state file names no cluster; pass --bootstrap-servers",
             file=sys.stderr,
         )
         return 2
-    port = connect(bootstrap)
+    port = open_port(args, "stop")
     try:
         final = abandon(port, store, reason="stopped by kafka-balancer stop (no executor was running)")
     except KafkaError as err:

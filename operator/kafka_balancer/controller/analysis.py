@@ -58,6 +58,11 @@ class _SamplerThread:
     config: tuple[Any, ...]
     stop: threading.Event
     thread: threading.Thread
+    taken: int = 0  # samples stored by this thread
+
+
+# Rates need two samples in a window: until this thread stored as many, a Spark run can only say "incomplete".
+MIN_SAMPLES: Final = 2
 
 
 class Analyses:
@@ -115,6 +120,7 @@ class Analyses:
                     started = time.monotonic()
                     try:
                         sampler.sample_once()
+                        record.taken += 1
                         self._metrics.sampled(metric_key, 1)
                     except Exception as err:  # a failed round is retried at the next interval
                         log.warning("sampling %s/%s failed: %s", key[0], key[1], err)
@@ -123,8 +129,9 @@ class Analyses:
                 port.close()
 
         thread = threading.Thread(target=loop, name=f"sampler-{key[0]}-{key[1]}", daemon=True)
+        record = _SamplerThread(config, stop, thread)
         with self._lock:
-            self._samplers[key] = _SamplerThread(config, stop, thread)
+            self._samplers[key] = record
         thread.start()
 
     def stop(self, key: tuple[str, str]) -> None:
@@ -156,9 +163,13 @@ class Analyses:
         now = self._clock()
         with self._lock:
             cached = self._cache.get(key)
+            sampler = self._samplers.get(key)
         if cached is not None and cached.inputs == inputs and now - cached.at < analysis.window_seconds:
             self._check(cached.report, spec)
             return cached
+        if cached is None and sampler is not None and sampler.taken < MIN_SAMPLES:
+            # Spark would only report "0 partitions complete": do not pay for a job yet.
+            raise NotReady(f"collecting samples into {url}: {sampler.taken} of {MIN_SAMPLES} taken")
         end = datetime.now(UTC)
         start = end - timedelta(seconds=analysis.window_seconds * WINDOWS_READ)
         options = LoadOptions(

@@ -50,19 +50,65 @@ NOTES: Final = """## How the controller reads a BalancePolicy
 - **One policy per cluster.** A second BalancePolicy whose bootstrap servers overlap an older one's, or whose
   cluster id is the same, is `Stalled` with reason `DuplicateCluster` naming the other policy.
 
-## Conditions (`status.conditions`, metav1.Condition)
-
-| Type | True when | Reasons |
-|---|---|---|
-| `Ready` | the spec is accepted and reconciled; stays True during a long execution (GitOps tools read it as healthy) | `Reconciled`, `Executing`, or the Stalled reason when False |
-| `Reconciling` | an execution is in progress | `Executing`, or the state when False |
-| `Stalled` | a human must act; `message` names the field, value, group, broker or Secret | `InvalidSpec`, `UnknownResourceGroup`, `InvalidResourceGroup`, `OverlappingResourceGroups`, `MissingSecret`, `ClusterUnreachable`, `DuplicateCluster`, `UnsatisfiableGoal`, `StaleApproval`, `UnknownProposal`, `ProposalLost` |
-| `ProposalReady` | a non-empty proposal waits to be executed | `AwaitingApproval`, `DryRun`, `Approved`, `OutsideMaintenanceWindow`, `Paused`, `NothingToDo`, `AlreadyExecuted` |
-| `Executing` | an execution runs | `Executing`; when False the last result (`Completed`, `Stopped`, `Failed`) |
-
+{conditions}
 `status.state` (`Pending`, `Analysing`, `Balanced`, `ProposalReady`, `Executing`, `Completed`, `Paused`,
 `Stalled`) is a one-word summary for `kubectl get`; tools should read the conditions.
 """
+
+
+# (type, true when, reasons) for the conditions table: the reasons the controller sets, see reconcile.py.
+CONDITIONS: Final = (
+    (
+        "Ready",
+        "the spec is accepted and reconciled; stays True during a long execution (GitOps tools read it as healthy)",
+        ("Reconciled", "Executing", "the Stalled reason when False"),
+    ),
+    ("Reconciling", "samples are being collected or an execution runs", ("CollectingSamples", "Executing")),
+    (
+        "Stalled",
+        "a human must act; `message` names the field, value, group, broker or Secret",
+        (
+            "InvalidSpec",
+            "UnknownResourceGroup",
+            "InvalidResourceGroup",
+            "OverlappingResourceGroups",
+            "MissingSecret",
+            "ClusterUnreachable",
+            "DuplicateCluster",
+            "UnsatisfiableGoal",
+            "StaleApproval",
+            "UnknownProposal",
+            "ProposalLost",
+        ),
+    ),
+    (
+        "ProposalReady",
+        "a non-empty proposal waits to be executed",
+        (
+            "AwaitingApproval",
+            "DryRun",
+            "Approved",
+            "OutsideMaintenanceWindow",
+            "Paused",
+            "NothingToDo",
+            "AlreadyExecuted",
+        ),
+    ),
+    ("Executing", "an execution runs", ("Executing", "when False: the last result, Completed, Stopped or Failed")),
+)
+
+
+def _conditions_table() -> str:
+    rows = [
+        "## Conditions (`status.conditions`, metav1.Condition)",
+        "",
+        "| Type | True when | Reasons |",
+        "|---|---|---|",
+    ]
+    for type_, when, reasons in CONDITIONS:
+        shown = ", ".join(r if " " in r else f"`{r}`" for r in reasons)
+        rows.append(f"| `{type_}` | {when} | {shown} |")
+    return "\n".join(rows) + "\n"
 
 
 def _type(node: dict[str, Any]) -> str:
@@ -128,5 +174,5 @@ def render_docs() -> str:
             out.append("|---|---|---|---|---|")
             out.extend(_rows(schema["properties"][part], part))
             out.append("")
-    out.append(NOTES)
+    out.append(NOTES.replace("{conditions}", _conditions_table()))
     return "\n".join(out)

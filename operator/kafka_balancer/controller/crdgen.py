@@ -6,7 +6,7 @@ tests/controller/test_crds.py fails when the committed files differ from what th
 Pydantic emits JSON Schema 2020-12; the API server wants a *structural* OpenAPI v3.0 subset. The
 conversion inlines ``$ref``, turns ``anyOf [X, null]`` into ``nullable``, numeric
 ``exclusiveMinimum`` into the boolean form, drops titles and ``additionalProperties: false`` (the API
-server prunes unknown fields instead), and gives nested objects ``default: {}`` so the API server
+server prunes unknown fields instead) but keeps typed maps, and gives nested objects ``default: {}`` so the API server
 fills in their documented defaults.
 """
 
@@ -28,7 +28,7 @@ CRD_FILES: Final = {
     "balancepolicies": "kafkabalancer.io_balancepolicies.yaml",
     "resourcegroups": "kafkabalancer.io_resourcegroups.yaml",
 }
-_DROP: Final = {"title", "additionalProperties", "$defs"}
+_DROP: Final = {"title", "$defs"}
 
 
 class _WithFactoryDefaults(GenerateJsonSchema):
@@ -90,11 +90,14 @@ def _structural(node: Any, defs: dict[str, Any]) -> Any:
             out[key] = {name: _structural(prop, defs) for name, prop in value.items()}
         elif key == "items":
             out[key] = _structural(value, defs)
+        elif key == "additionalProperties":
+            if isinstance(value, dict):  # a typed map (dict[str, int]); `false` is pruning, the server's default
+                out[key] = _structural(value, defs)
         elif key == "description":
             out[key] = " ".join(str(value).split())
         else:
             out[key] = value
-    if out.get("type") == "object" and "properties" not in out:
+    if out.get("type") == "object" and "properties" not in out and "additionalProperties" not in out:
         # A free-form map (e.g. the executor checkpoint): kept as is, not pruned.
         out["x-kubernetes-preserve-unknown-fields"] = True
     return out

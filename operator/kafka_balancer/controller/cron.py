@@ -61,7 +61,10 @@ class Cron:
             raise CronError(f"cron '{expression}': expected 5 fields (minute hour day month weekday), got {len(parts)}")
         sets = [_field(p, name, low, high) for p, (name, low, high) in zip(parts, _FIELDS, strict=True)]
         weekdays = frozenset(d % 7 for d in sets[4])
-        return cls(sets[0], sets[1], sets[2], sets[3], weekdays, parts[2] != "*", parts[4] != "*")
+        # As in Vixie cron, a day field starting with "*" (also "*/2") makes the day fields combine with AND, not OR.
+        return cls(
+            sets[0], sets[1], sets[2], sets[3], weekdays, not parts[2].startswith("*"), not parts[4].startswith("*")
+        )
 
     def matches(self, moment: dt.datetime) -> bool:
         if moment.minute not in self.minutes or moment.hour not in self.hours or moment.month not in self.months:
@@ -72,9 +75,11 @@ class Cron:
             return day_ok or weekday_ok
         return day_ok and weekday_ok
 
-    def fired_between(self, after: dt.datetime, until: dt.datetime) -> dt.datetime | None:
-        """The latest matching minute in (after, until], or None. Looks back at most MAX_CATCH_UP."""
-        start = max(after, until - MAX_CATCH_UP)
+    def fired_between(
+        self, after: dt.datetime, until: dt.datetime, look_back: dt.timedelta = MAX_CATCH_UP
+    ) -> dt.datetime | None:
+        """The latest matching minute in (after, until], or None. Looks back at most ``look_back``."""
+        start = max(after, until - look_back)
         moment = until.replace(second=0, microsecond=0)
         while moment > start:
             if self.matches(moment):
@@ -98,7 +103,7 @@ def in_maintenance_window(windows: list[MaintenanceWindow], now: dt.datetime) ->
     for window in windows:
         cron = _window_start_cron(window)
         length = dt.timedelta(minutes=window.duration_minutes)
-        if cron.fired_between(now - length, now) is not None:
+        if cron.fired_between(now - length, now, look_back=length) is not None:
             return True
     return False
 

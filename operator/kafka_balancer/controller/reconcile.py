@@ -14,10 +14,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from kafka_balancer.controller import cron
+from kafka_balancer.controller import cron, summaries
 from kafka_balancer.controller.analysis import Analyses, NotReady, with_measured_load
 from kafka_balancer.controller.approval import decide
 from kafka_balancer.controller.kubeapi import Credentials, KubeApi, NotFoundError, owner_reference
+from kafka_balancer.controller.observations import export, observe
 from kafka_balancer.controller.services import (
     Connector,
     DetachablePort,
@@ -35,10 +36,8 @@ from kafka_balancer.controller.status import (
     RECONCILING,
     STALLED,
     BalancePolicyStatus,
-    GroupImbalance,
     LastRun,
     ObservedCluster,
-    Progress,
     ProposalStatus,
     is_true,
     now_iso,
@@ -48,7 +47,7 @@ from kafka_balancer.controller.triggers import Observed, Recorded, planning_fing
 from kafka_balancer.executor import ExecutionState
 from kafka_balancer.executor import Progress as ExecProgress
 from kafka_balancer.kafka.port import KafkaError, KafkaPort
-from kafka_balancer.metrics import ExecutionFigures, Metrics, PolicyKey
+from kafka_balancer.metrics import Metrics, PolicyKey
 from kafka_balancer.model import ClusterModel, ReassignmentPlan
 from kafka_balancer.model.policy import (
     BalancePolicySpec,
@@ -161,7 +160,7 @@ class Reconciler:
             generation=generation,
         )
         self.metrics.set_state(name, namespace, status.state)
-        return Outcome(status, events + _transitions(before, status))
+        return Outcome(status, events + summaries.transitions(before, status))
 
     def deleted(self, body: dict[str, Any]) -> None:
         """The policy is being deleted: stop its execution cleanly and forget its metrics."""
@@ -213,6 +212,7 @@ class Reconciler:
         try:
             model = port.read_cluster(with_sizes=True)
             description = port.describe_cluster()
+            seen = observe(port, model, spec)
         except KafkaError as err:
             raise Stall(
                 "ClusterUnreachable", f"spec.cluster.bootstrapServers {spec.cluster.bootstrap_servers}: {err}"
@@ -230,6 +230,8 @@ class Reconciler:
             int(b) for b, up in zip(model.broker_ids.tolist(), model.broker_alive.tolist(), strict=True) if up
         )
         metric_key = ctx.metric_key = PolicyKey(name, namespace, cluster_id)
+        export(self.metrics, metric_key, seen)
+        status.durability, status.consumer_groups = seen.durability, seen.consumer_groups
         previous_brokers = tuple(status.observed_cluster.brokers) if status.observed_cluster else None
         status.observed_cluster = ObservedCluster(cluster_id=cluster_id, brokers=list(alive))
 
@@ -241,7 +243,7 @@ class Reconciler:
         model = measured
         status.imbalance = self._imbalance(model, spec, groups, metric_key)
 
-        executed = _executed_ids(status)
+        executed = summaries.executed_ids(status)
         proposal = status.proposal
         pending = proposal is not None and proposal.moves + proposal.leader_changes > 0 and proposal.id not in executed
         now = dt.datetime.now(dt.UTC)
@@ -251,7 +253,7 @@ class Reconciler:
             Recorded(
                 fingerprint=proposal.fingerprint if proposal else None,
                 brokers=previous_brokers,
-                last_schedule=_parse_time(status.last_schedule_time),
+                last_schedule=summaries.parse_time(status.last_schedule_time),
                 executing=False,
                 pending=pending,
             ),
@@ -260,7 +262,7 @@ class Reconciler:
             status.last_schedule_time = now_iso()
         if reason is not None:
             status.proposal = self._propose(ctx, groups, model, fingerprint, reason)
-            events.append(("Normal", "ProposalCreated", _describe(status.proposal)))
+            events.append(("Normal", "ProposalCreated", summaries.describe(status.proposal)))
         proposal = status.proposal
         if proposal is None:
             status.state = "Pending"
@@ -280,7 +282,9 @@ class Reconciler:
         if decision.execute:
             plan = self._stored_plan(namespace, proposal)
             self._start(ctx, proposal.id, plan, None)
-            events.append(("Normal", "ExecutionStarted", f"executing proposal {proposal.id}: {_describe(proposal)}"))
+            events.append(
+                ("Normal", "ExecutionStarted", f"executing proposal {proposal.id}: {summaries.describe(proposal)}")
+            )
             run = self.runs.get(key)
             if run is not None:
                 self._report_running(run, status, spec)
@@ -336,13 +340,15 @@ class Reconciler:
         """One policy per cluster: the oldest wins; the others are Stalled until it goes away."""
         meta = body["metadata"]
         mine = (str(meta.get("creationTimestamp") or ""), str(meta["namespace"]), str(meta["name"]))
-        servers = _servers(spec.cluster.bootstrap_servers)
+        servers = summaries.servers(spec.cluster.bootstrap_servers)
         for other in self.kube.list_policies():
             ometa = other.get("metadata", {})
             theirs = (str(ometa.get("creationTimestamp") or ""), str(ometa.get("namespace")), str(ometa.get("name")))
             if theirs == mine or theirs > mine or ometa.get("deletionTimestamp"):
                 continue
-            other_servers = _servers(str(((other.get("spec") or {}).get("cluster") or {}).get("bootstrapServers", "")))
+            other_servers = summaries.servers(
+                str(((other.get("spec") or {}).get("cluster") or {}).get("bootstrapServers", ""))
+            )
             other_id = ((other.get("status") or {}).get("observedCluster") or {}).get("clusterId")
             if servers & other_servers or (cluster_id is not None and other_id == cluster_id):
                 raise Stall(
@@ -414,7 +420,7 @@ class Reconciler:
             log.warning("imbalance of %s/%s not computed: %s", key.namespace, key.policy, err)
             return None
         self.metrics.set_balance(key, balance.groups, balance.balancedness)
-        self.metrics.set_threshold(key, resource, _threshold(spec))
+        self.metrics.set_threshold(key, resource, summaries.threshold(spec))
         return round(balance.worst(resource), 4)
 
     def _propose(
@@ -457,7 +463,7 @@ class Reconciler:
             leader_changes=len(proposal.leader_changes),
             balancedness_before=float(summary.get("balancednessBefore", 0.0)),
             balancedness_after=float(summary.get("balancednessAfter", 0.0)),
-            groups=_group_rows(summary, spec),
+            groups=summaries.group_rows(summary, spec),
             config_map=config_map,
             created_at=now_iso(),
             trigger=trigger,
@@ -487,13 +493,13 @@ class Reconciler:
             namespace,
             name,
             record,
-            on_save=lambda saved: self.metrics.set_throttled_brokers(metric_key, _throttled_brokers(saved)),
+            on_save=lambda saved: self.metrics.set_throttled_brokers(metric_key, summaries.throttled_brokers(saved)),
         )
         port = cast(KafkaPort, DetachablePort(real_port, store.detached))
 
         def on_progress(progress: ExecProgress) -> None:
             run.progress = progress
-            self.metrics.set_execution(metric_key, _figures(progress))
+            self.metrics.set_execution(metric_key, summaries.figures(progress))
 
         context = {
             "proposalId": proposal_id,
@@ -535,7 +541,7 @@ class Reconciler:
     def _report_running(self, run: Run, status: BalancePolicyStatus, spec: BalancePolicySpec) -> None:
         status.state = "Executing"
         if run.progress is not None:
-            status.progress = _progress(run.progress)
+            status.progress = summaries.progress(run.progress)
         why = f"stopping: {run.stop_reason}" if run.stop_reason else f"executing proposal {run.proposal_id}"
         status.conditions = set_condition(
             status.conditions, EXECUTING, True, reason="Executing", message=why, generation=status.observed_generation
@@ -570,7 +576,7 @@ class Reconciler:
             message=message,
         )
         if progress is not None:
-            status.progress = _progress(progress)
+            status.progress = summaries.progress(progress)
         cluster = status.observed_cluster.cluster_id if status.observed_cluster else ""
         self.metrics.execution_finished(PolicyKey(key[1], key[0], cluster or ""), outcome)
         kind = "Normal" if outcome == "Completed" else "Warning"
@@ -578,97 +584,3 @@ class Reconciler:
         status.conditions = set_condition(
             status.conditions, EXECUTING, False, reason=outcome, message=message, generation=status.observed_generation
         )
-
-
-# ----- helpers ------------------------------------------------------------------------------------
-
-
-def _throttled_brokers(record: dict[str, Any]) -> int:
-    """Brokers whose replication rate the execution set and has not restored yet (executor checkpoint)."""
-    throttles = record.get("throttles") or {}
-    return len(throttles.get("brokers") or [])
-
-
-def _threshold(spec: BalancePolicySpec) -> float:
-    """The ratio above which this policy calls its cluster imbalanced (for alerts)."""
-    return spec.triggers.on_imbalance.threshold if spec.triggers.on_imbalance else spec.goals.balance_threshold
-
-
-def _servers(text: str) -> set[str]:
-    return {s.strip().lower() for s in text.split(",") if s.strip()}
-
-
-def _parse_time(text: str | None) -> dt.datetime | None:
-    if not text:
-        return None
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def _executed_ids(status: BalancePolicyStatus) -> frozenset[str]:
-    if status.last_run is not None and status.last_run.result == "Completed":
-        return frozenset({status.last_run.proposal_id})
-    return frozenset()
-
-
-def _figures(progress: ExecProgress) -> ExecutionFigures:
-    return ExecutionFigures(
-        bytes_moved=int(progress.bytes_moved),
-        bytes_total=int(progress.bytes_total),
-        partitions_moved=progress.partitions_done,
-        partitions_total=progress.partitions_total,
-        in_flight=progress.partitions_in_progress,
-        eta_seconds=progress.eta_seconds,
-    )
-
-
-def _progress(progress: ExecProgress) -> Progress:
-    return Progress(
-        bytes_moved=int(progress.bytes_moved),
-        bytes_total=int(progress.bytes_total),
-        partitions_done=progress.partitions_done,
-        partitions_total=progress.partitions_total,
-        percent=round(100.0 * progress.fraction, 1),
-        eta_seconds=None if progress.eta_seconds is None else int(progress.eta_seconds),
-    )
-
-
-def _group_rows(summary: dict[str, Any], spec: BalancePolicySpec) -> list[GroupImbalance]:
-    """Per-group max/avg of the watched resource, before and after, from the planner's summary."""
-    resource = spec.triggers.on_imbalance.resource if spec.triggers.on_imbalance else "disk"
-
-    def ratio(stats: Any) -> float | None:
-        value = (stats or {}).get(resource) if isinstance(stats, dict) else None
-        value = value.get("maxOverAvg") if isinstance(value, dict) else value
-        return float(value) if isinstance(value, int | float) else None
-
-    rows = []
-    for group, stats in sorted((summary.get("groups") or {}).items()):
-        if not isinstance(stats, dict):
-            continue
-        before = ratio(stats.get("before"))
-        if before is not None:
-            rows.append(
-                GroupImbalance(name=str(group), resource=resource, before=before, after=ratio(stats.get("after")))
-            )
-    return rows
-
-
-def _describe(proposal: ProposalStatus) -> str:
-    return (
-        f"proposal {proposal.id} ({proposal.trigger or 'made'}): {proposal.moves} moves, "
-        f"{proposal.bytes_to_move} bytes, "
-        f"{proposal.leader_changes} leader changes, balancedness {proposal.balancedness_before:.1f} -> "
-        f"{proposal.balancedness_after:.1f}"
-    )
-
-
-def _transitions(before: BalancePolicyStatus, after: BalancePolicyStatus) -> list[tuple[str, str, str]]:
-    """An Event for every condition whose status or reason changed."""
-    old = {c.type: (c.status, c.reason) for c in before.conditions}
-    events = []
-    for cond in after.conditions:
-        if old.get(cond.type) == (cond.status, cond.reason) or cond.type == RECONCILING:
-            continue
-        warning = cond.type == STALLED and cond.status == "True"
-        events.append(("Warning" if warning else "Normal", cond.reason, f"{cond.type}={cond.status}: {cond.message}"))
-    return events

@@ -151,6 +151,40 @@ class ObservedCluster(StatusModel):
     """Live broker ids."""
 
 
+class ConsumerGroupStatus(StatusModel):
+    """One consumer group's balance (spec.analysis.consumerGroups), most imbalanced first."""
+
+    group: str
+    """Consumer group id."""
+    assignor: str | None = None
+    """Partition assignor the group uses."""
+    members: int
+    """Members."""
+    imbalance_ratio: float
+    """Partitions on the busiest member over the mean (1 = even)."""
+    lag_imbalance_ratio: float | None = None
+    """Lag of the most lagging member over the mean, when lag is known."""
+    total_lag: int | None = None
+    """Total lag in messages."""
+    recommended_assignor: str
+    """Assignor that would spread this group best (see docs/consumers.md)."""
+
+
+class DurabilityStatus(StatusModel):
+    """Summary of the durability audit (see docs/audit.md)."""
+
+    topics: int
+    """Topics audited."""
+    flagged_topics: int
+    """Topics with at least one risky setting."""
+    topic_flags: dict[str, int] = Field(default_factory=dict)
+    """Topics per flag (replication-factor-below-3, min-insync-replicas-below-2, ...)."""
+    partitions_at_risk: int
+    """Partitions offline, under-replicated or at/below min.insync.replicas now."""
+    partition_risks: dict[str, int] = Field(default_factory=dict)
+    """Partitions per risk."""
+
+
 class BalancePolicyStatus(StatusModel):
     """Observed state of a BalancePolicy."""
 
@@ -172,6 +206,10 @@ class BalancePolicyStatus(StatusModel):
     """Cluster id and brokers last seen."""
     last_schedule_time: str | None = None
     """Last time the schedule trigger fired."""
+    consumer_groups: list[ConsumerGroupStatus] | None = None
+    """The most imbalanced consumer groups (when spec.analysis.consumerGroups.enabled)."""
+    durability: DurabilityStatus | None = None
+    """Durability audit of the cluster's topic settings and partitions."""
     execution_checkpoint: str | None = None
     """Executor checkpoint (opaque JSON, written by the execution): lets a restarted operator resume it."""
 

@@ -5,7 +5,7 @@ another thread, or ``stop_requested()`` of the store, stops it).
 """
 
 from kafka_balancer.executor.engine import ExecutionConflictError, ExecutionResult, Executor
-from kafka_balancer.executor.options import Clock, ExecutorOptions, SystemClock, parse_rate
+from kafka_balancer.executor.options import Clock, ExecutorOptions, SystemClock, parse_rate, parse_size
 from kafka_balancer.executor.progress import BrokerProgress, Progress
 from kafka_balancer.executor.recovery import abandon
 from kafka_balancer.executor.scheduler import Limits
@@ -30,5 +30,6 @@ __all__ = [
     "TaskState",
     "abandon",
     "parse_rate",
+    "parse_size",
     "plan_id",
 ]

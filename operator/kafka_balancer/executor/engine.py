@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from kafka_balancer.executor.options import Clock, ExecutorOptions, SystemClock
-from kafka_balancer.executor.progress import BrokerProgress, Progress, RateMeter, eta
+from kafka_balancer.executor.progress import Progress, RateMeter, broker_progress, eta
 from kafka_balancer.executor.safety import move_blocker, offline_partitions
 from kafka_balancer.executor.scheduler import pick_moves, strategy_named
 from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, TaskState, plan_id
@@ -49,6 +49,7 @@ class ExecutionConflictError(ModelError):
 
 class _Outcome(Enum):
     DONE = "done"
+    BUDGET = "budget"  # maxBytesPerRun reached: what is left waits for the next run
     STOP = "stop"
     FAIL = "fail"
 
@@ -98,7 +99,8 @@ class Executor:
         self._blocked_since: dict[int, float] = {}
         self._copied: dict[int, float] = {}  # in-flight task -> bytes copied so far
         self._last_progress: dict[int, float] = {}
-        self._copy_rate: dict[int, float] = {}  # in-flight task -> bytes/s over its last poll
+        self._copy_rate: dict[int, float] = {}  # in-flight task -> bytes/s between measurements
+        self._measured_at: float | None = None
         self._bytes_total = 0.0
         self._leaders_total = 0
         self._leaders_done = 0
@@ -121,7 +123,7 @@ class Executor:
         if state in (ExecutionState.PENDING, ExecutionState.MOVING_REPLICAS):
             self._set_state(ExecutionState.MOVING_REPLICAS)
             outcome = self._move_loop(initial)
-            if outcome is not _Outcome.DONE:
+            if outcome not in (_Outcome.DONE, _Outcome.BUDGET):
                 return self._wind_down(failed=outcome is _Outcome.FAIL)
         elif state is ExecutionState.STOPPING:
             return self._wind_down(failed=False)
@@ -230,11 +232,19 @@ class Executor:
         changed |= self._watch_in_flight(now)
         queue = [t for t in queue if states[t.index] is TaskState.PENDING]
         self.blocked.clear()
+        limit = self.options.max_bytes_per_run
+        committed = self.record.bytes_done + sum(t.bytes_to_move for t in self.in_flight.values())
+        over_budget = False
 
         def eligible(task: Task) -> bool:
+            nonlocal committed, over_budget
+            if limit is not None and committed > 0 and committed + task.bytes_to_move > limit:
+                over_budget = True
+                return False
             why = move_blocker(task, cluster, ongoing)
             if why is None:
                 self._blocked_since.pop(task.index, None)
+                committed += task.bytes_to_move
                 return True
             self.blocked[task.index] = why
             self._blocked_since.setdefault(task.index, now)
@@ -251,6 +261,8 @@ class Executor:
         self._emit()
         if not self.in_flight and not any(states[t.index] is TaskState.PENDING for t in queue):
             return queue, _Outcome.DONE
+        if not self.in_flight and over_budget and not self.blocked:
+            return queue, _Outcome.BUDGET  # nothing left that fits this run
         return queue, None
 
     def _retire_finished(self, cluster: ClusterModel, ongoing: Mapping[TopicPartition, OngoingReassignment]) -> bool:
@@ -278,6 +290,9 @@ class Executor:
         """Measure copied bytes; report (and optionally cancel) moves with no progress for stuckAfter."""
         if not self.in_flight:
             return False
+        if self._measured_at is not None and now - self._measured_at < self.options.measure_interval_seconds:
+            return False
+        self._measured_at = now
         try:
             sizes = self.port.replica_sizes()
         except KafkaError as err:
@@ -318,10 +333,13 @@ class Executor:
         the cluster's metadata, which is not free on a large cluster."""
         interval = self.options.poll_interval_seconds
         soonest = interval
+        now = self.clock.now()
         for i, rate in self._copy_rate.items():
             task = self.in_flight.get(i)
             if task is not None and rate > 0:
-                soonest = min(soonest, (task.bytes_to_move - self._copied.get(i, 0.0)) / rate)
+                # Copied as of the last measurement, plus what the rate has copied since.
+                copied = self._copied.get(i, 0.0) + rate * (now - self._last_progress.get(i, now))
+                soonest = min(soonest, (task.bytes_to_move - copied) / rate)
         return max(min(interval, MIN_POLL_SECONDS), soonest)
 
     def _give_up_blocked(self, now: float) -> bool:
@@ -474,8 +492,18 @@ class Executor:
             problems.append(f"{len(failed)} leader elections failed: {listed}")
         if self._throttle_failures:
             problems.append(f"throttles not removed: {', '.join(self._throttle_failures)}")
+        left = [t for t in self.tasks if states[t.index] is TaskState.PENDING]
+        if left:
+            problems.append(
+                f"maxBytesPerRun {self.options.max_bytes_per_run} reached: {len(left)} partitions "
+                f"({sum(t.bytes_to_move for t in left):.0f} bytes) left for the next run"
+            )
         self.record.reason = "; ".join(problems)
-        self._set_state(ExecutionState.FAILED if problems else ExecutionState.COMPLETED)
+        if len(problems) == 1 and left:
+            end = ExecutionState.STOPPED  # a planned pause, not a failure: the rest runs next time
+        else:
+            end = ExecutionState.FAILED if problems else ExecutionState.COMPLETED
+        self._set_state(end)
         self._emit()
         return self._result()
 
@@ -527,27 +555,6 @@ class Executor:
         now = self.clock.now()
         self._meter.add(now, moved)
         rate = self._meter.rate()
-        per_in: dict[int, list[float]] = {}
-        flight: dict[int, int] = {}
-        for t in self.tasks:
-            if t.kind is not TaskKind.MOVE:
-                continue
-            for b in t.adding:
-                entry = per_in.setdefault(b, [0.0, 0.0])
-                entry[1] += t.size_bytes
-                if states[t.index] is TaskState.COMPLETED:
-                    entry[0] += t.size_bytes
-        for i, t in self.in_flight.items():
-            for b in t.brokers:
-                flight[b] = flight.get(b, 0) + 1
-            if t.adding:
-                share = self._copied.get(i, 0.0) / len(t.adding)
-                for b in t.adding:
-                    per_in[b][0] += share
-        brokers = tuple(
-            BrokerProgress(b, flight.get(b, 0), per_in.get(b, [0.0, 0.0])[0], per_in.get(b, [0.0, 0.0])[1])
-            for b in sorted(set(per_in) | set(flight))
-        )
         dead_bytes = sum(t.bytes_to_move for t in self.tasks if states[t.index] in (TaskState.DEAD, TaskState.ABORTED))
         return Progress(
             state=self.record.state,
@@ -563,7 +570,7 @@ class Executor:
             rate_bytes_per_sec=rate,
             eta_seconds=eta(self._bytes_total - moved - dead_bytes, rate),
             elapsed_seconds=now - self._started,
-            brokers=brokers,
+            brokers=broker_progress(self.tasks, states, self.in_flight, self._copied),
             stuck=tuple(sorted(str(self.tasks[i].tp) for i in self.stuck)),
             blocked={str(self.tasks[i].tp): why for i, why in sorted(self.blocked.items())},
         )

@@ -36,6 +36,10 @@ class ExecutorOptions:
     strategy: str = "helpful-first"
     stuck_after_seconds: float = 1800.0
     cancel_stuck: bool = False
+    # Bytes this execution may copy (moves done + in flight); None = no limit. Moves that do not
+    # fit are left for the next run (the execution ends Stopped, saying so). The first move of an
+    # execution always starts, even if larger, so that a run always makes progress.
+    max_bytes_per_run: int | None = None
     # A pending move blocked by cluster health (under-replicated, at min ISR) this long is given up
     # (dead) so that the run can end and report it; None waits for the cluster to recover.
     blocked_after_seconds: float | None = None
@@ -43,15 +47,24 @@ class ExecutorOptions:
     # Elections are retried this many times: a preferred leader may need a moment to join the ISR.
     election_attempts: int = 5
     poll_interval_seconds: float = 1.0
+    # Copy progress (DescribeLogDirs on every broker) is measured at most this often: it costs
+    # far more than the poll itself on a large cluster, and only feeds progress and stuck checks.
+    measure_interval_seconds: float = 5.0
     dry_run: bool = False
 
     def __post_init__(self) -> None:
         if self.throttle_bytes_per_sec is not None and self.throttle_bytes_per_sec < 1:
             raise ModelError(f"execution: field 'throttleBytesPerSec' must be >= 1, got {self.throttle_bytes_per_sec}")
+        if self.max_bytes_per_run is not None and self.max_bytes_per_run < 1:
+            raise ModelError(f"execution: field 'maxBytesPerRun' must be >= 1, got {self.max_bytes_per_run}")
         if self.stuck_after_seconds <= 0:
             raise ModelError(f"execution: field 'stuckAfterSeconds' must be > 0, got {self.stuck_after_seconds}")
         if self.election_batch_size < 1:
             raise ModelError(f"execution: field 'electionBatchSize' must be >= 1, got {self.election_batch_size}")
+        if self.measure_interval_seconds < 0:
+            raise ModelError(
+                f"execution: field 'measureIntervalSeconds' must be >= 0, got {self.measure_interval_seconds}"
+            )
         if self.poll_interval_seconds <= 0:
             raise ModelError(f"execution: field 'pollIntervalSeconds' must be > 0, got {self.poll_interval_seconds}")
 
@@ -67,6 +80,7 @@ class ExecutorOptions:
             ),
             stuck_after_seconds=float(spec.stuck_after_seconds),
             cancel_stuck=spec.cancel_stuck,
+            max_bytes_per_run=spec.max_bytes_per_run,
             election_batch_size=spec.election_batch_size,
         )
 
@@ -83,21 +97,33 @@ _UNITS = {
     "kib": 1024,
     "mib": 1024**2,
     "gib": 1024**3,
+    "t": 1000**4,
+    "tb": 1000**4,
+    "tib": 1024**4,
 }
 
 
 def parse_rate(text: str) -> int:
     """``50MiB/s``, ``20MB/s``, ``1048576`` -> bytes per second."""
-    raw = text.strip().lower().removesuffix("/s").strip()
+    return _parse_bytes(text.strip().lower().removesuffix("/s"), text, "--throttle", "a rate like 50MiB/s")
+
+
+def parse_size(text: str) -> int:
+    """``500GB``, ``1.5TiB``, ``1048576`` -> bytes."""
+    return _parse_bytes(text.strip().lower(), text, "--max-bytes-per-run", "a size like 500GB")
+
+
+def _parse_bytes(raw: str, text: str, option: str, example: str) -> int:
+    raw = raw.strip()
     number = raw.rstrip("abcdefghijklmnopqrstuvwxyz")
     unit = raw[len(number) :].strip()
     try:
         value = float(number)
     except ValueError:
-        raise ModelError(f"--throttle: not a rate like 50MiB/s, got {text!r}") from None
+        raise ModelError(f"{option}: not {example}, got {text!r}") from None
     if unit not in _UNITS:
-        raise ModelError(f"--throttle: unknown unit {unit!r} in {text!r} (use B, KB, MB, GB, KiB, MiB, GiB)")
-    rate = int(value * _UNITS[unit])
-    if rate < 1:
-        raise ModelError(f"--throttle: must be at least 1 byte/s, got {text!r}")
-    return rate
+        raise ModelError(f"{option}: unknown unit {unit!r} in {text!r} (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)")
+    amount = int(value * _UNITS[unit])
+    if amount < 1:
+        raise ModelError(f"{option}: must be at least 1 byte, got {text!r}")
+    return amount

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kafka_balancer.executor.state import ExecutionState
+from kafka_balancer.executor.state import ExecutionState, TaskState
+from kafka_balancer.executor.tasks import Task, TaskKind
 
 # The rate is measured over this trailing window of the executor's clock.
 RATE_WINDOW_SECONDS = 60.0
@@ -82,6 +84,36 @@ class RateMeter:
             return 0.0
         (t0, b0), (t1, b1) = self._points[0], self._points[-1]
         return max(0.0, (b1 - b0) / (t1 - t0)) if t1 > t0 else 0.0
+
+
+def broker_progress(
+    tasks: Sequence[Task],
+    states: Sequence[TaskState],
+    in_flight: Mapping[int, Task],
+    copied: Mapping[int, float],
+) -> tuple[BrokerProgress, ...]:
+    """Per broker: moves in flight touching it, bytes received so far (completed moves, plus the
+    measured part of moves in flight, split evenly over their added replicas) and in total."""
+    received: dict[int, list[float]] = {}
+    flight: dict[int, int] = {}
+    for t in tasks:
+        if t.kind is not TaskKind.MOVE:
+            continue
+        for b in t.adding:
+            entry = received.setdefault(b, [0.0, 0.0])
+            entry[1] += t.size_bytes
+            if states[t.index] is TaskState.COMPLETED:
+                entry[0] += t.size_bytes
+    for i, t in in_flight.items():
+        for b in t.brokers:
+            flight[b] = flight.get(b, 0) + 1
+        if t.adding:
+            share = copied.get(i, 0.0) / len(t.adding)
+            for b in t.adding:
+                received.setdefault(b, [0.0, 0.0])[0] += share
+    return tuple(
+        BrokerProgress(b, flight.get(b, 0), *received.get(b, [0.0, 0.0])) for b in sorted(set(received) | set(flight))
+    )
 
 
 def eta(remaining_bytes: float, rate: float) -> float | None:

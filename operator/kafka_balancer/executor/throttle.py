@@ -6,6 +6,10 @@ follower-throttled), because a listed replica that is not moving would throttle 
 follower catch-up. Every change is recorded *before* it is made, so whoever reads the record
 after a crash can undo exactly what this executor did; configs it found already set are never
 overwritten or removed.
+
+``kafka.throttles`` (set_throttles/remove_throttles) throttles a fixed set of moves in one go, as
+kafka-reassign-partitions does; the executor's set of moves changes at every poll, and it must
+not overwrite a broker rate someone else set even for the length of a run, hence this manager.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ Every error Kafka returns becomes a :class:`KafkaError` named as Kafka names it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import weakref
@@ -52,6 +53,8 @@ _UNAVAILABLE = {"_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "_AUTHENTICATIO
 # librdkafka errors that mean this client cannot log in (wrong credentials, TLS trust), by Kafka's name.
 _LOGIN_ERRORS = {"_AUTHENTICATION": "SASL_AUTHENTICATION_FAILED", "_SSL": "_SSL"}
 _POLL_SLICE_S = 0.1
+_REFRESH_AFTER_S = 0.5
+_TRANSPORT_ERRORS = {"_TRANSPORT", "_ALL_BROKERS_DOWN"}
 # Topic configs that the model keeps; "set" means set on the topic, not inherited.
 _TOPIC_SOURCES = {ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_TOPIC_CONFIG.value}  # librdkafka gives ints
 
@@ -113,6 +116,7 @@ class KafkaAdapter:
         # librdkafka retries a failed login until the request times out; its error callback says
         # at once that credentials or TLS are wrong, and _result turns that into the error.
         self._login_error: tuple[str, str] | None = None  # (Kafka error name, message)
+        self._lost_broker = False  # librdkafka reported a broken connection since the last refresh
         config = spec.confluent_config()
         # Through a weak reference: librdkafka's handle must not keep an unclosed adapter alive.
         me = weakref.ref(self)
@@ -142,6 +146,8 @@ class KafkaAdapter:
         if name in _LOGIN_ERRORS:
             self._login_error = (_LOGIN_ERRORS[name], f"{err.str()} ({self.spec})")
         else:
+            if name in _TRANSPORT_ERRORS:
+                self._lost_broker = True
             log.debug("librdkafka: %s", err)
 
     def _check_login(self) -> None:
@@ -151,7 +157,9 @@ class KafkaAdapter:
             raise KafkaUnavailableError(*self._login_error)
 
     def _result(self, future: Any, partition: TopicPartition | None = None) -> Any:
-        deadline = time.monotonic() + self._timeout
+        started = time.monotonic()
+        deadline = started + self._timeout
+        refreshed = False
         while True:
             try:
                 return future.result(timeout=min(_POLL_SLICE_S, max(0.0, deadline - time.monotonic())))
@@ -159,8 +167,17 @@ class KafkaAdapter:
                 raise _from_confluent(err, partition) from err
             except TimeoutError as err:  # concurrent.futures timeout: the request is still pending
                 self._check_login()
-                if time.monotonic() >= deadline:
+                now = time.monotonic()
+                if now >= deadline:
                     raise KafkaUnavailableError("REQUEST_TIMED_OUT", str(self.spec), partition) from err
+                if not refreshed and self._lost_broker and now - started >= _REFRESH_AFTER_S:
+                    # A broker went away and the request still waits, typically for the controller
+                    # after a failover: librdkafka learns the new one only from metadata, which it
+                    # refreshes every few minutes on its own. One Metadata request lets it go on.
+                    refreshed = True
+                    self._lost_broker = False
+                    with contextlib.suppress(KafkaException):
+                        self._admin.list_topics(timeout=max(0.1, deadline - now))
 
     def _kafka_python(self) -> KafkaAdminClient:
         if self._kp is None:
@@ -175,9 +192,20 @@ class KafkaAdapter:
 
     def _kp_call(self, fn: Callable[[KafkaAdminClient], T]) -> T:
         try:
-            return fn(self._kafka_python())
+            try:
+                return fn(self._kafka_python())
+            except kp_errors.UnknownBrokerIdError:
+                # A broker that restarted (or joined) since kafka-python's last metadata: it keeps
+                # no way to refresh on demand, so start it again from bootstrap and retry once.
+                self._close_kafka_python()
+                return fn(self._kafka_python())
         except kp_errors.KafkaError as err:
             raise _from_kafka_python(err) from err
+
+    def _close_kafka_python(self) -> None:
+        if self._kp is not None:
+            self._kp.close()
+            self._kp = None
 
     # ----- read ------------------------------------------------------------------------------
     def describe_cluster(self) -> ClusterDescription:
@@ -459,9 +487,7 @@ class KafkaAdapter:
         self._alter(ConfigResource.Type.TOPIC, changes)
 
     def close(self) -> None:
-        if self._kp is not None:
-            self._kp.close()
-            self._kp = None
+        self._close_kafka_python()
         # librdkafka has no close(): dropping the last reference destroys the handle and joins
         # its threads now, rather than whenever the garbage collector gets to it.
         self._admin_client = None

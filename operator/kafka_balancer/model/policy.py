@@ -278,9 +278,9 @@ class ConsumerGroupAnalysis(SpecModel):
     """Report consumer-group balance alongside the broker balance."""
 
     enabled: bool = False
-    """Collect consumer-group assignments and lag."""
+    """Analyse consumer-group assignments and lag (status.consumerGroups and the consumer_group metrics)."""
     top_n: Annotated[int, Field(ge=1)] = 10
-    """How many most-lagging groups to report."""
+    """How many consumer groups status lists, the most imbalanced first."""
 
 
 class Analysis(SpecModel):

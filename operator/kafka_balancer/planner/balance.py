@@ -13,8 +13,9 @@ from typing import Final
 
 import numpy as np
 
-from kafka_balancer.model.cluster import FloatArray
+from kafka_balancer.model.cluster import BoolArray, FloatArray
 from kafka_balancer.planner.goals import GOAL_QUANTITY
+from kafka_balancer.planner.leaders import leader_pass
 from kafka_balancer.planner.select import (
     Bands,
     PairCheck,
@@ -71,6 +72,28 @@ def _transport(give: FloatArray, take_: FloatArray, *, sources: Ints, dests: Int
     return pairs
 
 
+def _transport_across_racks(
+    st: State, give: FloatArray, take_: FloatArray, *, member: BoolArray
+) -> list[tuple[int, int, float]]:
+    """Like :func:`_transport`, but a giver only pairs with takers in other racks."""
+    sources = np.flatnonzero(member & (give > 1e-12))
+    dests = np.flatnonzero(member & (take_ > 1e-12))
+    sources = sources[np.argsort(-give[sources], kind="stable")]
+    dests = dests[np.argsort(-take_[dests], kind="stable")]
+    pairs: list[tuple[int, int, float]] = []
+    for s in sources.tolist():
+        for d in dests.tolist():
+            if give[s] <= 1e-12:
+                break
+            if st.rack[d] == st.rack[s] or take_[d] <= 1e-12:
+                continue
+            amount = min(float(give[s]), float(take_[d]))
+            pairs.append((s, d, amount))
+            give[s] -= amount
+            take_[d] -= amount
+    return pairs
+
+
 def make_pairs(st: State, b: Bands, q: int) -> list[tuple[int, int, float]]:
     """(giver, taker, amount) triples that bring every broker of every group inside the band of ``q``.
 
@@ -107,11 +130,17 @@ def make_pairs(st: State, b: Bands, q: int) -> list[tuple[int, int, float]]:
     # Replicas pair inside each rack first: when every partition already spans all racks (rf =
     # racks), a replica can only move within its rack, so cross-rack pairs would find nothing.
     # Leadership moves between the replicas of a partition, so racks do not matter for it.
-    scopes = [None] if q in LEADER_QUANTITIES else [*np.unique(st.rack).tolist(), None]
+    # Quantities that leadership carries (network out, CPU) first pair across racks, where a
+    # partition led by the giver has a follower on the taker (same-rack brokers share none then).
+    racks: list[int | None] = np.unique(st.rack).tolist()
+    scopes = [None] if q in LEADER_QUANTITIES else [*racks, None]
     for g in range(len(st.groups.names)):
         member = st.groups.broker == g
         if not ((over | under) & member).any():
             continue
+        if q in LEADER_FIRST and q not in LEADER_QUANTITIES:
+            for gives, takes in stages:
+                pairs += _transport_across_racks(st, gives, takes, member=member)
         for rack in scopes:
             scope = member if rack is None else member & (st.rack == rack)
             for gives, takes in stages:
@@ -147,7 +176,7 @@ def _leader_batch(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: i
     topics = st.ptopic[parts]
     ok = topic_ok(st, b, s, d, topics=topics, leaders=np.ones(parts.size, dtype=np.bool_), replicas_move=False)
     parts, slots, v = parts[ok], slots[ok], v[ok]
-    chosen = take(v, _check(st, b, s, d, q=q, amount=amount))
+    chosen = _choose(st, b, s, d, v=v, q=q, amount=amount)
     st.swap_leader(parts[chosen], slots[chosen])
     return float(v[chosen, q].sum())
 
@@ -170,6 +199,13 @@ def _replica_batch(
     topics = st.ptopic[parts]
     ok = topic_ok(st, b, s, d, topics=topics, leaders=slots == 0)
     parts, slots, v = parts[ok], slots[ok], v[ok]
+    chosen = _choose(st, b, s, d, v=v, q=q, amount=amount)
+    st.move(parts[chosen], slots[chosen], np.full(int(chosen.sum()), d, dtype=np.int32))
+    return float(v[chosen, q].sum())
+
+
+def _choose(st: State, b: Bands, s: int, d: int, *, v: FloatArray, q: int, amount: float) -> BoolArray:
+    """Items (rows of ``v``, in preference order) to move: as many as fit ``amount`` under the pair check."""
     chosen = take(v, _check(st, b, s, d, q=q, amount=amount))
     if not chosen.any():
         # Every item is bigger than the gap: one item may overshoot it, the smallest that still
@@ -177,8 +213,7 @@ def _replica_batch(
         fits = np.flatnonzero(_check(st, b, s, d, q=q, amount=np.inf)(v))
         if fits.size:
             chosen[fits[np.argmin(v[fits, q])]] = True
-    st.move(parts[chosen], slots[chosen], np.full(int(chosen.sum()), d, dtype=np.int32))
-    return float(v[chosen, q].sum())
+    return chosen
 
 
 def _order(st: State, b: Bands, s: int, d: int, *, v: FloatArray, q: int, amount: float, penalty: FloatArray) -> Ints:
@@ -198,11 +233,12 @@ def balance_goal(st: State, goal: str) -> int:
     rounds = 0
     for rounds in range(1, st.options.max_rounds + 1):  # noqa: B007 - the count is returned
         b = compute_bands(st)
+        led = leader_pass(st, b, q) if q in LEADER_FIRST else 0
         pairs = make_pairs(st, b, q)
         if not pairs:
             break
         index = st.broker_index_by_slot()
-        moved = 0.0
+        moved = float(led)
         for s, d, amount in pairs:
             left = amount
             if q in LEADER_FIRST:

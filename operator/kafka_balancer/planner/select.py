@@ -2,9 +2,9 @@
 
 A batch is a set of replicas (or leaderships) that move from broker ``s`` to broker ``d`` in one
 vectorised step. Every item must keep every hard goal (rack spread, confinement, exclusions,
-capacities) and the batch as a whole must not push ``s`` below, or ``d`` above, the band of any
-distribution goal (cumulative sums against per-quantity slack): that is how a later goal never
-undoes an earlier one, and how applying a plan never makes a statistic worse.
+capacities), and the batch's running sums must pass :class:`PairCheck`: for every guarded
+distribution goal the two brokers' distance to its band does not grow. That is how a later goal
+never undoes an earlier one, and how applying a plan never makes a statistic worse.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from kafka_balancer.planner.state import NUM_Q, Q_LEADERS, Ints, State
 
 # Passes of "take the longest fitting prefix, drop the blocker, continue" per batch.
 TAKE_PASSES: Final = 4
+# Passes of "drop the items that push a broker out of a band, check again" in accept_together.
+DROP_PASSES: Final = 12
 # Weight of the topic-spread preference against the load-fit distance when ordering candidates.
 TOPIC_WEIGHT: Final = 0.5
 
@@ -105,6 +107,38 @@ def limits_check(limits: FloatArray) -> Callable[[FloatArray], BoolArray]:
         return out
 
     return check
+
+
+def accept_together(st: State, b: Bands, *, src: Ints, dst: Ints, v: FloatArray) -> BoolArray:
+    """The items (each moving ``v`` from ``src`` to ``dst``) kept when all move at once.
+
+    All items are tried together; a broker whose distance to a guarded band would grow, or whose
+    load would cross a capacity limit, drops the items pushing it that way (incoming when it would
+    end too high, outgoing when too low), and the rest is checked again. Stricter than the pair
+    check (each broker on its own must not get worse), so it needs no order among the items.
+    """
+    keep = np.ones(src.size, dtype=np.bool_)
+    if src.size == 0:
+        return keep
+    before = _violation(st.load, b.lower, b.upper)
+    tol = np.abs(b.avg) * 1e-9 + 1e-9
+    push, pull = v > 0, v < 0
+    for _ in range(DROP_PASSES):
+        delta = np.zeros_like(st.load)
+        np.add.at(delta, src[keep], -v[keep])
+        np.add.at(delta, dst[keep], v[keep])
+        load = st.load + delta
+        worse = _violation(load, b.lower, b.upper) > before + tol
+        high = (worse & (load > b.upper)) | ((delta > 0) & (load > st.limit + _tol(st.limit)))
+        low = worse & (load < b.lower)
+        drop = (high[dst] & push).any(axis=1) | (low[src] & push).any(axis=1)
+        drop |= (high[src] & pull).any(axis=1) | (low[dst] & pull).any(axis=1)
+        drop &= keep
+        if not drop.any():
+            return keep
+        keep &= ~drop
+    keep[:] = False  # did not settle: move nothing rather than something unchecked
+    return keep
 
 
 def _tol(values: FloatArray) -> FloatArray:

@@ -15,8 +15,8 @@ from typing import Final
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
-from kafka_balancer.planner.select import Bands, compute_bands
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.planner.select import Bands, accept_together, compute_bands
 from kafka_balancer.planner.state import Ints, State
 
 # Smallest partitions offered per (topic, source broker) and round: the spread goal is about
@@ -26,8 +26,6 @@ OFFERS_PER_SOURCE: Final = 3
 DESTS_PER_RACK: Final = 4
 # Candidates whose destination is chosen at once (bounds the candidates x brokers matrices).
 CHUNK: Final = 16384
-# Passes of "drop the items that push a broker out of a band, check again" per round.
-DROP_PASSES: Final = 12
 
 
 def balance_topic_goal(st: State, goal: str) -> int:
@@ -238,34 +236,10 @@ def _apply(st: State, b: Bands, parts: Ints, slots: Ints, dests: Ints, *, leader
                 j[keep_followers],
                 v[keep_followers],
             )
-    keep = np.ones(parts.size, dtype=np.bool_)
-    before = _distance(st.load, b)
-    tol = np.abs(b.avg) * 1e-9 + 1e-9
-    for _ in range(DROP_PASSES):
-        delta = np.zeros_like(st.load)
-        np.add.at(delta, src[keep], -v[keep])
-        np.add.at(delta, dst[keep], v[keep])
-        load = st.load + delta
-        worse = _distance(load, b) > before + tol
-        high = (worse & (load > b.upper)) | ((delta > 0) & (load > st.limit + tol))
-        low = worse & (load < b.lower)
-        push = v > 0
-        drop = keep & ((high[dst] & push).any(axis=1) | (low[src] & push).any(axis=1))
-        if not drop.any():
-            break
-        keep &= ~drop
-    else:
-        keep[:] = False  # did not settle: move nothing this round rather than something unchecked
+    keep = accept_together(st, b, src=src, dst=dst, v=v)
     p = parts[keep]
     if leaders:
         st.swap_leader(p, j[keep])
     else:
         st.move(p, j[keep], dst[keep].astype(np.int32))
     return int(p.size)
-
-
-def _distance(load: FloatArray, b: Bands) -> FloatArray:
-    over = np.where(np.isfinite(b.upper), load - b.upper, 0.0)
-    under = np.where(np.isfinite(b.lower), b.lower - load, 0.0)
-    out: FloatArray = np.maximum(over, 0.0) + np.maximum(under, 0.0)
-    return out

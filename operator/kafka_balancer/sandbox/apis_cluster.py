@@ -39,6 +39,9 @@ TOPIC_DEFAULTS = {
     "cleanup.policy": "delete",
 }
 BROKER_DYNAMIC = {LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE}
+# Metadata versions whose all-topics responses are spliced from per-topic encodings (both
+# clients use v12); other versions are encoded whole.
+SPLICED_METADATA_VERSIONS = (11, 12)
 
 
 # ----- metadata ---------------------------------------------------------------------------------
@@ -74,6 +77,48 @@ def _md_brokers(state: ClusterState, host: str) -> list[Any]:
     ]
 
 
+def _encoded_topic(state: ClusterState, topic: TopicState, version: int) -> bytes:
+    per_version = state.encoded_topics.setdefault(topic.name, {})
+    hit = per_version.get(version)
+    if hit is None:
+        # The nested class's struct encodes an array: one element behind a count of 1 (uvarint 2).
+        array = MetadataResponse.MetadataResponseTopic._struct.encode(
+            [_md_topic(state, topic)], version=version, compact=True, tagged=True
+        )
+        hit = per_version[version] = bytes(array)[1:]
+    return hit
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _metadata_all_topics(call: Call) -> bytes:
+    """All topics, spliced from per-topic encodings (v11/v12: the topic array is the last field
+    before the empty tagged-field section, so the response is head + count + topics + b"\x00")."""
+    state = call.state
+    shell = MetadataResponse(
+        version=call.version,
+        throttle_time_ms=0,
+        brokers=_md_brokers(state, call.host),
+        cluster_id=state.cluster_id,
+        controller_id=state.controller_id,
+        topics=[],
+        authorized_operations=None,
+        error_code=0,
+    )
+    empty = bytes(shell.encode(version=call.version))
+    assert empty.endswith(b"\x01\x00"), "unexpected Metadata layout"
+    topics = sorted(state.topics.values(), key=lambda t: t.name)
+    chunks = [_encoded_topic(state, t, call.version) for t in topics]
+    return b"".join([empty[:-2], _uvarint(len(chunks) + 1), *chunks, b"\x00"])
+
+
 def metadata(call: Call) -> Any:
     state, req = call.state, call.body
     all_topics = req.topics is None or (call.version == 0 and not req.topics)
@@ -82,6 +127,9 @@ def metadata(call: Call) -> Any:
         hit = state.cached(key)
         if hit is not None:
             return hit
+        if call.version in SPLICED_METADATA_VERSIONS:
+            state.cache[key] = encoded = _metadata_all_topics(call)
+            return encoded
         topics = [_md_topic(state, t) for t in sorted(state.topics.values(), key=lambda t: t.name)]
     else:
         topics = []

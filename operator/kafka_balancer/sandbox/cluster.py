@@ -44,6 +44,14 @@ class EmulatorOptions:
     # A server-side context: brokers then speak TLS (SSL, or SASL_SSL together with sasl_users).
     tls: ssl.SSLContext | None = None
 
+    def __post_init__(self) -> None:
+        if not self.time_scale >= 0:
+            raise ValueError(f"emulator: field 'time_scale' must be >= 0, got {self.time_scale!r}")
+        if not self.tick_seconds > 0:
+            raise ValueError(f"emulator: field 'tick_seconds' must be > 0, got {self.tick_seconds!r}")
+        if self.port_base is not None and not 0 < self.port_base < 65536:
+            raise ValueError(f"emulator: field 'port_base' must be a TCP port, got {self.port_base!r}")
+
 
 class EmulatedCluster:
     def __init__(self, model: ClusterModel, options: EmulatorOptions | None = None):

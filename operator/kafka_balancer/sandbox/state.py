@@ -131,6 +131,9 @@ class ClusterState:
         # while ``version`` is unchanged: encoding 200,000 partitions costs about a second.
         self.cache: dict[object, bytes] = {}
         self.cache_version = -1
+        # Encoded Metadata entries per topic (topic -> {version: bytes}), dropped whenever one of
+        # the topic's partitions changes: a move re-encodes 1 topic, not all of them.
+        self.encoded_topics: dict[str, dict[int, bytes]] = {}
 
     def cached(self, key: object) -> bytes | None:
         if self.cache_version != self.version:
@@ -233,6 +236,7 @@ class ClusterState:
     # ----- partition bookkeeping -------------------------------------------------------------
     def refresh_partition(self, part: PartitionState) -> None:
         """Re-derive the caches that depend on a partition's leader, ISR and reassignment."""
+        self.encoded_topics.pop(part.topic, None)
         self.online[part.row] = part.leader != NO_LEADER and self.brokers[part.leader].alive
         behind = [b for b in part.replicas if b not in part.isr and self.brokers[b].alive]
         for b in behind:
@@ -288,6 +292,7 @@ class ClusterState:
 
     def delete_topic(self, name: str) -> None:
         topic = self.topics.pop(name)
+        self.encoded_topics.pop(name, None)
         for part in topic.partitions:
             # The row stays allocated (rows are never reused) but stops growing and copying.
             self.online[part.row] = False

@@ -1,0 +1,56 @@
+"""Side observations made with the same Kafka connection as the reconciliation: consumer-group balance
+(when ``spec.analysis.consumerGroups.enabled``) and the durability audit. Both are reported (status,
+metrics), never acted on, so a failure here is logged and never stalls the policy.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from kafka_balancer.analysis import audit as durability
+from kafka_balancer.analysis import consumer_groups
+from kafka_balancer.controller.status import ConsumerGroupStatus, DurabilityStatus
+from kafka_balancer.kafka.port import KafkaPort
+from kafka_balancer.metrics import Metrics, PolicyKey
+from kafka_balancer.model import ClusterModel
+from kafka_balancer.model.policy import BalancePolicySpec
+from kafka_balancer.planner.durability import audit
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Observations:
+    consumer_groups: list[ConsumerGroupStatus] | None = None  # most imbalanced first
+    durability: DurabilityStatus | None = None
+    samples: list[tuple[str, dict[str, str], float]] = field(default_factory=list)
+    replaces: tuple[str, ...] = ()  # metric families these samples replace whole
+
+
+def observe(port: KafkaPort, model: ClusterModel, spec: BalancePolicySpec) -> Observations:
+    out = Observations()
+    try:
+        report = audit(model, port.topic_configs(model.topics))
+    except Exception as err:
+        log.warning("durability audit failed: %s", err)
+    else:
+        out.durability = DurabilityStatus.model_validate(report.to_dict()["summary"])
+        out.samples += durability.metric_samples(report)
+        out.replaces += durability.METRIC_NAMES
+    if spec.analysis.consumer_groups.enabled:
+        try:
+            reports = consumer_groups.analyze(consumer_groups.collect(port, model))
+        except Exception as err:
+            log.warning("consumer-group analysis failed: %s", err)
+        else:
+            top = consumer_groups.most_imbalanced(reports, spec.analysis.consumer_groups.top_n)
+            out.consumer_groups = [ConsumerGroupStatus.model_validate(row) for row in top]
+            out.samples += consumer_groups.metric_samples(reports)
+            out.replaces += consumer_groups.METRIC_NAMES
+    return out
+
+
+def export(metrics: Metrics, key: PolicyKey, observations: Observations) -> None:
+    if observations.replaces:
+        metrics.set_analysis_samples(key, observations.samples, replaces=observations.replaces)

@@ -1,0 +1,113 @@
+"""Pure conversions between the parts' outputs and what users read: status fields, metrics, Events.
+
+No I/O: the reconciler calls these with what it read (executor progress, the planner's summary,
+the previous status) and writes the results.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from kafka_balancer.controller.status import (
+    RECONCILING,
+    STALLED,
+    BalancePolicyStatus,
+    GroupImbalance,
+    Progress,
+    ProposalStatus,
+)
+from kafka_balancer.executor import Progress as ExecProgress
+from kafka_balancer.metrics import ExecutionFigures
+from kafka_balancer.model.policy import BalancePolicySpec
+
+
+def throttled_brokers(record: dict[str, Any]) -> int:
+    """Brokers whose replication rate the execution set and has not restored yet (executor checkpoint)."""
+    throttles = record.get("throttles") or {}
+    return len(throttles.get("brokers") or [])
+
+
+def threshold(spec: BalancePolicySpec) -> float:
+    """The ratio above which this policy calls its cluster imbalanced (for alerts)."""
+    return spec.triggers.on_imbalance.threshold if spec.triggers.on_imbalance else spec.goals.balance_threshold
+
+
+def servers(text: str) -> set[str]:
+    return {s.strip().lower() for s in text.split(",") if s.strip()}
+
+
+def parse_time(text: str | None) -> dt.datetime | None:
+    if not text:
+        return None
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def executed_ids(status: BalancePolicyStatus) -> frozenset[str]:
+    if status.last_run is not None and status.last_run.result == "Completed":
+        return frozenset({status.last_run.proposal_id})
+    return frozenset()
+
+
+def figures(progress: ExecProgress) -> ExecutionFigures:
+    return ExecutionFigures(
+        bytes_moved=int(progress.bytes_moved),
+        bytes_total=int(progress.bytes_total),
+        partitions_moved=progress.partitions_done,
+        partitions_total=progress.partitions_total,
+        in_flight=progress.partitions_in_progress,
+        eta_seconds=progress.eta_seconds,
+    )
+
+
+def progress(progress: ExecProgress) -> Progress:
+    return Progress(
+        bytes_moved=int(progress.bytes_moved),
+        bytes_total=int(progress.bytes_total),
+        partitions_done=progress.partitions_done,
+        partitions_total=progress.partitions_total,
+        percent=round(100.0 * progress.fraction, 1),
+        eta_seconds=None if progress.eta_seconds is None else int(progress.eta_seconds),
+    )
+
+
+def group_rows(summary: dict[str, Any], spec: BalancePolicySpec) -> list[GroupImbalance]:
+    """Per-group max/avg of the watched resource, before and after, from the planner's summary."""
+    resource = spec.triggers.on_imbalance.resource if spec.triggers.on_imbalance else "disk"
+
+    def ratio(stats: Any) -> float | None:
+        value = (stats or {}).get(resource) if isinstance(stats, dict) else None
+        value = value.get("maxOverAvg") if isinstance(value, dict) else value
+        return float(value) if isinstance(value, int | float) else None
+
+    rows = []
+    for group, stats in sorted((summary.get("groups") or {}).items()):
+        if not isinstance(stats, dict):
+            continue
+        before = ratio(stats.get("before"))
+        if before is not None:
+            rows.append(
+                GroupImbalance(name=str(group), resource=resource, before=before, after=ratio(stats.get("after")))
+            )
+    return rows
+
+
+def describe(proposal: ProposalStatus) -> str:
+    return (
+        f"proposal {proposal.id} ({proposal.trigger or 'made'}): {proposal.moves} moves, "
+        f"{proposal.bytes_to_move} bytes, "
+        f"{proposal.leader_changes} leader changes, balancedness {proposal.balancedness_before:.1f} -> "
+        f"{proposal.balancedness_after:.1f}"
+    )
+
+
+def transitions(before: BalancePolicyStatus, after: BalancePolicyStatus) -> list[tuple[str, str, str]]:
+    """An Event for every condition whose status or reason changed."""
+    old = {c.type: (c.status, c.reason) for c in before.conditions}
+    events = []
+    for cond in after.conditions:
+        if old.get(cond.type) == (cond.status, cond.reason) or cond.type == RECONCILING:
+            continue
+        warning = cond.type == STALLED and cond.status == "True"
+        events.append(("Warning" if warning else "Normal", cond.reason, f"{cond.type}={cond.status}: {cond.message}"))
+    return events
