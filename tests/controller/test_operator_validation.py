@@ -70,7 +70,9 @@ def test_invalid_specs_are_stalled_with_a_reason(
     kube.apply(_policy("badcron", address["badcron"], triggers={"schedule": "61 * * * *"}))
     kube.apply(_policy("unreachable", f"127.0.0.1:{_closed_port()}"))
     # 54 replicas on 6 brokers cannot fit 2 per broker: the hard goal replica-capacity is unsatisfiable.
-    kube.apply(_policy("capacity", f"127.0.0.1:{cluster.port_of(6)}", goals={"maxReplicasPerBroker": 2}))
+    # (A cluster of its own: a policy that reached the cluster claims it, see the duplicate-cluster test.)
+    small = emulator(six_broker_model(), time_scale=10.0)
+    kube.apply(_policy("capacity", small.bootstrap_servers, goals={"maxReplicasPerBroker": 2}))
 
     overlap = _stalled(kube, "overlap")
     assert overlap["reason"] == "OverlappingResourceGroups"
@@ -107,12 +109,16 @@ def test_invalid_specs_are_stalled_with_a_reason(
     # The cluster is untouched: no reassignment, no leader election, no config change.
     for api_key in (ALTER_PARTITION_REASSIGNMENTS, ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS):
         assert cluster.request_count(api_key) == 0
+        assert small.request_count(api_key) == 0
 
     # Fixing the spec clears Stalled: the groups no longer overlap, so the policy proposes.
     kube.custom.patch_namespaced_custom_object(
         "kafkabalancer.io", "v1alpha1", "kafka", "resourcegroups", "analytics", {"spec": {"brokers": {"ids": [3]}}}
     )
-    kube.wait_for("overlap to propose", lambda: (kube.policy("overlap").get("status") or {}).get("proposal"))
+    try:
+        kube.wait_for("overlap to propose", lambda: (kube.policy("overlap").get("status") or {}).get("proposal"))
+    except AssertionError:
+        raise AssertionError(str(kube.policy("overlap").get("status"))) from None
     assert kube.condition("overlap", "Stalled")["status"] == "False"  # type: ignore[index]
     assert kube.condition("overlap", "Ready")["status"] == "True"  # type: ignore[index]
     assert cluster.request_count(ALTER_PARTITION_REASSIGNMENTS) == 0  # Manual, not approved

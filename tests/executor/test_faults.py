@@ -264,3 +264,27 @@ def test_offline_partition_anywhere_fails_the_run_and_lists_it(emulator, connect
     assert not cluster.state.reassigning
     assert leftover_throttles(cluster) == {}
     assert observer.violations == []
+
+
+def test_replicas_on_a_dead_broker_are_moved_off_it(emulator, connect) -> None:
+    b = ClusterBuilder()
+    for i in range(1, 6):
+        b.add_broker(i)
+    b.set_topic("orders", min_insync_replicas=1)
+    for p in range(6):
+        b.add_partition("orders", p, [1 + p % 3, 4, 1 + (p + 1) % 3], size_bytes=10e6)
+    model = b.build()
+    cluster = emulator(model)
+    cluster.stop_broker(4)  # dead before the plan runs: its replicas are out of sync everywhere
+    cluster.advance(1)
+    observer = observe(cluster, faulted={4})
+    plan = ReassignmentPlan.of([PartitionTarget("orders", p, (1 + p % 3, 5, 1 + (p + 1) % 3)) for p in range(6)])
+    options = ExecutorOptions(throttle_bytes_per_sec=10_000_000, poll_interval_seconds=0.5)
+    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
+    assert result.state is ExecutionState.COMPLETED, result.reason
+    for p in range(6):
+        replicas, isr, _ = cluster.partition_view("orders", p)
+        assert replicas == [1 + p % 3, 5, 1 + (p + 1) % 3]
+        assert sorted(isr) == sorted(replicas)
+    assert leftover_throttles(cluster) == {}
+    assert observer.violations == []

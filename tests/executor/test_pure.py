@@ -193,8 +193,10 @@ def test_health_checks() -> None:
     assert move_blocker(Task(2, TopicPartition("t", 2), (1, 2), (1, 3), 1.0), cluster, {}) == (
         "ISR size 2 is at or below min.insync.replicas=2"
     )
-    urp = move_blocker(Task(3, TopicPartition("u", 0), (1, 2, 3), (1, 2), 1.0), cluster, {})
+    urp = move_blocker(Task(3, TopicPartition("u", 0), (1, 2, 3), (1, 3), 1.0), cluster, {})
     assert urp == "under-replicated: replicas [3] are out of sync"
+    # Moving the out-of-sync replica away is what fixes it (remove-brokers, fix-offline-replicas).
+    assert move_blocker(Task(3, TopicPartition("u", 0), (1, 2, 3), (1, 2), 1.0), cluster, {}) is None
     foreign = {TopicPartition("t", 0): OngoingReassignment((1, 2, 3), (), ())}
     assert move_blocker(move, cluster, foreign) == "another reassignment of this partition is in progress"
 

@@ -128,8 +128,25 @@ def _signals_interrupt() -> Iterator[None]:
 
 
 # ----- the operator process -----------------------------------------------------------------------
+# Linux: the operator gets SIGTERM when the demo dies, even by SIGKILL (PR_SET_PDEATHSIG survives exec),
+# so not even a killed demo leaves it behind. argv: demo pid, then the operator's command line.
+_ORPHAN_GUARD = """\
+import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    sys.exit("kafka-balancer demo: the demo exited before the operator started")
+os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
+"""
+
+
+@dataclass(frozen=True)
+class Operator:
+    proc: subprocess.Popen[bytes]
+    metrics_url: str
+
+
 @contextlib.contextmanager
-def operator_process(ctx: Context, kubeconfig: Path, namespace: str) -> Iterator[subprocess.Popen[bytes]]:
+def operator_process(ctx: Context, kubeconfig: Path, namespace: str) -> Iterator[Operator]:
     """``kopf run`` as the image runs it, watching one namespace; SIGTERM and wait on the way out."""
     health, metrics = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_BALANCER_")}
@@ -154,10 +171,11 @@ def operator_process(ctx: Context, kubeconfig: Path, namespace: str) -> Iterator
         "kafka_balancer.controller.operator",
     ]
     log_path = ctx.workdir / "operator.log"
+    argv = [sys.executable, "-c", _ORPHAN_GUARD, str(os.getpid()), *command[1:]] if sys.platform == "linux" else command
     with log_path.open("wb") as log:
         # Its own session: a Ctrl-C in the terminal reaches the demo only, which then stops the
         # operator in order (SIGTERM, wait) instead of both racing.
-        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         say(f"    operator pid {proc.pid}: {' '.join(command[1:])}")
         say(f"    metrics http://127.0.0.1:{metrics}/metrics, log {log_path}")
@@ -172,7 +190,7 @@ def operator_process(ctx: Context, kubeconfig: Path, namespace: str) -> Iterator
                 return None
 
         ctx.wait("the operator's liveness endpoint", healthy)
-        yield proc
+        yield Operator(proc, f"http://127.0.0.1:{metrics}/metrics")
     except DemoError as err:
         if proc.poll() is None and "operator log" not in str(err):
             raise DemoError(f"{err}\n--- operator log (last lines) ---\n{_tail(log_path)}") from None
@@ -197,6 +215,29 @@ def _tail(path: Path, lines: int = 30) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no operator log)"
+
+
+# Shown after the run: what a Prometheus scraping the operator would record (names in docs/metrics.md).
+METRICS_SHOWN = (
+    "kafka_balancer_execution_moved_bytes",
+    "kafka_balancer_moved_bytes_total",
+    "kafka_balancer_imbalance_ratio",
+    "kafka_balancer_state",
+)
+
+
+def show_metrics(url: str, policy: str) -> None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - the operator on 127.0.0.1
+            text = response.read().decode()
+    except OSError as err:
+        raise DemoError(f"scraping the operator's metrics at {url}: {err}") from None
+    say(f"    scraped {url}:")
+    for line in text.splitlines():
+        name = line.split("{", 1)[0]
+        wanted = name in METRICS_SHOWN and f'policy="{policy}"' in line and not line.endswith(" 0.0")
+        if wanted and (name != "kafka_balancer_imbalance_ratio" or 'resource="disk"' in line):
+            say(f"      {line}")
 
 
 # ----- Kubernetes side ----------------------------------------------------------------------------
@@ -330,7 +371,7 @@ def balance(ctx: Context, model: ClusterModel, kafka: EmulatedCluster, kube: Kub
     say(view.broker_table(before, members))
 
     step("Starting the operator")
-    with operator_process(ctx, kubeconfig, namespace):
+    with operator_process(ctx, kubeconfig, namespace) as operator:
         step(f"Applying the examples ({args.examples}/00-resource-groups.yaml, 01-rebalance-manual.yaml)")
         for doc in [*groups, policy]:
             try:
@@ -343,6 +384,7 @@ def balance(ctx: Context, model: ClusterModel, kafka: EmulatedCluster, kube: Kub
         proposal, imbalance = await_proposal(ctx, client, policy)
         executed = approve_and_follow(ctx, client, policy, proposal, kafka)
         operator_view(ctx, client, policy, imbalance)
+        show_metrics(operator.metrics_url, policy["metadata"]["name"])
     after = read_back(kafka.bootstrap_servers, model)
     step("The cluster after, read back from Kafka")
     say(view.broker_table(after, members))

@@ -19,7 +19,7 @@ from enum import Enum
 
 from kafka_balancer.executor.options import Clock, ExecutorOptions, SystemClock
 from kafka_balancer.executor.progress import Progress, RateMeter, broker_progress, eta
-from kafka_balancer.executor.safety import move_blocker, offline_partitions
+from kafka_balancer.executor.safety import alive_brokers, move_blocker, offline_partitions
 from kafka_balancer.executor.scheduler import pick_moves, strategy_named
 from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, TaskState, plan_id
 from kafka_balancer.executor.store import ExecutionStore
@@ -194,7 +194,10 @@ class Executor:
         movable = [t for t in self.tasks if t.kind is TaskKind.MOVE and states[t.index] is TaskState.PENDING]
         queue = strategy_named(opts.strategy).order(movable, initial)
         involved = {b for t in self.tasks if t.kind is TaskKind.MOVE for b in (*t.original, *t.target)}
-        self.throttles.set_rates(involved)
+        # A broker that is down neither sends nor receives, and a config request to it only times
+        # out (plans that move replicas off a dead broker are normal); the other side of each of
+        # its moves is throttled.
+        self.throttles.set_rates(involved & alive_brokers(initial))
         self.throttles.update_replicas(list(self.in_flight.values()))
         now = self.clock.now()
         for i in self.in_flight:

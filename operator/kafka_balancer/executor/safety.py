@@ -44,7 +44,9 @@ def move_blocker(
     min_isr = int(cluster.topic_min_isr[int(cluster.partition_topic[p])])
     if min_isr > 0 and len(isr) <= min_isr:
         return f"ISR size {len(isr)} is at or below min.insync.replicas={min_isr}"
-    if len(isr) < len(replicas):
-        missing = [b for b in replicas if b not in isr]
-        return f"under-replicated: replicas {list(missing)} are out of sync"
+    # Out-of-sync replicas that this very move takes away are the plan's business (moving
+    # replicas off a dead broker); any other one is a problem the move must not add load to.
+    missing = [b for b in replicas if b not in isr and b not in task.removing]
+    if missing:
+        return f"under-replicated: replicas {missing} are out of sync"
     return None

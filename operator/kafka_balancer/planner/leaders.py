@@ -16,11 +16,13 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.select import Bands, accept_together
-from kafka_balancer.planner.state import COUNT_QUANTITIES, Ints, State
+from kafka_balancer.planner.state import COUNT_QUANTITIES, Q_CPU, Q_LEADER_IN, Q_NET_OUT, Ints, State
 
 # A receiving broker is filled this share of the way from the band's lower edge towards the
 # average (same as balance.MARGIN, kept here to avoid an import cycle).
 MARGIN: Final = 0.15
+# Quantities a leadership carries besides the leader count itself.
+LEADER_LOADS: Final = [Q_NET_OUT, Q_CPU, Q_LEADER_IN]
 
 
 def _within(key: Ints, value: FloatArray, limit: FloatArray) -> BoolArray:
@@ -81,11 +83,18 @@ def leader_pass(st: State, b: Bands, q: int) -> int:
     # per destination up to its room.
     fits = (v[:, q] <= give[src] * (1 + 1e-9)) & (v[:, q] <= take[dst] * (1 + 1e-9))
     parts, slot, v, src, dst = parts[fits], slot[fits], v[fits], src[fits], dst[fits]
-    order = np.lexsort((parts, -v[:, q], src))
+    # For counts every item weighs one: take the lightest leaderships (least traffic and CPU to
+    # shift), so the goals already balanced on those quantities have the most room to accept them.
+    weight = -v[:, q]
+    if q in COUNT_QUANTITIES:
+        scale = np.maximum(b.avg[src][:, LEADER_LOADS], 1e-12)
+        weight = (v[:, LEADER_LOADS] / scale).sum(axis=1)
+    order = np.lexsort((parts, weight, src))
     parts, slot, v, src, dst = parts[order], slot[order], v[order], src[order], dst[order]
+    weight = weight[order]
     keep = _within(src, v[:, q], give[src])
-    parts, slot, v, src, dst = parts[keep], slot[keep], v[keep], src[keep], dst[keep]
-    order = np.lexsort((parts, -v[:, q], dst))
+    parts, slot, v, src, dst, weight = parts[keep], slot[keep], v[keep], src[keep], dst[keep], weight[keep]
+    order = np.lexsort((parts, weight, dst))
     parts, slot, v, src, dst = parts[order], slot[order], v[order], src[order], dst[order]
     keep = _within(dst, v[:, q], take[dst])
     parts, slot, v, src, dst = parts[keep], slot[keep], v[keep], src[keep], dst[keep]

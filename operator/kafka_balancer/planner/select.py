@@ -110,35 +110,63 @@ def limits_check(limits: FloatArray) -> Callable[[FloatArray], BoolArray]:
 
 
 def accept_together(st: State, b: Bands, *, src: Ints, dst: Ints, v: FloatArray) -> BoolArray:
-    """The items (each moving ``v`` from ``src`` to ``dst``) kept when all move at once.
+    """The items (each moving ``v`` from ``src`` to ``dst``, in preference order) kept when all move at once.
 
-    All items are tried together; a broker whose distance to a guarded band would grow, or whose
-    load would cross a capacity limit, drops the items pushing it that way (incoming when it would
-    end too high, outgoing when too low), and the rest is checked again. Stricter than the pair
-    check (each broker on its own must not get worse), so it needs no order among the items.
+    All items are tried together; where a broker would end further from a guarded band than it is
+    (or above a capacity limit), just enough of the items pushing it that way are dropped, the last
+    ones first (incoming items when it would end too high, outgoing ones when too low), and the
+    rest is checked again. Each broker on its own must not get worse, which is stricter than the
+    pair check, so items moving in opposite directions (count-neutral exchanges) pass together.
     """
     keep = np.ones(src.size, dtype=np.bool_)
     if src.size == 0:
         return keep
-    before = _violation(st.load, b.lower, b.upper)
-    tol = np.abs(b.avg) * 1e-9 + 1e-9
-    push, pull = v > 0, v < 0
+    # How far each broker may go: no further out of the band than it already is, never over a limit.
+    top = np.maximum(b.upper, st.load)
+    top = np.where(np.isfinite(st.limit), np.minimum(top, np.maximum(st.limit, st.load)), top)
+    bottom = np.minimum(b.lower, st.load)
+    tol = np.abs(b.avg) * 1e-9 + _tol(st.load)
+    last_first = np.arange(src.size)[::-1]
     for _ in range(DROP_PASSES):
         delta = np.zeros_like(st.load)
         np.add.at(delta, src[keep], -v[keep])
         np.add.at(delta, dst[keep], v[keep])
         load = st.load + delta
-        worse = _violation(load, b.lower, b.upper) > before + tol
-        high = (worse & (load > b.upper)) | ((delta > 0) & (load > st.limit + _tol(st.limit)))
-        low = worse & (load < b.lower)
-        drop = (high[dst] & push).any(axis=1) | (low[src] & push).any(axis=1)
-        drop |= (high[src] & pull).any(axis=1) | (low[dst] & pull).any(axis=1)
-        drop &= keep
-        if not drop.any():
+        excess = np.maximum(load - top - tol, 0.0)  # (B, Q)
+        deficit = np.maximum(bottom - load - tol, 0.0)
+        if not (excess.any() or deficit.any()):
             return keep
+        drop = np.zeros(src.size, dtype=np.bool_)
+        for q in np.flatnonzero(excess.any(axis=0) | deficit.any(axis=0)).tolist():
+            up, down = np.maximum(v[:, q], 0.0), np.maximum(-v[:, q], 0.0)
+            # Too high: drop arrivals adding q (or departures of negative q); too low: the reverse.
+            cases = (
+                (dst, up, excess[:, q]),
+                (src, down, excess[:, q]),
+                (src, up, deficit[:, q]),
+                (dst, down, deficit[:, q]),
+            )
+            for broker, push, need in cases:
+                cand = last_first[(keep & (push > 0) & (need[broker] > 0))[last_first]]
+                if cand.size == 0:
+                    continue
+                order = cand[np.argsort(broker[cand], kind="stable")]
+                drop[order[_covering(broker[order], push[order], need)]] = True
+        if not drop.any():
+            break
         keep &= ~drop
     keep[:] = False  # did not settle: move nothing rather than something unchecked
     return keep
+
+
+def _covering(key: Ints, value: FloatArray, need: FloatArray) -> BoolArray:
+    """Within each key (sorted), the leading items whose sum first reaches ``need[key]``."""
+    csum = np.cumsum(value)
+    first = np.r_[True, key[1:] != key[:-1]]
+    start = np.maximum.accumulate(np.where(first, np.arange(key.size), 0))
+    before = csum - value - np.where(start > 0, csum[np.maximum(start - 1, 0)], 0.0)
+    out: BoolArray = before < need[key]
+    return out
 
 
 def _tol(values: FloatArray) -> FloatArray:
