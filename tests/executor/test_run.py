@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from kafka_balancer.executor import ExecutionState, Executor, ExecutorOptions, Limits, MemoryExecutionStore, Progress
-from kafka_balancer.kafka.port import FOLLOWER_THROTTLE_RATE, LEADER_THROTTLE_RATE, LEADER_THROTTLED_REPLICAS
+from kafka_balancer.kafka.port import (
+    FOLLOWER_THROTTLE_RATE,
+    LEADER_THROTTLE_RATE,
+    LEADER_THROTTLED_REPLICAS,
+    TopicPartition,
+)
 from kafka_balancer.model import ClusterBuilder, PartitionTarget, ReassignmentPlan
 from kafka_balancer.sandbox.state import ClusterState
 
@@ -197,3 +202,36 @@ def test_throttles_set_by_someone_else_are_left_as_they_were(emulator, connect) 
         "broker 1": {LEADER_THROTTLE_RATE: "30000000", FOLLOWER_THROTTLE_RATE: "40000000"},
         "topic orders": {LEADER_THROTTLED_REPLICAS: "11:4"},
     }
+
+
+def test_leader_changes_outside_the_plan_are_elected(emulator, connect, submissions) -> None:
+    """After a rolling restart many partitions keep their replica order but are led by a
+    follower: the plan cannot list them (nothing to reassign), the proposal's leader changes do,
+    and the executor elects them with the plan's partitions, in the same batched requests."""
+    b = ClusterBuilder(cluster_name="restarted")
+    for i in range(1, 4):
+        b.add_broker(i, rack=f"rack-{i}")
+    b.set_topic("orders", min_insync_replicas=2)
+    for p in range(6):
+        replicas = [1 + (p + k) % 3 for k in range(3)]
+        # Partitions 0-3 are led by their second replica; 4 and 5 by their preferred one.
+        leader = replicas[1] if p < 4 else replicas[0]
+        b.add_partition("orders", p, replicas, leader=leader, size_bytes=1e6)
+    model = b.build()
+    cluster = emulator(model)
+    port = connect(cluster)
+    plan = ReassignmentPlan.of([PartitionTarget("orders", 0, (3, 1, 2))])  # reorder: 3 becomes preferred
+    elections = [TopicPartition("orders", p) for p in (0, 1, 2, 4)]  # 4 is already led by its preferred
+    before = cluster.request_count(43)
+    result = Executor(
+        port, plan, MemoryExecutionStore(), ExecutorOptions(), clock=EmulatorClock(cluster), elections=elections
+    ).run()
+    assert result.state is ExecutionState.COMPLETED, result.reason
+    after = assignment(cluster)
+    assert after[("orders", 0)][2] == 3  # the plan's reorder, elected
+    assert after[("orders", 1)][2] == after[("orders", 1)][0][0]
+    assert after[("orders", 2)][2] == after[("orders", 2)][0][0]
+    assert after[("orders", 3)][2] == after[("orders", 3)][0][1]  # not asked for: left alone
+    assert result.progress.leaders_total == 3
+    assert cluster.request_count(43) - before == 1
+    assert dict(submissions) == {("orders", 0): 1}  # the extra elections reassign nothing

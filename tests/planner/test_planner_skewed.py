@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 from kafka_balancer.planner import DISTRIBUTION_GOALS, OperationOptions, PlannerOptions, evaluate, plan
@@ -28,8 +29,8 @@ RESOURCE_GOALS = (
     ],
     ids=["12b-2k", "15b-3k-skew2", "18b-3k-rf2.5"],
 )
-def test_skewed_cluster_with_new_brokers(shape: dict[str, float]) -> None:
-    model = skewed_cluster(**shape)  # type: ignore[arg-type]
+def test_skewed_cluster_with_new_brokers(shape: dict[str, Any]) -> None:
+    model = skewed_cluster(**shape)
     brokers, new = int(shape["brokers"]), int(shape["new_brokers"])
     options = PlannerOptions(operation=OperationOptions("add-brokers", brokers=tuple(range(brokers - new, brokers))))
     before = evaluate(model, options)

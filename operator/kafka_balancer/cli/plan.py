@@ -23,6 +23,7 @@ from kafka_balancer.analysis.report import (
     load_report,
     report_path,
 )
+from kafka_balancer.model.cluster import ClusterModel
 from kafka_balancer.model.errors import ModelError
 from kafka_balancer.model.policy import BalancePolicy, ResourceGroup, parse_manifests
 from kafka_balancer.model.snapshot import loads_snapshot
@@ -87,7 +88,7 @@ def _operation(args: argparse.Namespace, base: OperationOptions) -> OperationOpt
     return dataclasses.replace(base, **changes)
 
 
-def build_options(args: argparse.Namespace, model: Any) -> tuple[PlannerOptions, float]:
+def build_options(args: argparse.Namespace, model: ClusterModel) -> tuple[PlannerOptions, float]:
     policy, groups = _policy(args)
     if policy is None:
         options, min_completeness = PlannerOptions(), 0.0

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from kafka_balancer.controller import cron, summaries
+from kafka_balancer.controller import summaries
 from kafka_balancer.controller.analysis import Analyses, NotReady, with_measured_load
 from kafka_balancer.controller.approval import decide
 from kafka_balancer.controller.kubeapi import Credentials, KubeApi, NotFoundError, owner_reference
@@ -44,6 +44,13 @@ from kafka_balancer.controller.status import (
     set_condition,
 )
 from kafka_balancer.controller.triggers import Observed, Recorded, planning_fingerprint, why_propose
+from kafka_balancer.controller.validation import (
+    Stall,
+    parse_spec,
+    read_credentials,
+    read_groups,
+    refuse_duplicate,
+)
 from kafka_balancer.executor import ExecutionState
 from kafka_balancer.executor import Progress as ExecProgress
 from kafka_balancer.kafka.port import KafkaError, KafkaPort
@@ -54,21 +61,10 @@ from kafka_balancer.model.policy import (
     PolicyError,
     check_groups,
     group_brokers,
-    parse_balance_policy_spec,
-    parse_resource_group_spec,
 )
 from kafka_balancer.model.proposal import Proposal
 
 log = logging.getLogger(__name__)
-
-
-class Stall(Exception):  # noqa: N818 - a control-flow signal, not an error type users see
-    """Stop this reconciliation: the spec or the environment needs a human. Reported as Stalled."""
-
-    def __init__(self, reason: str, message: str):
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
 
 
 @dataclass
@@ -184,10 +180,10 @@ class Reconciler:
         namespace, name = str(meta["namespace"]), str(meta["name"])
         generation = int(meta.get("generation") or 1)
         key = (namespace, name)
-        spec = self._spec(body)
-        groups = self._groups(namespace, spec)
-        self._refuse_duplicate(body, spec)
-        credentials = self._credentials(namespace, spec)
+        spec = parse_spec(body)
+        groups = read_groups(self.kube, namespace, spec)
+        refuse_duplicate(self.kube, body, spec)
+        credentials = read_credentials(self.kube, namespace, spec)
         ctx = _Ctx(key, generation, body, spec, credentials, events, PolicyKey(name, namespace, ""))
 
         group_specs = {g: s.model_dump(mode="json") for g, s in groups}
@@ -220,7 +216,7 @@ class Reconciler:
         finally:
             port.close()
         cluster_id = description.cluster_id or spec.cluster.bootstrap_servers
-        self._refuse_duplicate(body, spec, cluster_id)
+        refuse_duplicate(self.kube, body, spec, cluster_id)
         racks = {int(b): model.broker_racks[i] for i, b in enumerate(model.broker_ids.tolist())}
         try:
             check_groups(groups, topics=model.topics, racks=racks)
@@ -299,80 +295,6 @@ class Reconciler:
             status.state = "Paused" if spec.paused else "ProposalReady"
         return ""
 
-    def _spec(self, body: dict[str, Any]) -> BalancePolicySpec:
-        try:
-            spec = parse_balance_policy_spec(body.get("spec"))
-            if spec.triggers.schedule is not None:
-                try:
-                    cron.validate(spec.triggers.schedule)
-                except cron.CronError as err:
-                    raise PolicyError("spec.triggers.schedule", str(err)) from None
-            for i, window in enumerate(spec.execution.maintenance_windows):
-                try:
-                    cron.in_maintenance_window([window], dt.datetime.now(dt.UTC))
-                except cron.CronError as err:
-                    raise PolicyError(f"spec.execution.maintenanceWindows[{i}].start", str(err)) from None
-        except PolicyError as err:
-            raise Stall("InvalidSpec", str(err)) from None
-        return spec
-
-    def _groups(self, namespace: str, spec: BalancePolicySpec) -> Groups:
-        groups = []
-        for group in spec.resource_groups:
-            try:
-                obj = self.kube.get_group(namespace, group)
-            except NotFoundError:
-                raise Stall(
-                    "UnknownResourceGroup",
-                    f"spec.resourceGroups: ResourceGroup '{group}' does not exist in namespace {namespace}",
-                ) from None
-            try:
-                groups.append((group, parse_resource_group_spec(obj.get("spec"))))
-            except PolicyError as err:
-                raise Stall("InvalidResourceGroup", f"ResourceGroup '{group}': {err}") from None
-        try:
-            check_groups(groups)
-        except PolicyError as err:
-            raise Stall("OverlappingResourceGroups", str(err)) from None
-        return groups
-
-    def _refuse_duplicate(self, body: dict[str, Any], spec: BalancePolicySpec, cluster_id: str | None = None) -> None:
-        """One policy per cluster: the oldest wins; the others are Stalled until it goes away."""
-        meta = body["metadata"]
-        mine = (str(meta.get("creationTimestamp") or ""), str(meta["namespace"]), str(meta["name"]))
-        servers = summaries.servers(spec.cluster.bootstrap_servers)
-        for other in self.kube.list_policies():
-            ometa = other.get("metadata", {})
-            theirs = (str(ometa.get("creationTimestamp") or ""), str(ometa.get("namespace")), str(ometa.get("name")))
-            if theirs == mine or theirs > mine or ometa.get("deletionTimestamp"):
-                continue
-            other_servers = summaries.servers(
-                str(((other.get("spec") or {}).get("cluster") or {}).get("bootstrapServers", ""))
-            )
-            other_id = ((other.get("status") or {}).get("observedCluster") or {}).get("clusterId")
-            if servers & other_servers or (cluster_id is not None and other_id == cluster_id):
-                raise Stall(
-                    "DuplicateCluster",
-                    f"cluster {spec.cluster.bootstrap_servers} is already balanced by BalancePolicy "
-                    f"{theirs[1]}/{theirs[2]}: one policy per cluster; delete one of them",
-                )
-
-    def _credentials(self, namespace: str, spec: BalancePolicySpec) -> Credentials | None:
-        ref = spec.cluster.credentials_secret
-        if ref is None:
-            return None
-        try:
-            creds = self.kube.credentials(namespace, ref.name, (ref.username_key, ref.password_key, ref.ca_key))
-        except NotFoundError as err:
-            raise Stall("MissingSecret", f"spec.cluster.credentialsSecret: {err}") from None
-        if spec.cluster.security_protocol.startswith("SASL"):
-            for key, value in ((ref.username_key, creds.username), (ref.password_key, creds.password)):
-                if value is None:
-                    raise Stall(
-                        "MissingSecret", f"spec.cluster.credentialsSecret: Secret {ref.name} has no key '{key}'"
-                    )
-        return creds
-
     def _connect(self, spec: BalancePolicySpec, credentials: Credentials | None) -> KafkaPort:
         try:
             return self.connector(spec.cluster, credentials)
@@ -397,7 +319,18 @@ class Reconciler:
         url = self.analyses.store_url(ctx.spec) if self.analyses is not None else None
         if self.analyses is None or url is None:
             return live
-        self.analyses.ensure_sampler(ctx.key, ctx.metric_key, ctx.spec, ctx.credentials, url)
+        if ctx.spec.analysis.engine.type == "sparkApplication":
+            # The operator runs Spark in-process (local) or remotely (connect); it does not submit SparkApplications.
+            raise Stall(
+                "InvalidSpec",
+                "spec.analysis.engine.type: 'sparkApplication' is not supported by the operator yet; "
+                "use 'local' or 'connect' (or run `kafka-balancer analyze` in a SparkApplication and plan from "
+                "its snapshot with the CLI)",
+            )
+        try:
+            self.analyses.ensure_sampler(ctx.key, ctx.metric_key, ctx.spec, ctx.credentials, url)
+        except (ValueError, OSError) as err:  # the store URL (StoreError is a ValueError) or the local directory
+            raise Stall("InvalidSpec", f"spec.analysis.samples {url}: {err}") from None
         brokers = {name: group_brokers(group, racks) for name, group in groups}
         try:
             analysed = self.analyses.analyse(ctx.key, ctx.metric_key, ctx.spec, brokers, url)

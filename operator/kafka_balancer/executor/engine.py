@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -80,9 +80,14 @@ class Executor:
         clock: Clock | None = None,
         on_progress: ProgressCallback | None = None,
         context: dict[str, str] | None = None,
+        elections: Sequence[TopicPartition] = (),
     ) -> None:
         self.port = port
         self.plan = plan
+        # Partitions whose replica order is already the target one but whose leader is not the
+        # preferred replica (a rolling restart leaves many): the plan cannot list them, the
+        # proposal's leader changes do, and they are elected with the plan's partitions.
+        self.elections = tuple(elections)
         self.store = store
         self.options = options or ExecutorOptions()
         self.clock = clock or SystemClock()
@@ -430,6 +435,18 @@ class Executor:
             if states[t.index] is TaskState.COMPLETED
             and cluster.leader_id(cluster.partition_index(t.tp.topic, t.tp.partition)) != t.target[0]
         ]
+        planned = {t.tp for t in self.tasks}
+        for tp in dict.fromkeys(self.elections):
+            if tp in planned:
+                continue
+            try:
+                p = cluster.partition_index(tp.topic, tp.partition)
+            except KeyError:
+                self._election_failures[str(tp)] = "UNKNOWN_TOPIC_OR_PARTITION"
+                continue
+            replicas = cluster.replica_ids(p)
+            if replicas and cluster.leader_id(p) != replicas[0]:
+                need.append(tp)
         self._leaders_total = len(need)
         failures: dict[TopicPartition, KafkaError] = {}
         for attempt in range(opts.election_attempts):
@@ -444,7 +461,7 @@ class Executor:
             if not failures:
                 break
             need = sorted(failures)
-        self._election_failures = {str(tp): e.name for tp, e in failures.items()}
+        self._election_failures.update({str(tp): e.name for tp, e in failures.items()})
         return True
 
     def _wait_reassignments_gone(self, tps: list[TopicPartition]) -> None:

@@ -1,0 +1,109 @@
+"""The checks a BalancePolicy passes before anything touches its cluster; each failure is a Stall.
+
+A Stall carries the Stalled condition's reason and a message that names the field, the value, the
+group, the Secret or the other policy at fault. Blocking (Kubernetes reads): called from the
+reconciler's worker thread.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from kafka_balancer.controller import cron, summaries
+from kafka_balancer.controller.kubeapi import Credentials, KubeApi, NotFoundError
+from kafka_balancer.controller.services import Groups
+from kafka_balancer.model.policy import (
+    BalancePolicySpec,
+    PolicyError,
+    check_groups,
+    parse_balance_policy_spec,
+    parse_resource_group_spec,
+)
+
+
+class Stall(Exception):  # noqa: N818 - a control-flow signal, not an error type users see
+    """Stop this reconciliation: the spec or the environment needs a human. Reported as Stalled."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def parse_spec(body: dict[str, Any]) -> BalancePolicySpec:
+    try:
+        spec = parse_balance_policy_spec(body.get("spec"))
+        if spec.triggers.schedule is not None:
+            try:
+                cron.validate(spec.triggers.schedule)
+            except cron.CronError as err:
+                raise PolicyError("spec.triggers.schedule", str(err)) from None
+        for i, window in enumerate(spec.execution.maintenance_windows):
+            try:
+                cron.in_maintenance_window([window], dt.datetime.now(dt.UTC))
+            except cron.CronError as err:
+                raise PolicyError(f"spec.execution.maintenanceWindows[{i}].start", str(err)) from None
+    except PolicyError as err:
+        raise Stall("InvalidSpec", str(err)) from None
+    return spec
+
+
+def read_groups(kube: KubeApi, namespace: str, spec: BalancePolicySpec) -> Groups:
+    groups = []
+    for group in spec.resource_groups:
+        try:
+            obj = kube.get_group(namespace, group)
+        except NotFoundError:
+            raise Stall(
+                "UnknownResourceGroup",
+                f"spec.resourceGroups: ResourceGroup '{group}' does not exist in namespace {namespace}",
+            ) from None
+        try:
+            groups.append((group, parse_resource_group_spec(obj.get("spec"))))
+        except PolicyError as err:
+            raise Stall("InvalidResourceGroup", f"ResourceGroup '{group}': {err}") from None
+    try:
+        check_groups(groups)
+    except PolicyError as err:
+        raise Stall("OverlappingResourceGroups", str(err)) from None
+    return groups
+
+
+def refuse_duplicate(
+    kube: KubeApi, body: dict[str, Any], spec: BalancePolicySpec, cluster_id: str | None = None
+) -> None:
+    """One policy per cluster: the oldest wins; the others are Stalled until it goes away."""
+    meta = body["metadata"]
+    mine = (str(meta.get("creationTimestamp") or ""), str(meta["namespace"]), str(meta["name"]))
+    servers = summaries.servers(spec.cluster.bootstrap_servers)
+    for other in kube.list_policies():
+        ometa = other.get("metadata", {})
+        theirs = (str(ometa.get("creationTimestamp") or ""), str(ometa.get("namespace")), str(ometa.get("name")))
+        if theirs == mine or theirs > mine or ometa.get("deletionTimestamp"):
+            continue
+        other_servers = summaries.servers(
+            str(((other.get("spec") or {}).get("cluster") or {}).get("bootstrapServers", ""))
+        )
+        other_id = ((other.get("status") or {}).get("observedCluster") or {}).get("clusterId")
+        if servers & other_servers or (cluster_id is not None and other_id == cluster_id):
+            raise Stall(
+                "DuplicateCluster",
+                f"cluster {spec.cluster.bootstrap_servers} is already balanced by BalancePolicy "
+                f"{theirs[1]}/{theirs[2]}: one policy per cluster; delete one of them",
+            )
+
+
+def read_credentials(kube: KubeApi, namespace: str, spec: BalancePolicySpec) -> Credentials | None:
+    ref = spec.cluster.credentials_secret
+    if ref is None:
+        return None
+    try:
+        creds = kube.credentials(namespace, ref.name, (ref.username_key, ref.password_key, ref.ca_key))
+    except NotFoundError as err:
+        raise Stall("MissingSecret", f"spec.cluster.credentialsSecret: {err}") from None
+    if spec.cluster.security_protocol.startswith("SASL"):
+        for key, value in ((ref.username_key, creds.username), (ref.password_key, creds.password)):
+            if value is None:
+                raise Stall("MissingSecret", f"spec.cluster.credentialsSecret: Secret {ref.name} has no key '{key}'")
+    return creds
