@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck contracts pytest demo bench clean
+.PHONY: venv test lint typecheck contracts pytest demo bench crds clean
 
 venv: $(STAMP)
 
@@ -35,6 +35,11 @@ demo: venv
 
 bench: venv
 	$(BIN)/python -m bench.run_all
+
+# CRDs and their field reference are generated from the models; the chart ships the same files.
+crds: venv
+	$(BIN)/kafka-balancer crds crds --docs docs/crds.md
+	cp crds/*.yaml charts/kafka-balancer/crds/
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

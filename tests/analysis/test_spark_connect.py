@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 from samplegen import T0, TopicSpec, generate
 from spark_fixtures import CONNECT_URL, TEST_ENGINE
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = pytest.mark.spark
 
 
 HOT = TopicSpec("hot", 2, message_size=200, rate=lambda p, _i: 1000.0 * (p + 1))

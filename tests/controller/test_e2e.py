@@ -409,3 +409,44 @@ def test_load_is_sampled_and_analysed_on_spark_before_planning(
     assert ratio is not None
     assert ratio > 1.5
     assert cluster.request_count(ALTER_PARTITION_REASSIGNMENTS) == 0  # DryRun
+
+
+def test_changing_the_goals_mid_execution_stops_it_cleanly_and_replans(
+    kube: Cluster, operator: Operator, emulator: Callable[..., EmulatedCluster]
+) -> None:
+    cluster = emulator(skewed_model(), time_scale=5.0)
+    _groups(kube)
+    policy = _policy("main", cluster.bootstrap_servers, mode="Auto")
+    policy["spec"]["execution"] = {"throttleBytesPerSec": 4_000_000, "concurrentMovesPerBroker": 1}
+    kube.apply(policy)
+
+    def some_done() -> dict[str, Any] | None:
+        progress = _status(kube, "main").get("progress") or {}
+        return progress if 0 < progress.get("partitionsDone", 0) < progress.get("partitionsTotal", 0) else None
+
+    kube.wait_for("the first completed moves", some_done, timeout=60)
+    first = _proposal(kube, "main")
+    kube.patch_policy("main", {"goals": {"balanceThreshold": 1.05}})
+
+    def stopped() -> dict[str, Any] | None:
+        last = _status(kube, "main").get("lastRun") or {}
+        return last if last.get("result") == "Stopped" else None
+
+    last = kube.wait_for("the execution to stop", stopped, timeout=60)
+    assert last["message"] == "SpecChanged"
+    assert last["proposalId"] == first["id"]
+    replanned = kube.wait_for(
+        "a new proposal", lambda: (p := _proposal(kube, "main")).get("trigger") == "SpecChanged" and p, timeout=60
+    )
+    assert replanned["id"] != first["id"]
+    kube.wait_for(
+        "the new proposal to complete",
+        lambda: (
+            (_status(kube, "main").get("lastRun") or {}).get("proposalId") == replanned["id"]
+            and _status(kube, "main")["lastRun"]["result"] == "Completed"
+        ),
+        timeout=120,
+    )
+    assert all(skew <= 1.1 for skew in _group_skew(cluster).values()), _group_skew(cluster)
+    with cluster.state.lock:
+        assert not cluster.state.reassigning

@@ -22,6 +22,7 @@ from typing import Any
 
 import kopf
 import kubernetes
+import urllib3
 
 from kafka_balancer.controller.analysis import Analyses
 from kafka_balancer.controller.kubeapi import KubeApi
@@ -139,7 +140,14 @@ async def _reconcile(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> Non
     key = (body.metadata.namespace, body.metadata.name)
     lock = memo.locks.setdefault(key, asyncio.Lock())
     async with lock:  # the timer and the change handlers never reconcile one policy at the same time
-        outcome = await asyncio.to_thread(memo.reconciler.reconcile, dict(body))
+        try:
+            outcome = await asyncio.to_thread(memo.reconciler.reconcile, dict(body))
+        except kubernetes.client.ApiException as err:
+            # Our own reads/writes failed (API server restarting, throttled): transient, retried with backoff.
+            # Problems users must fix never get here: the reconciler reports them as Stalled.
+            raise kopf.TemporaryError(f"Kubernetes API: {err.status} {err.reason}", delay=10) from err
+        except urllib3.exceptions.HTTPError as err:
+            raise kopf.TemporaryError(f"Kubernetes API unreachable: {err}", delay=10) from err
     data = outcome.status.model_dump(mode="json", by_alias=True, exclude={"execution_checkpoint"})
     patch.status.update(data)
     for kind, reason, message in outcome.events:
