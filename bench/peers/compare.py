@@ -111,9 +111,8 @@ def compare(partitions: int, skip: set[str]) -> None:
     print(
         f"\n{partitions:,} partitions, {model.num_replicas:,} replicas, {brokers} brokers ({brokers // 4} new), 3 racks"
     )
-    print(
-        "| tool | wall s | CPU s | replica max/avg | size max/avg | leader max/avg | rack violations | moves | TB moved |"
-    )
+    columns = "wall s | CPU s | replica max/avg | size max/avg | leader max/avg | rack violations | moves | TB moved"
+    print(f"| tool | {columns} |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, seconds, cpu, r in rows:
         print(

@@ -30,10 +30,11 @@ MODULES = {
 
 def main():
     module, source, target = sys.argv[1:4]
-    data = json.load(open(source))
+    with open(source) as f:
+        data = json.load(f)
     cluster = Cluster()
     for b, rack in sorted(data["brokers"].items(), key=lambda kv: int(kv[0])):
-        broker = Broker("broker-%s" % b, id=int(b))
+        broker = Broker("broker-{}".format(b), id=int(b))  # noqa: UP032 - kafka-tools' venv may be old
         broker.rack = rack
         cluster.add_broker(broker)
     topics = defaultdict(dict)
@@ -51,7 +52,8 @@ def main():
     MODULES[module](args, clone).process_cluster()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     out = [[p.topic.name, p.num, [b.id for b in p.replicas]] for p in clone.partitions([])]
-    json.dump({"seconds": seconds, "cpuSeconds": cpu, "partitions": out}, open(target, "w"))
+    with open(target, "w") as f:
+        json.dump({"seconds": seconds, "cpuSeconds": cpu, "partitions": out}, f)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ class SizeMeasurer(PartitionMeasurer):
 
 def main():
     balancer_name, source, target = sys.argv[1:4]
-    data = json.load(open(source))
+    with open(source) as f:
+        data = json.load(f)
     assignment = {(t, p): list(r) for t, p, r, _ in data["partitions"]}
     sizes = {(t, p): float(s) for t, p, _, s in data["partitions"]}
     brokers = {int(b): {"rack": rack} for b, rack in data["brokers"].items()}
@@ -54,7 +55,8 @@ def main():
     balancer.rebalance()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     out = [[t, p, list(r)] for (t, p), r in topology.assignment.items()]
-    json.dump({"seconds": seconds, "cpuSeconds": cpu, "partitions": out}, open(target, "w"))
+    with open(target, "w") as f:
+        json.dump({"seconds": seconds, "cpuSeconds": cpu, "partitions": out}, f)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 from kafka_balancer.cli import main
+from kafka_balancer.model import ClusterBuilder, ReassignmentPlan
+from kafka_balancer.model.proposal import LeaderChange, Proposal
 
 from executor.harness import assignment, cluster_model, leftover_throttles, observe, spread_plan
 
@@ -198,3 +200,31 @@ def test_missing_bootstrap_servers_is_a_usage_error(tmp_path: Path, capsys) -> N
     plan_file.write_text('{"version":1,"partitions":[]}')
     assert main(["execute", "--plan", str(plan_file)]) == 2
     assert "execute: --bootstrap-servers is required" in capsys.readouterr().err
+
+
+def test_execute_a_proposal_file_elects_its_leader_changes_outside_the_plan(emulator, tmp_path: Path) -> None:
+    """`plan --proposal` writes the whole proposal; `execute --plan` takes it and also elects the
+    partitions whose replica order is already right but whose leader is not the preferred one."""
+    b = ClusterBuilder(cluster_name="restarted")
+    for i in range(1, 4):
+        b.add_broker(i, rack=f"rack-{i}")
+    for p in range(3):
+        replicas = [1 + (p + k) % 3 for k in range(3)]
+        b.add_partition("orders", p, replicas, leader=replicas[1], size_bytes=1e6)  # led by a follower
+    model = b.build()
+    cluster = emulator(model)
+    changes = tuple(
+        LeaderChange("orders", p, model.partition(p).replicas[1], model.partition(p).replicas[0]) for p in (0, 1)
+    )
+    proposal = Proposal("0123456789abcdef", ReassignmentPlan.of([]), changes, {})
+    proposal_file = tmp_path / "proposal.json"
+    proposal_file.write_text(proposal.dumps(indent=2))
+    code = main(["execute", "--bootstrap-servers", cluster.bootstrap_servers, "--plan", str(proposal_file),
+                 "--state", str(tmp_path / "state.json"), "--quiet"])  # fmt: skip
+    assert code == 0
+    after = assignment(cluster)
+    for p in (0, 1):
+        replicas, _, leader = after[("orders", p)]
+        assert leader == replicas[0]
+    replicas, _, leader = after[("orders", 2)]
+    assert leader == replicas[1]  # not in the proposal: left alone

@@ -35,8 +35,9 @@ from kafka_balancer.executor import (
 )
 from kafka_balancer.executor.scheduler import DEFAULT_MOVES_PER_BROKER, DEFAULT_MOVES_TOTAL, STRATEGIES
 from kafka_balancer.executor.store import ExecutionStore
-from kafka_balancer.kafka.port import KafkaError
+from kafka_balancer.kafka.port import KafkaError, TopicPartition
 from kafka_balancer.model import ModelError, ReassignmentPlan
+from kafka_balancer.model.proposal import Proposal
 
 HELP = "Execute a reassignment plan: throttled, resumable, stoppable, with a progress bar."
 DEFAULT_STATE = "kafka-balancer-execution.json"
@@ -101,7 +102,12 @@ class ProgressPrinter:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
-    parser.add_argument("--plan", required=True, help="plan file: Kafka reassignment JSON (kafka-balancer plan output)")
+    parser.add_argument(
+        "--plan",
+        required=True,
+        help="Kafka reassignment JSON (kafka-balancer plan --output), or the whole proposal (plan --proposal), "
+        "whose leader changes outside the plan are then elected too",
+    )
     parser.add_argument("--throttle", help="replication throttle per broker, e.g. 50MiB/s (default: none)")
     parser.add_argument("--dry-run", action="store_true", help="show what would run, change nothing")
     parser.add_argument("--state", default=DEFAULT_STATE, help=f"resumable state file (default {DEFAULT_STATE})")
@@ -152,12 +158,24 @@ def report(result: ExecutionResult) -> dict[str, object]:
     }
 
 
+def load_plan(text: bytes) -> tuple[ReassignmentPlan, list[TopicPartition]]:
+    """A reassignment JSON, or a proposal (told apart by its 'id'): the plan and the extra elections."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ModelError(f"plan: not valid JSON: {err}") from None
+    if isinstance(data, dict) and "id" in data and "plan" in data:
+        proposal = Proposal.from_dict(data)
+        return proposal.plan, [TopicPartition(c.topic, c.partition) for c in proposal.leader_changes]
+    return ReassignmentPlan.from_dict(data), []
+
+
 def run(args: argparse.Namespace) -> int:
     if not args.bootstrap_servers:
         print("execute: --bootstrap-servers is required", file=sys.stderr)
         return EXIT_USAGE
     try:
-        plan = ReassignmentPlan.loads(Path(args.plan).read_bytes())
+        plan, elections = load_plan(Path(args.plan).read_bytes())
         options = options_from_args(args)
     except (OSError, ModelError) as err:
         print(f"execute: {err}", file=sys.stderr)
@@ -178,7 +196,9 @@ def run(args: argparse.Namespace) -> int:
     }
     port = open_port(args, "execute")
     try:
-        executor = Executor(port, plan, store, options, on_progress=printer.update, context=context)
+        executor = Executor(
+            port, plan, store, options, on_progress=printer.update, context=context, elections=elections
+        )
 
         def on_signal(_signum: int, _frame: FrameType | None) -> None:
             executor.request_stop()

@@ -55,7 +55,7 @@ from kafka_balancer.executor import ExecutionState
 from kafka_balancer.executor import Progress as ExecProgress
 from kafka_balancer.kafka.port import KafkaError, KafkaPort
 from kafka_balancer.metrics import Metrics, PolicyKey
-from kafka_balancer.model import ClusterModel, ReassignmentPlan
+from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.policy import (
     BalancePolicySpec,
     PolicyError,
@@ -276,8 +276,7 @@ class Reconciler:
         if decision.stalled:
             raise Stall(decision.reason, decision.message)
         if decision.execute:
-            plan = self._stored_plan(namespace, proposal)
-            self._start(ctx, proposal.id, plan, None)
+            self._start(ctx, self._stored_proposal(namespace, proposal), None)
             events.append(
                 ("Normal", "ExecutionStarted", f"executing proposal {proposal.id}: {summaries.describe(proposal)}")
             )
@@ -403,8 +402,8 @@ class Reconciler:
             fingerprint=fingerprint,
         )
 
-    def _stored_plan(self, namespace: str, proposal: ProposalStatus) -> ReassignmentPlan:
-        """The reviewed plan, exactly as stored when it was proposed (never recomputed)."""
+    def _stored_proposal(self, namespace: str, proposal: ProposalStatus) -> Proposal:
+        """The reviewed proposal, exactly as stored when it was proposed (never recomputed)."""
         try:
             data = self.kube.get_config_map(namespace, proposal.config_map)
         except NotFoundError as err:
@@ -414,10 +413,11 @@ class Reconciler:
             raise Stall(
                 "ProposalLost", f"ConfigMap {proposal.config_map} holds proposal {stored.id}, not {proposal.id}"
             )
-        return stored.plan
+        return stored
 
     # ----- executions ---------------------------------------------------------------------
-    def _start(self, ctx: _Ctx, proposal_id: str, plan: ReassignmentPlan, record: dict[str, Any] | None) -> None:
+    def _start(self, ctx: _Ctx, proposal: Proposal, record: dict[str, Any] | None) -> None:
+        proposal_id = proposal.id
         namespace, name = ctx.key
         metric_key = ctx.metric_key
         real_port = self._connect(ctx.spec, ctx.credentials)  # its own connection: the execution outlives this call
@@ -441,7 +441,7 @@ class Reconciler:
         }
         executor = make_executor(
             port,
-            plan,
+            proposal,
             store,
             ctx.spec,
             on_progress=on_progress,
@@ -461,8 +461,7 @@ class Reconciler:
         proposal_id = str((record.get("context") or {}).get("proposalId", ""))
         if proposal_id != status.proposal.id:
             return False
-        plan = self._stored_plan(ctx.key[0], status.proposal)
-        self._start(ctx, proposal_id, plan, record)
+        self._start(ctx, self._stored_proposal(ctx.key[0], status.proposal), record)
         ctx.events.append(
             ("Normal", "ExecutionResumed", f"resumed proposal {proposal_id} from the checkpoint in status")
         )

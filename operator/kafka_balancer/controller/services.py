@@ -24,8 +24,8 @@ from kafka_balancer.controller.kubeapi import Credentials, KubeApi
 from kafka_balancer.executor import ExecutionResult, Executor, ExecutorOptions, Progress
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
-from kafka_balancer.kafka.port import KafkaError, KafkaPort, KafkaUnavailableError
-from kafka_balancer.model import ClusterModel, ReassignmentPlan
+from kafka_balancer.kafka.port import KafkaError, KafkaPort, KafkaUnavailableError, TopicPartition
+from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.policy import IMBALANCE_RESOURCES, BalancePolicySpec, ClusterConnection, ResourceGroupSpec
 from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner.policy import options_from_policy
@@ -258,7 +258,7 @@ class Runs:
 
 def make_executor(
     port: KafkaPort,
-    plan: ReassignmentPlan,
+    proposal: Proposal,
     store: StatusExecutionStore,
     spec: BalancePolicySpec,
     *,
@@ -269,4 +269,7 @@ def make_executor(
     options = ExecutorOptions.from_spec(spec.execution)
     if poll_seconds is not None:
         options = dataclasses.replace(options, poll_interval_seconds=poll_seconds)
-    return Executor(port, plan, store, options, on_progress=on_progress, context=context)
+    # The plan's partitions are elected after their moves; the proposal's other leader changes
+    # (replica order already right, leader not the preferred one) with them.
+    elections = [TopicPartition(c.topic, c.partition) for c in proposal.leader_changes]
+    return Executor(port, proposal.plan, store, options, on_progress=on_progress, context=context, elections=elections)
