@@ -34,7 +34,7 @@ def main():
         data = json.load(f)
     cluster = Cluster()
     for b, rack in sorted(data["brokers"].items(), key=lambda kv: int(kv[0])):
-        broker = Broker("broker-{}".format(b), id=int(b))  # noqa: UP032 - kafka-tools' venv may be old
+        broker = Broker(f"broker-{b}", id=int(b))
         broker.rack = rack
         cluster.add_broker(broker)
     topics = defaultdict(dict)

@@ -63,6 +63,20 @@ class EngineConfig:
         return (self.type, self.url or "")
 
 
+# SQL settings every engine gets (session-level, so they also travel over Spark Connect).
+def _sql_defaults(config: EngineConfig) -> list[tuple[str, str]]:
+    return [
+        ("spark.sql.session.timeZone", "UTC"),
+        ("spark.sql.shuffle.partitions", str(config.shuffle_partitions)),
+        # The per-partition avg/p95 aggregation keeps one percentile buffer per Kafka partition. Spark
+        # falls back to sorting all its input after 128 keys per task; a few thousand buffers of a day of
+        # 5-minute windows fit easily, and skipping that second sort of every window row is most of the
+        # difference in the day benchmark (docs/performance.md). Beyond 20,000 keys per task it still
+        # falls back, which bounds the memory.
+        ("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "20000"),
+    ]
+
+
 _lock = threading.Lock()
 _sessions: dict[tuple[str, str], SparkSession] = {}
 
@@ -86,14 +100,12 @@ def _local_session(config: EngineConfig) -> SparkSession:
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(config.shuffle_partitions))
-        .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         # Corrupt sample files are skipped by the store after it counted them (see store.py); this
         # is the backstop for a file that turns bad between listing and reading.
         .config("spark.sql.files.ignoreCorruptFiles", "true")
     )
-    for key, value in config.conf:
+    for key, value in [*_sql_defaults(config), *config.conf]:
         builder = builder.config(key, value)
     return builder.getOrCreate()
 
@@ -109,17 +121,14 @@ def _connect_session(config: EngineConfig) -> SparkSession:
         )
     session = SparkSession.builder.remote(config.url).getOrCreate()
     # Session-level settings travel with the client, so the remote cluster runs the job the same way.
-    session.conf.set("spark.sql.session.timeZone", "UTC")
-    session.conf.set("spark.sql.shuffle.partitions", str(config.shuffle_partitions))
-    for key, value in config.conf:
+    for key, value in [*_sql_defaults(config), *config.conf]:
         session.conf.set(key, value)
     return session
 
 
 def _driver_session(config: EngineConfig) -> SparkSession:
-    builder = SparkSession.builder.appName("kafka-balancer-analysis").config("spark.sql.session.timeZone", "UTC")
-    builder = builder.config("spark.sql.shuffle.partitions", str(config.shuffle_partitions))
-    for key, value in config.conf:
+    builder = SparkSession.builder.appName("kafka-balancer-analysis")
+    for key, value in [*_sql_defaults(config), *config.conf]:
         builder = builder.config(key, value)
     return builder.getOrCreate()
 

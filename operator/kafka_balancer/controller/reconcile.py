@@ -448,7 +448,10 @@ class Reconciler:
             context=context,
             poll_seconds=self.options.execution_poll_seconds,
         )
-        run = Run(proposal_id, ctx.generation, executor, store, port, started_at=now_iso())
+        # A resumed execution keeps the start of the run it continues (lastRun.startedAt), not the restart's.
+        started = float((record or {}).get("startedAt") or 0.0)
+        started_at = dt.datetime.fromtimestamp(started, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if started else now_iso()
+        run = Run(proposal_id, ctx.generation, executor, store, port, started_at=started_at)
         self.runs.start(ctx.key, run)
 
     def _resume(self, ctx: _Ctx, status: BalancePolicyStatus) -> bool:
