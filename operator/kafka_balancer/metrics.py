@@ -180,7 +180,8 @@ class Metrics:
         )
         self.executions = Counter(f"{PREFIX}executions", "Finished executions by result.", (*_PC, "result"), registry=r)
         self._lock = threading.Lock()
-        self._last_moved: dict[PolicyKey, tuple[int, int]] = {}
+        # Per policy: the execution last reported and the most it had moved (counters add deltas).
+        self._last_moved: dict[PolicyKey, tuple[str, int, int]] = {}
         self._threshold_resource: dict[PolicyKey, str] = {}
         self.analysis = {
             name: Gauge(f"{PREFIX}{name}", text, (*_PC, *labels), registry=r)
@@ -222,8 +223,12 @@ class Metrics:
         self.proposal_bytes.labels(*labels).set(bytes_to_move)
         self.proposal_leaders.labels(*labels).set(leader_changes)
 
-    def set_execution(self, key: PolicyKey, figures: ExecutionFigures) -> None:
-        """Gauges for the running execution; the ``_total`` counters grow by what moved since the last call."""
+    def set_execution(self, key: PolicyKey, figures: ExecutionFigures, execution: str = "") -> None:
+        """Gauges for the running execution; the ``_total`` counters grow by what moved since the last call.
+
+        ``execution`` names the run: a new name counts from zero. Within one run the figures may dip
+        (an in-flight copy estimate replaced by the move's exact size), which never counts twice.
+        """
         labels = (key.policy, key.namespace, key.cluster)
         self.exec_bytes_moved.labels(*labels).set(figures.bytes_moved)
         self.exec_bytes_total.labels(*labels).set(figures.bytes_total)
@@ -232,19 +237,18 @@ class Metrics:
         self.exec_in_flight.labels(*labels).set(figures.in_flight)
         self.exec_eta.labels(*labels).set(-1 if figures.eta_seconds is None else figures.eta_seconds)
         with self._lock:
-            last_bytes, last_parts = self._last_moved.get(key, (0, 0))
-            # A new execution restarts its figures at 0: count from there, never backwards.
-            if figures.bytes_moved < last_bytes or figures.partitions_moved < last_parts:
+            last_run, last_bytes, last_parts = self._last_moved.get(key, ("", 0, 0))
+            if last_run != execution:
                 last_bytes, last_parts = 0, 0
-            self._last_moved[key] = (figures.bytes_moved, figures.partitions_moved)
-        self.moved_bytes.labels(*labels).inc(figures.bytes_moved - last_bytes)
-        self.moved_partitions.labels(*labels).inc(figures.partitions_moved - last_parts)
+            top_bytes = max(last_bytes, figures.bytes_moved)
+            top_parts = max(last_parts, figures.partitions_moved)
+            self._last_moved[key] = (execution, top_bytes, top_parts)
+        self.moved_bytes.labels(*labels).inc(top_bytes - last_bytes)
+        self.moved_partitions.labels(*labels).inc(top_parts - last_parts)
 
     def execution_finished(self, key: PolicyKey, result: str) -> None:
         self.executions.labels(key.policy, key.namespace, key.cluster, result).inc()
         self.exec_in_flight.labels(key.policy, key.namespace, key.cluster).set(0)
-        with self._lock:
-            self._last_moved.pop(key, None)
 
     def reconciled(self, policy: str, namespace: str) -> None:
         self.reconciliations.labels(policy, namespace).inc()
@@ -272,7 +276,12 @@ class Metrics:
             )  # fmt: skip
             for metric in series:
                 _remove(metric, (policy, namespace, cluster))
-            for labelled in (self.imbalance, self.imbalance_stddev, self.threshold, *self.analysis.values()):
+            with self._lock:
+                self._last_moved.pop(PolicyKey(policy, namespace, cluster), None)
+            labelled_series: tuple[Gauge | Counter, ...] = (
+                self.imbalance, self.imbalance_stddev, self.threshold, self.executions, *self.analysis.values()
+            )  # fmt: skip
+            for labelled in labelled_series:
                 _remove_matching(labelled, {"policy": policy, "namespace": namespace, "cluster": cluster})
 
     def set_analysis_samples(
@@ -314,11 +323,13 @@ def _remove(metric: Gauge | Counter, labels: tuple[str, ...]) -> None:
         metric.remove(*labels)
 
 
-def _remove_matching(metric: Gauge, labels: Mapping[str, str]) -> None:
+def _remove_matching(metric: Gauge | Counter, labels: Mapping[str, str]) -> None:
     """Remove every series of ``metric`` whose labels include ``labels`` (e.g. all groups of a policy)."""
     names = list(metric._labelnames)
     for family in metric.collect():
         for sample in family.samples:
+            if sample.name.endswith("_created"):
+                continue  # a counter's creation time: the same series as its _total sample
             if all(sample.labels.get(k) == v for k, v in labels.items()):
                 _remove(metric, tuple(sample.labels[n] for n in names))
 

@@ -8,6 +8,7 @@ Spark job uses it: message size from topic counters, bytes out from the out/in r
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import urllib.parse
 from collections.abc import Iterable, Iterator
@@ -165,6 +166,10 @@ def test_prometheus_errors_name_the_query(prometheus: tuple[str, Clock]) -> None
         queries_for("strimzi", {"cpu": "x"})
     with pytest.raises(ValueError, match=r"'prometheusUrl' must be an http\(s\) URL, got 'localhost:9090'"):
         PrometheusClient("localhost:9090")
-    unreachable = PrometheusClient("http://127.0.0.1:9", timeout=2)
-    with pytest.raises(PrometheusError, match=r"prometheus http://127.0.0.1:9: query"):
+    # A port that was free a moment ago and that nobody listens on: the connection is refused.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    unreachable = PrometheusClient(f"http://127.0.0.1:{closed}", timeout=2)
+    with pytest.raises(PrometheusError, match=rf"prometheus http://127.0.0.1:{closed}: query 'up' failed"):
         unreachable.query("up")

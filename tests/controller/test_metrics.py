@@ -70,10 +70,14 @@ def test_execution_progress_and_imbalance_are_scraped_over_http() -> None:
 
 def test_a_new_execution_counts_from_zero_and_forget_drops_series() -> None:
     metrics = Metrics()
-    metrics.set_execution(KEY, ExecutionFigures(500, 500, 1, 1, 0, None))
-    metrics.set_execution(KEY, ExecutionFigures(100, 900, 1, 3, 1, None))  # next run restarted at 0
+    metrics.set_execution(KEY, ExecutionFigures(500, 500, 1, 1, 0, None), execution="p1/1")
+    metrics.execution_finished(KEY, "Completed")
+    metrics.set_execution(KEY, ExecutionFigures(500, 500, 1, 1, 0, None), execution="p1/1")  # late report: not again
+    metrics.set_execution(KEY, ExecutionFigures(100, 900, 1, 3, 1, None), execution="p2/2")  # next run: from 0
+    metrics.set_execution(KEY, ExecutionFigures(80, 900, 1, 3, 1, None), execution="p2/2")  # a dip: not recounted
+    metrics.set_execution(KEY, ExecutionFigures(300, 900, 2, 3, 1, None), execution="p2/2")
     text = metrics.exposition().decode()
-    assert 'kafka_balancer_moved_bytes_total{cluster="cluster-a",namespace="kafka",policy="main"} 600.0' in text
+    assert 'kafka_balancer_moved_bytes_total{cluster="cluster-a",namespace="kafka",policy="main"} 800.0' in text
     assert 'kafka_balancer_execution_eta_seconds{cluster="cluster-a",namespace="kafka",policy="main"} -1.0' in text
     metrics.reconciled("main", "kafka")
     metrics.set_balance(KEY, {"payments": {"disk": (1.2, 0.1)}}, 80.0)

@@ -9,6 +9,7 @@ this module gathers their inputs and carries out their answers.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import logging
 from dataclasses import dataclass, field
@@ -111,6 +112,7 @@ class Reconciler:
         self.runs = runs
         self.metrics = metrics
         self.options = options or ReconcilerOptions()
+        self._execution_numbers = itertools.count(1)
 
     # ----- entry points -------------------------------------------------------------------
     def reconcile(self, body: dict[str, Any]) -> Outcome:
@@ -429,10 +431,11 @@ class Reconciler:
             on_save=lambda saved: self.metrics.set_throttled_brokers(metric_key, summaries.throttled_brokers(saved)),
         )
         port = cast(KafkaPort, DetachablePort(real_port, store.detached))
+        execution = f"{proposal_id}/{next(self._execution_numbers)}"  # the metrics count each run from zero
 
         def on_progress(progress: ExecProgress) -> None:
             run.progress = progress
-            self.metrics.set_execution(metric_key, summaries.figures(progress))
+            self.metrics.set_execution(metric_key, summaries.figures(progress), execution=execution)
 
         context = {
             "proposalId": proposal_id,
