@@ -11,7 +11,7 @@ person with kubectl:
 - ConfigMaps, Secrets and Events (the core resources the operator writes) are served.
 
 :class:`KubeClient` is the demo's kubectl: create, get and merge-patch over HTTP (stdlib only).
-The tests have their own recording variant (tests/controller/kube.py).
+The controller tests serve a subclass that records every request (tests/controller/kube.py).
 """
 
 from __future__ import annotations
@@ -128,8 +128,12 @@ class KubeApiServer:
             raise
         return self
 
+    def make_emulator(self) -> KubeEmulator:
+        """The emulator to serve (tests serve a subclass that also records every request)."""
+        return KubeEmulator()
+
     async def _start(self) -> None:
-        self.emulator = await self._stack.enter_async_context(KubeEmulator())
+        self.emulator = await self._stack.enter_async_context(self.make_emulator())
         server = await self._stack.enter_async_context(kmock.Server(self.emulator, host="127.0.0.1"))
         self.url = str(server.url).rstrip("/")
 
