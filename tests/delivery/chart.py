@@ -24,19 +24,18 @@ ALL_FEATURES: dict[str, Any] = {
         "extraArgs": ["--log-format=json"],
         "extraEnv": [{"name": "TZ", "value": "UTC"}],
     },
-    "kafka": {
-        "bootstrapServers": "kafka-0.kafka:9093,kafka-1.kafka:9093",
-        "securityProtocol": "SASL_SSL",
-        "saslMechanism": "SCRAM-SHA-512",
-        "credentialsSecret": {"name": "kafka-balancer-credentials", "caKey": "ca.crt"},
-    },
     "spark": {
         "engine": "sparkApplication",
         "sparkApplication": {"namespace": "spark-jobs", "volumeClaim": "kafka-balancer-samples"},
     },
     "sampleStore": {"persistence": {"enabled": True, "storageClassName": "fast", "annotations": {"backup": "daily"}}},
     "serviceAccount": {"annotations": {"iam.example.com/role": "kafka-balancer"}},
-    "rbac": {"secrets": [{"namespace": "kafka-b", "names": ["team-b-kafka"]}]},
+    "rbac": {
+        "secrets": [
+            {"namespace": "kafka-a", "names": ["team-a-kafka"]},
+            {"namespace": "kafka-b", "names": ["team-b-kafka", "team-b-kafka-tls"]},
+        ]
+    },
     "metrics": {
         "service": {"annotations": {"prometheus.io/scrape": "true"}},
         "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},

@@ -96,15 +96,25 @@ def test_every_optional_feature_renders_valid_manifests() -> None:
     assert "--verbose" in container["args"]
     assert container["args"][-1] == "--log-format=json"
     env = {e["name"]: e.get("value") for e in container["env"]}
-    assert env["KAFKA_BALANCER_KAFKA_SECURITY_PROTOCOL"] == "SASL_SSL"
-    assert env["KAFKA_BALANCER_KAFKA_CREDENTIALS_SECRET"] == "kafka-balancer-credentials"
     assert env["KAFKA_BALANCER_SPARK_ENGINE"] == "sparkApplication"
     assert env["KAFKA_BALANCER_SPARK_NAMESPACE"] == "spark-jobs"
     assert env["TZ"] == "UTC"
-    # Credentials are read through the API from the Secret RBAC allows; nothing secret is in the pod spec.
-    assert env["KAFKA_BALANCER_KAFKA_PASSWORD_KEY"] == "password"  # the key's name, not a password
+    # Each policy names its cluster and credentials Secret (spec.cluster); the operator reads that Secret
+    # through the API, so the pod carries no connection settings and nothing secret.
+    connection = re.compile(r"KAFKA_BALANCER_KAFKA_(BOOTSTRAP|SECURITY|SASL|CREDENTIALS|USERNAME|PASSWORD|CA)")
+    assert not [name for name in env if connection.match(name)]
     assert not any("secretKeyRef" in e.get("valueFrom", {}) for e in container["env"])
     assert not any("secret" in v for v in pod["volumes"])
+    # The Secrets in rbac.secrets are readable, by name, in their own namespace: one Role per namespace.
+    secret_roles = {
+        r["metadata"]["namespace"]: r["rules"]
+        for r in by_kind(objects, "Role")
+        if r["metadata"]["name"].endswith("-kafka-credentials")
+    }
+    assert secret_roles == {
+        ns: [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": names, "verbs": ["get"]}]
+        for ns, names in {"kafka-a": ["team-a-kafka"], "kafka-b": ["team-b-kafka", "team-b-kafka-tls"]}.items()
+    }
     samples = next(v for v in pod["volumes"] if v["name"] == "samples")
     pvc = one(objects, "PersistentVolumeClaim")
     assert samples["persistentVolumeClaim"]["claimName"] == pvc["metadata"]["name"]
@@ -234,7 +244,11 @@ def test_metrics_used_by_alerts_are_published_by_the_controller() -> None:
         ({"watch": {"allNamespaces": "yes"}}, "/watch/allNamespaces"),
         ({"spark": {"engine": "yarn"}}, "/spark/engine"),
         ({"spark": {"engine": "connect"}}, "/spark/connect/url"),
-        ({"kafka": {"securityProtocol": "SASL_SSL"}}, "/kafka/saslMechanism"),
+        ({"rbac": {"secrets": [{"namespace": "team-a"}]}}, "/rbac/secrets/0"),
+        ({"rbac": {"secrets": [{"namespace": "Team_A", "names": ["creds"]}]}}, "/rbac/secrets/0/namespace"),
+        # The connection lives in each policy's spec.cluster: an old chart-wide `kafka` block is refused,
+        # not silently ignored.
+        ({"kafka": {"bootstrapServers": "kafka:9092"}}, "additional properties 'kafka' not allowed"),
         ({"resources": {"limits": {"memory": "lots"}}}, "/resources/limits/memory"),
         ({"prometheusRule": {"imbalanceFor": 30}}, "/prometheusRule/imbalanceFor"),
         ({"replicaCount": 2}, "additional properties 'replicaCount' not allowed"),

@@ -99,8 +99,12 @@ def test_calls_read_from_the_code_are_the_published_list() -> None:
 @pytest.mark.parametrize("watched", [None, ("kafka-a", "kafka-b")], ids=["all-namespaces", "named-namespaces"])
 def test_every_call_is_allowed_and_nothing_more(watched: tuple[str, ...] | None) -> None:
     values: dict[str, Any] = {
-        "kafka": {"credentialsSecret": {"name": "kafka-creds"}},
-        "rbac": {"secrets": [{"namespace": "kafka-a", "names": ["team-a-creds"]}]},
+        "rbac": {
+            "secrets": [
+                {"namespace": RELEASE_NS, "names": ["kafka-creds"]},
+                {"namespace": "kafka-a", "names": ["team-a-creds"]},
+            ]
+        },
     }
     if watched:
         values["watch"] = {"allNamespaces": False, "namespaces": list(watched)}

@@ -4,10 +4,13 @@ The command is the Dockerfile's ENTRYPOINT (without tini) plus the container arg
 with the chart's plain environment. The test then checks what a cluster would enforce: the probes'
 endpoint answers, SIGTERM stops the operator cleanly (Recreate relies on it), and every Kubernetes
 API call the operator really made is allowed by the chart's RBAC in the namespace it was made in.
+The Kafka cluster requires SASL: the policy names its credentials Secret, which the chart lets the
+operator read only because the install lists it in ``rbac.secrets``.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -34,6 +37,8 @@ from .test_dockerfile import exec_form
 RELEASE_NS = "kafka-balancer"
 POLICY_NS = "kafka"
 ACCOUNT = "kb-kafka-balancer"
+SECRET = "kafka-balancer-credentials"
+PASSWORD = "c0rrect-h0rse"
 
 
 def _free_port() -> int:
@@ -102,20 +107,36 @@ def test_operator_runs_as_the_chart_starts_it_within_its_rbac(
         "operator": {"healthPort": health_port},
         "metrics": {"port": metrics_port, "serviceMonitor": {"enabled": True}},
         "prometheusRule": {"enabled": True},
+        # As the README installs it: the one Secret the policy names, in the policy's namespace.
+        "rbac": {"secrets": [{"namespace": POLICY_NS, "names": [SECRET]}]},
     }
     objects = manifests(render(values, namespace=RELEASE_NS, api_versions=(MONITORING_API,)))
     deployment = one(objects, "Deployment")
     grants = grants_for(objects, ACCOUNT, RELEASE_NS)
     probe = deployment["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["httpGet"]["path"]
 
-    kafka = emulator(skewed_demo_model())
+    # Brokers that refuse every request until the client logs in with SCRAM: the proposal below can
+    # only be made from the credentials the operator read from the Secret.
+    login = {"username": "balancer", "password": PASSWORD}
+    kafka = emulator(skewed_demo_model(), sasl_users={login["username"]: login["password"]})
     kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
     api = kubernetes.config.new_client_from_config(str(kubeconfig))
+    kubernetes.client.CoreV1Api(api).create_namespaced_secret(
+        POLICY_NS,
+        # `data` (base64), as the API server stores it: the emulated API does not fold in stringData.
+        {"metadata": {"name": SECRET}, "data": {k: base64.b64encode(v.encode()).decode() for k, v in login.items()}},
+    )
+    cluster = {
+        "bootstrapServers": kafka.bootstrap_servers,
+        "securityProtocol": "SASL_PLAINTEXT",
+        "saslMechanism": "SCRAM-SHA-512",
+        "credentialsSecret": {"name": SECRET},
+    }
     policy = {
         "apiVersion": "kafkabalancer.io/v1alpha1",
         "kind": "BalancePolicy",
         "metadata": {"name": "main", "namespace": POLICY_NS},
-        "spec": {"cluster": {"bootstrapServers": kafka.bootstrap_servers}, "mode": "DryRun"},
+        "spec": {"cluster": cluster, "mode": "DryRun"},
     }
     kubernetes.client.CustomObjectsApi(api).create_namespaced_custom_object(
         "kafkabalancer.io", "v1alpha1", POLICY_NS, "balancepolicies", policy
@@ -131,7 +152,10 @@ def test_operator_runs_as_the_chart_starts_it_within_its_rbac(
 
             def proposal() -> dict[str, Any] | None:
                 found = kube.objects("balancepolicies")
-                return (found[0].get("status") or {}).get("proposal") if found else None
+                status = (found[0].get("status") or {}) if found else {}
+                if any(c.get("type") == "Stalled" and c.get("status") == "True" for c in status.get("conditions", [])):
+                    pytest.fail(f"the policy stalled instead of proposing: {json.dumps(status)[:2000]}")
+                return status.get("proposal")
 
             proposed = _wait("a proposal in the policy's status", proposal, proc, log)
             configmaps = kube.objects("configmaps", group="", version="v1")
@@ -158,9 +182,19 @@ def test_operator_runs_as_the_chart_starts_it_within_its_rbac(
     }
     assert ("kafkabalancer.io", "balancepolicies/status", "patch", POLICY_NS) in calls
     assert ("", "configmaps", "create", POLICY_NS) in calls
-    denied = [call for call in sorted(calls, key=json.dumps) if not allowed(grants, ApiCall(*call[:3]), call[3])]
+    assert ("", "secrets", "get", POLICY_NS) in calls
+    # The recorder keeps no object names; the only Secret the operator has a name for is the policy's.
+    denied = [
+        call
+        for call in sorted(calls, key=json.dumps)
+        if not allowed(grants, ApiCall(*call[:3], name=SECRET if call[1] == "secrets" else None), call[3])
+    ]
     assert not denied, f"the chart's RBAC denies calls the operator made (group, resource, verb, namespace): {denied}"
     assert {ns for *_, ns in calls} <= {POLICY_NS, None}, "the operator reached outside its watched namespace"
+    # rbac.secrets grants that Secret and nothing else: not another name, not elsewhere, never a list.
+    assert not allowed(grants, ApiCall("", "secrets", "get", name="other"), POLICY_NS)
+    assert not allowed(grants, ApiCall("", "secrets", "get", name=SECRET), RELEASE_NS)
+    assert not allowed(grants, ApiCall("", "secrets", "list"), POLICY_NS)
 
     # The alerts read metrics this operator really exports.
     rules = one(objects, "PrometheusRule")["spec"]["groups"][0]["rules"]

@@ -91,11 +91,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
-{{/* Secrets the operator may read, as "namespace/name" lines (the default credentials Secret first). */}}
+{{/*
+  Secrets the operator may read, as "namespace/name" lines: exactly rbac.secrets. A policy's
+  spec.cluster.credentialsSecret is read from the policy's own namespace, so that is where it is granted.
+*/}}
 {{- define "kafka-balancer.secretRefs" -}}
-{{- if .Values.kafka.credentialsSecret.name }}
-{{ .Release.Namespace }}/{{ .Values.kafka.credentialsSecret.name }}
-{{- end }}
 {{- range .Values.rbac.secrets }}
 {{- $ns := .namespace }}
 {{- range .names }}

@@ -6,6 +6,9 @@ needs the load, the Spark job summarises the recent windows into a snapshot (at 
 the result is cached). The plan is then made on the *live* placement with the *measured* rates, so a
 snapshot taken before an execution never makes the next plan undo or repeat it.
 
+With ``spec.analysis.engine.type: sparkApplication`` the Spark job is not run here but submitted as a
+SparkApplication (:mod:`kafka_balancer.controller.spark_engine`); its snapshot is then used the same way.
+
 Policies without a store plan from what the cluster itself reports (replica sizes, no rates).
 """
 
@@ -30,6 +33,7 @@ from kafka_balancer.analysis.spark import EngineConfig
 from kafka_balancer.analysis.store import SampleStore
 from kafka_balancer.controller.kubeapi import Credentials
 from kafka_balancer.controller.services import Connector
+from kafka_balancer.controller.spark_engine import AnalysisFailed, SparkApplications, SparkSpecError, Waiting
 from kafka_balancer.metrics import Metrics, PolicyKey
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.policy import BalancePolicySpec
@@ -42,7 +46,19 @@ WINDOWS_READ: Final = 12
 
 
 class NotReady(Exception):  # noqa: N818 - a state, not a failure: samples are still being collected
-    """No usable load yet (too few samples, or completeness below goals.minCompleteness)."""
+    """No usable load yet (too few samples, a SparkApplication still running, completeness too low)."""
+
+    def __init__(self, message: str, reason: str = "CollectingSamples") -> None:
+        super().__init__(message)
+        self.reason = reason  # the Reconciling condition's reason
+
+
+class EngineUnavailable(Exception):  # noqa: N818 - reported as Stalled with `reason`
+    """The analysis cannot run as the policy asks: bad engine settings, or its SparkApplication failed."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -74,7 +90,9 @@ class Analyses:
         metrics: Metrics,
         default_store: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        spark_applications: SparkApplications | None = None,
     ) -> None:
+        self._spark_applications = spark_applications
         self._connector = connector
         self._metrics = metrics
         self._default_store = default_store
@@ -138,6 +156,8 @@ class Analyses:
         with self._lock:
             running = self._samplers.pop(key, None)
             self._cache.pop(key, None)
+        if self._spark_applications is not None:
+            self._spark_applications.forget(key)
         if running is not None:
             running.stop.set()
             running.thread.join(timeout=30)
@@ -156,8 +176,13 @@ class Analyses:
         spec: BalancePolicySpec,
         groups: Mapping[str, Sequence[int]],
         url: str,
+        *,
+        owner: Mapping[str, Any] | None = None,
     ) -> Analysed:
-        """The measured load, from the cache when it is younger than one window; raises NotReady."""
+        """The measured load, from the cache when it is younger than one window; raises NotReady.
+
+        Raises EngineUnavailable when the policy's engine cannot run (or its SparkApplication failed).
+        """
         analysis = spec.analysis
         inputs = (url, metric_key.cluster, analysis, tuple(sorted((g, tuple(b)) for g, b in groups.items())))
         now = self._clock()
@@ -178,22 +203,70 @@ class Analyses:
             window_seconds=analysis.window_seconds,
             groups={g: list(b) for g, b in groups.items()},
         )
-        engine = EngineConfig(type=analysis.engine.type, url=analysis.engine.url)
         labels = (metric_key.policy, metric_key.namespace, metric_key.cluster)
+        if analysis.engine.type == "sparkApplication":
+            snapshot, report = self._in_spark_application(
+                key, metric_key=metric_key, spec=spec, groups=groups, url=url, inputs=inputs, owner=owner
+            )
+        else:
+            engine = EngineConfig(type=analysis.engine.type, url=analysis.engine.url)
+            try:
+                with self._metrics.analysis_seconds.labels(*labels).time():
+                    result = analyze(SampleStore(url), start, end, options, engine)
+            except Exception as err:
+                # Typically no samples in the range yet (a new policy); the next reconciliation tries again.
+                raise NotReady(f"analysis of {url} not possible yet: {err}") from err
+            snapshot, report = result.snapshot, result.report
         try:
-            with self._metrics.analysis_seconds.labels(*labels).time():
-                result = analyze(SampleStore(url), start, end, options, engine)
-            model = parse_snapshot(result.snapshot)
+            model = parse_snapshot(snapshot)
         except Exception as err:
-            # Typically no samples in the range yet (a new policy); the next reconciliation tries again.
-            raise NotReady(f"analysis of {url} not possible yet: {err}") from err
-        completeness = float(result.report.get("completeness", 0.0))
+            raise NotReady(f"analysis of {url} gave an unusable snapshot: {err}") from err
+        completeness = float(report.get("completeness", 0.0))
         self._metrics.completeness.labels(*labels).set(completeness)
-        done = Analysed(model, dict(result.report), now, inputs)
+        done = Analysed(model, dict(report), now, inputs)
         with self._lock:
             self._cache[key] = done
         self._check(done.report, spec)
         return done
+
+    def _in_spark_application(
+        self,
+        key: tuple[str, str],
+        *,
+        metric_key: PolicyKey,
+        spec: BalancePolicySpec,
+        groups: Mapping[str, Sequence[int]],
+        url: str,
+        inputs: tuple[Any, ...],
+        owner: Mapping[str, Any] | None,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Submit or follow the policy's SparkApplication; its (snapshot, report) once COMPLETED."""
+        if self._spark_applications is None:
+            raise EngineUnavailable(
+                "InvalidSpec",
+                "spec.analysis.engine.type: 'sparkApplication' needs the operator installed with"
+                " spark.engine=sparkApplication (KAFKA_BALANCER_SPARK_APPLICATION is not set)",
+            )
+        try:
+            result = self._spark_applications.analyse(
+                key,
+                spec,
+                cluster=metric_key.cluster,
+                groups=groups,
+                url=url,
+                inputs=inputs,
+                owner=owner,
+                windows=WINDOWS_READ,
+            )
+        except Waiting as err:
+            raise NotReady(str(err), reason="SparkApplicationRunning") from None
+        except AnalysisFailed as err:
+            raise EngineUnavailable("AnalysisFailed", str(err)) from None
+        except SparkSpecError as err:
+            raise EngineUnavailable("InvalidSpec", str(err)) from None
+        except OSError as err:  # the shared volume (creating the output directory)
+            raise EngineUnavailable("InvalidSpec", f"spec.analysis.samples {url}: {err}") from None
+        return result.snapshot, result.report
 
     @staticmethod
     def _check(report: dict[str, Any], spec: BalancePolicySpec) -> None:

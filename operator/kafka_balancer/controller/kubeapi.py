@@ -18,6 +18,9 @@ from kafka_balancer.model.policy import GROUP, VERSION
 
 POLICIES: Final = "balancepolicies"
 GROUPS: Final = "resourcegroups"
+SPARK_GROUP: Final = "sparkoperator.k8s.io"
+SPARK_VERSION: Final = "v1beta2"
+SPARK_APPLICATIONS: Final = "sparkapplications"
 
 
 class NotFoundError(LookupError):
@@ -45,6 +48,9 @@ class KubeApi:
         self._client = api_client
         self._custom = kubernetes.client.CustomObjectsApi(api_client)
         self._core = kubernetes.client.CoreV1Api(api_client)
+        # The Spark operator's API group, on its own attribute: rbac.SPARK_APPLICATION_CALLS lists these
+        # calls (granted only with spark.engine=sparkApplication), the kafkabalancer.io ones are in API_CALLS.
+        self._spark = kubernetes.client.CustomObjectsApi(api_client)
 
     @classmethod
     def from_environment(cls) -> KubeApi:
@@ -83,6 +89,41 @@ class KubeApi:
         self._custom.patch_namespaced_custom_object_status(
             GROUP, VERSION, namespace, POLICIES, name, {"status": status}
         )
+
+    # ----- SparkApplications (spec.analysis.engine.type: sparkApplication) -------------------
+    def create_spark_application(self, manifest: dict[str, Any]) -> bool:
+        """Create it; False when an object of that name already exists (submitted before a restart)."""
+        namespace = str(manifest["metadata"]["namespace"])
+        try:
+            self._spark.create_namespaced_custom_object(
+                SPARK_GROUP, SPARK_VERSION, namespace, SPARK_APPLICATIONS, manifest
+            )
+        except kubernetes.client.ApiException as err:
+            if err.status == 409:
+                return False
+            raise
+        return True
+
+    def get_spark_application(self, namespace: str, name: str) -> dict[str, Any]:
+        try:
+            obj = self._spark.get_namespaced_custom_object(
+                SPARK_GROUP, SPARK_VERSION, namespace, SPARK_APPLICATIONS, name
+            )
+        except kubernetes.client.ApiException as err:
+            if err.status == 404:
+                raise NotFoundError(f"SparkApplication {namespace}/{name} not found") from None
+            raise
+        if not isinstance(obj, dict):
+            raise NotFoundError(f"SparkApplication {namespace}/{name}: unexpected answer {obj!r}")
+        return obj
+
+    def delete_spark_application(self, namespace: str, name: str) -> None:
+        """Delete it (its driver and executor pods go with it); already gone is fine."""
+        try:
+            self._spark.delete_namespaced_custom_object(SPARK_GROUP, SPARK_VERSION, namespace, SPARK_APPLICATIONS, name)
+        except kubernetes.client.ApiException as err:
+            if err.status != 404:
+                raise
 
     # ----- core ---------------------------------------------------------------------------
     def credentials(self, namespace: str, name: str, keys: tuple[str, str, str]) -> Credentials:

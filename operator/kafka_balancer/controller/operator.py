@@ -10,6 +10,15 @@ point). Importing this module registers the handlers. Settings come from the env
   with neither, a policy plans from the sizes the cluster reports, without measured rates
 - ``KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS`` (30): Kafka request timeout (an unreachable cluster is
   reported as Stalled/ClusterUnreachable after it)
+- ``KAFKA_BALANCER_SPARK_APPLICATION`` (unset): JSON settings of the SparkApplications the operator
+  submits for policies with ``spec.analysis.engine.type: sparkApplication`` (the chart's
+  ``spark.sparkApplication`` values): ``image`` (required), ``serviceAccountName``, ``volumeClaim`` and
+  ``mountPath`` (the shared volume holding the sample store, mounted at the same path as here),
+  ``sparkVersion``, ``mainApplicationFile``, ``driver`` {cores, memory}, ``executor`` {instances, cores,
+  memory}, and ``pendingTimeoutSeconds`` (600), ``runTimeoutSeconds`` (3600), ``pollSeconds`` (10),
+  ``retrySeconds`` (300: how long a failed run is reported before the next attempt). Unset: such
+  policies are Stalled/InvalidSpec. See :mod:`kafka_balancer.controller.spark_engine`.
+- ``KAFKA_BALANCER_SPARK_NAMESPACE``: namespace of those SparkApplications (else the JSON's ``namespace``)
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from kafka_balancer.controller.analysis import Analyses
 from kafka_balancer.controller.kubeapi import KubeApi
 from kafka_balancer.controller.reconcile import Reconciler, ReconcilerOptions
 from kafka_balancer.controller.services import AdapterConnector, ModulePlanner, Runs
+from kafka_balancer.controller.spark_engine import SparkApplications, SparkSettings
 from kafka_balancer.controller.status import READY, STALLED, ResourceGroupStatus, set_condition
 from kafka_balancer.metrics import Metrics
 from kafka_balancer.model.policy import GROUP, VERSION, PolicyError, parse_resource_group_spec
@@ -45,6 +55,7 @@ class OperatorConfig:
     execution_poll_seconds: float | None = None
     kafka_timeout_seconds: float = 30.0
     sample_store: str | None = None
+    spark_application: SparkSettings | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> OperatorConfig:
@@ -58,6 +69,7 @@ class OperatorConfig:
                 execution_poll_seconds=float(poll) if poll else None,
                 kafka_timeout_seconds=float(env.get("KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS", "30")),
                 sample_store=env.get("KAFKA_BALANCER_SAMPLE_STORE") or None,
+                spark_application=SparkSettings.from_env(env),
             )
         except ValueError as err:
             raise SystemExit(f"kafka-balancer: bad KAFKA_BALANCER_* environment setting: {err}") from None
@@ -111,7 +123,13 @@ async def startup(
     memo.runs = Runs()
     memo.locks = {}
     connector = AdapterConnector(config.kafka_timeout_seconds)
-    memo.analyses = Analyses(connector, metrics, config.sample_store)
+    spark = config.spark_application
+    memo.analyses = Analyses(
+        connector,
+        metrics,
+        config.sample_store,
+        spark_applications=SparkApplications(memo.kube, spark) if spark is not None else None,
+    )
     memo.reconciler = Reconciler(
         kube=memo.kube,
         connector=connector,

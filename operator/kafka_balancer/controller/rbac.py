@@ -67,6 +67,15 @@ _OWN: Final = (
 )
 
 
+# Only with spec.analysis.engine.type sparkApplication, and granted by the chart only in the Spark
+# namespace when spark.engine=sparkApplication (tests/delivery/test_chart_rbac.py checks the same three).
+SPARK_APPLICATION_CALLS: Final = (
+    ApiCall("sparkoperator.k8s.io", "sparkapplications", "create", "namespaced", "submit an analysis run"),
+    ApiCall("sparkoperator.k8s.io", "sparkapplications", "get", "namespaced", "follow status.applicationState"),
+    ApiCall("sparkoperator.k8s.io", "sparkapplications", "delete", "namespaced", "remove a finished run"),
+)
+
+
 def _unique(calls: tuple[ApiCall, ...]) -> tuple[ApiCall, ...]:
     """One entry per (group, resource, verb, scope): kopf's and the reconciler's needs overlap."""
     seen: dict[tuple[str, str, str, str], ApiCall] = {}
@@ -81,4 +90,7 @@ API_CALLS: Final[tuple[ApiCall, ...]] = _unique(_KOPF + _OWN)
 def allows(group: str, resource: str, verb: str, *, namespaced: bool) -> bool:
     """Whether a recorded request is covered by :data:`API_CALLS`."""
     scope = "namespaced" if namespaced else "cluster"
-    return any(c.group == group and c.resource == resource and c.verb == verb and c.scope == scope for c in API_CALLS)
+    return any(
+        c.group == group and c.resource == resource and c.verb == verb and c.scope == scope
+        for c in API_CALLS + SPARK_APPLICATION_CALLS
+    )

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from kafka_balancer.controller import summaries
-from kafka_balancer.controller.analysis import Analyses, NotReady, with_measured_load
+from kafka_balancer.controller.analysis import Analyses, EngineUnavailable, NotReady, with_measured_load
 from kafka_balancer.controller.approval import decide
 from kafka_balancer.controller.kubeapi import Credentials, KubeApi, NotFoundError, owner_reference
 from kafka_balancer.controller.observations import export, observe
@@ -86,6 +86,7 @@ class _Ctx:
     events: list[tuple[str, str, str]]
     metric_key: PolicyKey
     reconciling: str = ""  # why the policy is still in progress (e.g. samples being collected)
+    reconciling_reason: str = ""  # the Reconciling condition's reason then (CollectingSamples, SparkApplicationRunning)
 
 
 @dataclass(frozen=True)
@@ -124,9 +125,9 @@ class Reconciler:
         status.observed_generation = generation
         events: list[tuple[str, str, str]] = []
         self.metrics.reconciled(name, namespace)
-        reconciling = ""
+        reconciling, reconciling_reason = "", ""
         try:
-            reconciling = self._reconcile(body, status, events)
+            reconciling_reason, reconciling = self._reconcile(body, status, events)
             status.conditions = set_condition(
                 status.conditions, STALLED, False, reason="Reconciled", message="", generation=generation
             )
@@ -153,7 +154,7 @@ class Reconciler:
             status.conditions,
             RECONCILING,
             status.state in {"Analysing", "Executing"},
-            reason="CollectingSamples" if status.state == "Analysing" else status.state,
+            reason=(reconciling_reason or "CollectingSamples") if status.state == "Analysing" else status.state,
             message=reconciling,
             generation=generation,
         )
@@ -176,8 +177,10 @@ class Reconciler:
         self.metrics.forget(key[1], key[0], [c for c in (cluster,) if c])
 
     # ----- the steps ----------------------------------------------------------------------
-    def _reconcile(self, body: dict[str, Any], status: BalancePolicyStatus, events: list[tuple[str, str, str]]) -> str:
-        """Carry out one reconciliation into ``status``; returns the Reconciling condition's message."""
+    def _reconcile(
+        self, body: dict[str, Any], status: BalancePolicyStatus, events: list[tuple[str, str, str]]
+    ) -> tuple[str, str]:
+        """Carry out one reconciliation into ``status``; returns the Reconciling condition's (reason, message)."""
         meta = body["metadata"]
         namespace, name = str(meta["namespace"]), str(meta["name"])
         generation = int(meta.get("generation") or 1)
@@ -202,7 +205,7 @@ class Reconciler:
             elif status.proposal is not None and fingerprint != status.proposal.fingerprint:
                 run.stop("SpecChanged")
             self._report_running(run, status, spec)
-            return ""
+            return "", ""
         if run is not None:
             self._finish(key, run, status, events)
 
@@ -234,10 +237,10 @@ class Reconciler:
         status.observed_cluster = ObservedCluster(cluster_id=cluster_id, brokers=list(alive))
 
         if self._resume(ctx, status):
-            return ""
+            return "", ""
         measured = self._measured(ctx, model, groups, racks, status)
         if measured is None:
-            return ctx.reconciling
+            return ctx.reconciling_reason, ctx.reconciling
         model = measured
         status.imbalance = self._imbalance(model, spec, groups, metric_key)
 
@@ -264,7 +267,7 @@ class Reconciler:
         proposal = status.proposal
         if proposal is None:
             status.state = "Pending"
-            return ""
+            return "", ""
         empty = proposal.moves + proposal.leader_changes == 0
         decision = decide(spec, proposal.id, proposal_empty=empty, executed_ids=executed, now=now)
         status.conditions = set_condition(
@@ -285,7 +288,7 @@ class Reconciler:
             run = self.runs.get(key)
             if run is not None:
                 self._report_running(run, status, spec)
-            return ""
+            return "", ""
         status.conditions = set_condition(
             status.conditions, EXECUTING, False, reason=decision.reason, message="", generation=generation
         )
@@ -294,7 +297,7 @@ class Reconciler:
             status.state = "Completed" if done else "Balanced"
         else:
             status.state = "Paused" if spec.paused else "ProposalReady"
-        return ""
+        return "", ""
 
     def _connect(self, spec: BalancePolicySpec, credentials: Credentials | None) -> KafkaPort:
         try:
@@ -320,27 +323,24 @@ class Reconciler:
         url = self.analyses.store_url(ctx.spec) if self.analyses is not None else None
         if self.analyses is None or url is None:
             return live
-        if ctx.spec.analysis.engine.type == "sparkApplication":
-            # The operator runs Spark in-process (local) or remotely (connect); it does not submit SparkApplications.
-            raise Stall(
-                "InvalidSpec",
-                "spec.analysis.engine.type: 'sparkApplication' is not supported by the operator yet; "
-                "use 'local' or 'connect' (or run `kafka-balancer analyze` in a SparkApplication and plan from "
-                "its snapshot with the CLI)",
-            )
         try:
             self.analyses.ensure_sampler(ctx.key, ctx.metric_key, ctx.spec, ctx.credentials, url)
         except (ValueError, OSError) as err:  # the store URL (StoreError is a ValueError) or the local directory
             raise Stall("InvalidSpec", f"spec.analysis.samples {url}: {err}") from None
         brokers = {name: group_brokers(group, racks) for name, group in groups}
         try:
-            analysed = self.analyses.analyse(ctx.key, ctx.metric_key, ctx.spec, brokers, url)
+            analysed = self.analyses.analyse(
+                ctx.key, ctx.metric_key, ctx.spec, brokers, url, owner=owner_reference(ctx.body)
+            )
+        except EngineUnavailable as err:
+            # A failed SparkApplication is reported, not hidden behind the live model: its reason is the user's clue.
+            raise Stall(err.reason, str(err)) from None
         except NotReady as err:
             if status.proposal is not None:
                 log.info("%s/%s: planning on the live model: %s", ctx.key[0], ctx.key[1], err)
                 return live
             status.state = "Analysing"
-            ctx.reconciling = str(err)
+            ctx.reconciling, ctx.reconciling_reason = str(err), err.reason
             return None
         return with_measured_load(live, analysed.model)
 

@@ -38,7 +38,7 @@ from kafka_balancer.planner.state import (
     Ints,
     State,
 )
-from kafka_balancer.planner.swaps import swap_batch
+from kafka_balancer.planner.swaps import leader_exchange, swap_batch
 
 # A receiving broker is filled this share of the way from the band's lower edge towards the
 # average: enough headroom that later goals can still move items, little enough to keep bytes low.
@@ -130,15 +130,15 @@ def make_pairs(st: State, b: Bands, q: int) -> list[tuple[int, int, float]]:
     # Replicas pair inside each rack first: when every partition already spans all racks (rf =
     # racks), a replica can only move within its rack, so cross-rack pairs would find nothing.
     # Leadership moves between the replicas of a partition, so racks do not matter for it.
-    # Quantities that leadership carries (network out, CPU) first pair across racks, where a
-    # partition led by the giver has a follower on the taker (same-rack brokers share none then).
+    # Quantities that leadership carries (leaders, network out, CPU) first pair across racks, where
+    # a partition led by the giver has a follower on the taker (same-rack brokers share none then).
     racks: list[int | None] = np.unique(st.rack).tolist()
     scopes = [None] if q in LEADER_QUANTITIES else [*racks, None]
     for g in range(len(st.groups.names)):
         member = st.groups.broker == g
         if not ((over | under) & member).any():
             continue
-        if q in LEADER_FIRST and q not in LEADER_QUANTITIES:
+        if q in LEADER_FIRST:
             for gives, takes in stages:
                 pairs += _transport_across_racks(st, gives, takes, member=member)
         for rack in scopes:
@@ -247,6 +247,8 @@ def balance_goal(st: State, goal: str) -> int:
                 left -= _replica_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
             if q in SWAP_QUANTITIES and left > SWAP_MIN_SHARE * amount:
                 left -= swap_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
+            if q == Q_LEADERS and left >= 0.5:
+                left -= leader_exchange(st, b, index, s, d=d, q=q, amount=left)
             moved += amount - left
         if moved <= 0:
             break

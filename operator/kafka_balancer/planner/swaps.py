@@ -14,13 +14,16 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import FloatArray
-from kafka_balancer.planner.select import Bands, PairCheck, replica_candidates, topic_ok
+from kafka_balancer.planner.select import Bands, PairCheck, leader_candidates, replica_candidates, topic_ok
 from kafka_balancer.planner.state import Ints, State
 
 # Swaps per (source, destination) pair and round; each one re-reads the loads it changed.
 SWAPS_PER_PAIR: Final = 8
 # Candidates kept on each side (largest first on s, smallest first on d): bounds the work per swap.
 SIDE_CANDIDATES: Final = 4096
+# Leader-count exchanges per pair and round, and the lightest/heaviest leaderships considered on each side.
+EXCHANGES_PER_PAIR: Final = 16
+EXCHANGE_SIDE: Final = 24
 
 
 def _side(
@@ -84,3 +87,38 @@ def swap_batch(
         y_free[k] = False
         left -= float(net[i, j, q])
     return amount - left
+
+
+def leader_exchange(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: int, q: int, amount: float) -> float:
+    """Shift leader *count* from ``s`` to ``d`` when plain leadership moves would crowd ``d``'s traffic.
+
+    ``d`` takes two light leaderships from ``s`` and hands one heavy leadership back: ``d`` leads
+    one more partition while its network out and CPU barely change, so goals already balanced on
+    those keep holding. Each exchange must pass the pair check. Returns the count moved.
+    """
+    if not (st.can_lead[d] and st.can_lead[s]):
+        return 0.0
+    moved = 0.0
+    for _ in range(int(min(amount + 0.5, EXCHANGES_PER_PAIR))):
+        ap, aslot = leader_candidates(st, index, s, d)
+        bp, bslot = leader_candidates(st, index, d, s)
+        if ap.size < 2 or bp.size == 0:
+            break
+        scale = np.maximum(b.avg[s], 1e-12)
+        va, vb = st.lead[ap] - st.follow[ap], st.lead[bp] - st.follow[bp]
+        wa, wb = (va / scale).sum(axis=1), (vb / scale).sum(axis=1)
+        light = np.argsort(wa, kind="stable")[:EXCHANGE_SIDE]
+        heavy = np.argsort(-wb, kind="stable")[:EXCHANGE_SIDE]
+        i, j = np.triu_indices(light.size, k=1)
+        net = (va[light[i]] + va[light[j]])[:, None, :] - vb[heavy][None, :, :]  # (pairs, heavy, Q)
+        ok = PairCheck(st, b, s, d, q=q, amount=1.0)(net)
+        if not ok.any():
+            break
+        others = np.abs(net / scale).sum(axis=2) - np.abs(net[..., q] / scale[q])
+        pick = int(np.argmin(np.where(ok, others, np.inf)))
+        x, y = divmod(pick, heavy.size)
+        a1, a2, h = light[i[x]], light[j[x]], heavy[y]
+        st.swap_leader(ap[[a1, a2]], aslot[[a1, a2]])
+        st.swap_leader(bp[h : h + 1], bslot[h : h + 1])
+        moved += 1.0
+    return moved
