@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck contracts pytest demo bench crds clean
+.PHONY: venv browser test lint typecheck contracts pytest demo bench crds clean
 
 venv: $(STAMP)
 
@@ -25,7 +25,15 @@ typecheck: venv
 contracts: venv
 	$(BIN)/lint-imports
 
-pytest: venv
+# Debian's headless Chromium: the tests open the HTML report in it (the one system package they need;
+# Java 17 for Spark is on the machine). Installed once, with sudo when not root.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium; }
+
+pytest: venv browser
 	$(BIN)/python -m pytest
 
 test: lint typecheck contracts pytest

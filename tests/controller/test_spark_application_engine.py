@@ -18,6 +18,7 @@ import os
 import runpy
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -204,7 +205,7 @@ def test_analysis_runs_as_a_spark_application_and_its_snapshot_drives_the_propos
         hot = [(p.topic, p.index) for p in cluster.state.rows if p.leader == 1]
     cluster.set_rates([(topic, p, 1e6, 1000.0) for topic, p in hot])  # brokers 1-3 take all the writes
 
-    with SparkOperator(kube, {CLAIM: volume}) as spark_operator, run_operator():
+    with SparkOperator(kube, {CLAIM: volume}) as spark_operator, run_operator() as operator:
         policy = kube.apply(_policy("measured", cluster.bootstrap_servers, volume / "samples"))
         running = kube.wait_for(
             "Reconciling while the SparkApplication runs",
@@ -223,6 +224,15 @@ def test_analysis_runs_as_a_spark_application_and_its_snapshot_drives_the_propos
         assert proposal["groups"][0]["resource"] == "network-in"
         assert proposal["groups"][0]["before"] > 1.5  # the measured rates, not the live model's zeros
         assert proposal["moves"] > 0
+        # Submission to result, and the snapshot's completeness, as with the in-process engine.
+        assert (operator.metric("kafka_balancer_analysis_duration_seconds_count", policy="measured") or 0) >= 1
+        assert (operator.metric("kafka_balancer_sample_completeness_ratio", policy="measured") or 0) >= 0.5
+        # The next window's application runs while the last result keeps standing: the measured imbalance
+        # never drops to what the live model alone (sizes, no rates) would say.
+        kube.wait_for("a second application", lambda: len(spark_operator.seen) >= 2, timeout=60)
+        for _ in range(10):
+            assert (kube.policy("measured").get("status") or {})["imbalance"] > 1.5
+            time.sleep(0.3)
 
     assert spark_operator.seen, "the operator created SparkApplications"
     app = spark_operator.seen[0]

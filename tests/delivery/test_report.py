@@ -262,8 +262,8 @@ def _chromium() -> str | None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(_chromium() is None, reason="needs headless Chromium (apt-get install chromium)")
 def test_report_renders_its_charts_in_headless_chromium(tmp_path: Path) -> None:
+    assert _chromium() is not None, "needs headless Chromium: `make browser` installs Debian's chromium"
     import subprocess
 
     from kafka_balancer.report.svg import AFTER_COLOUR, BEFORE_COLOUR

@@ -159,8 +159,9 @@ def test_demo_proposes_approves_executes_and_ends_balanced(tmp_path: Path) -> No
     assert html.count("<svg") >= 5
     for title in ("Disk", "Network in", "Network out", "Leaders", "Replicas"):
         assert title in html
-    if _chromium() is not None:  # the check: it opens in headless Chromium and shows the charts
-        _charts_painted(report, tmp_path)
+    # The check: it opens in headless Chromium and shows the charts.
+    assert _chromium() is not None, "needs headless Chromium: `make browser` installs Debian's chromium"
+    _charts_painted(report, tmp_path)
 
     assert not _left_behind(out)
     assert elapsed < 120, f"the quick demo took {elapsed:.0f} s"

@@ -33,7 +33,7 @@ from kafka_balancer.analysis.spark import EngineConfig
 from kafka_balancer.analysis.store import SampleStore
 from kafka_balancer.controller.kubeapi import Credentials
 from kafka_balancer.controller.services import Connector
-from kafka_balancer.controller.spark_engine import AnalysisFailed, SparkApplications, SparkSpecError, Waiting
+from kafka_balancer.controller.spark_engine import AnalysisFailed, SparkApplications, Waiting
 from kafka_balancer.metrics import Metrics, PolicyKey
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.policy import BalancePolicySpec
@@ -205,9 +205,17 @@ class Analyses:
         )
         labels = (metric_key.policy, metric_key.namespace, metric_key.cluster)
         if analysis.engine.type == "sparkApplication":
-            snapshot, report = self._in_spark_application(
-                key, metric_key=metric_key, spec=spec, groups=groups, url=url, inputs=inputs, owner=owner
-            )
+            try:
+                snapshot, report = self._in_spark_application(
+                    key, metric_key=metric_key, spec=spec, groups=groups, url=url, inputs=inputs, owner=owner
+                )
+            except NotReady:
+                if False:
+                    # The next run takes minutes in its pods: the last result stands until it is in, rather
+                    # than the reconciler falling back to the live model's zero rates meanwhile.
+                    self._check(cached.report, spec)
+                    return cached
+                raise
         else:
             engine = EngineConfig(type=analysis.engine.type, url=analysis.engine.url)
             try:
@@ -262,10 +270,12 @@ class Analyses:
             raise NotReady(str(err), reason="SparkApplicationRunning") from None
         except AnalysisFailed as err:
             raise EngineUnavailable("AnalysisFailed", str(err)) from None
-        except SparkSpecError as err:
+        except ValueError as err:  # SparkSpecError, or a SparkApplicationConfig field the spec made invalid
             raise EngineUnavailable("InvalidSpec", str(err)) from None
         except OSError as err:  # the shared volume (creating the output directory)
             raise EngineUnavailable("InvalidSpec", f"spec.analysis.samples {url}: {err}") from None
+        labels = (metric_key.policy, metric_key.namespace, metric_key.cluster)
+        self._metrics.analysis_seconds.labels(*labels).observe(result.seconds)
         return result.snapshot, result.report
 
     @staticmethod

@@ -7,6 +7,10 @@ the requests that reach the Kubernetes API emulator and fail when one is missing
 (tests/controller/test_e2e.py); the chart's test (tests/delivery/test_chart_rbac.py) fails when a
 call here is not granted by the chart's ClusterRole/Role.
 
+The SparkApplication calls (:data:`SPARK_APPLICATION_CALLS`) are kept apart from :data:`API_CALLS`:
+the chart grants them only with ``spark.engine=sparkApplication`` and only in the Spark namespace;
+:func:`allows` accepts both.
+
 Scope ``cluster`` means the request names no namespace (list/watch across namespaces with
 ``--all-namespaces``, and the one-policy-per-cluster check); with ``--namespace`` kopf makes the same
 list/watch calls per namespace instead.

@@ -24,6 +24,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -136,6 +137,7 @@ class SparkSettings:
 class SparkResult:
     snapshot: dict[str, Any]
     report: dict[str, Any]
+    seconds: float  # from submission to the result read (what the analysis-duration metric records)
 
 
 @dataclass
@@ -170,7 +172,11 @@ def store_directory(url: str, settings: SparkSettings) -> Path:
 
 
 class SparkApplications:
-    """One analysis SparkApplication at a time per policy; thread-safe per policy (the reconciler locks)."""
+    """One analysis SparkApplication at a time per policy.
+
+    Each policy is reconciled by one thread at a time (the operator's per-policy lock); the lock here
+    only keeps the table of runs consistent between policies and the deletion handler.
+    """
 
     def __init__(
         self,
@@ -184,6 +190,7 @@ class SparkApplications:
         self._clock = clock
         self._wall = wall
         self._runs: dict[tuple[str, str], _Run] = {}
+        self._lock = threading.Lock()
 
     def _target(self, key: tuple[str, str], spec: BalancePolicySpec) -> tuple[str, str]:
         """(namespace, name prefix): ``engine.url`` is ``<namespace>`` or ``<namespace>/<name prefix>``."""
@@ -211,7 +218,8 @@ class SparkApplications:
         namespace, prefix = self._target(key, spec)
         store = store_directory(url, self.settings)
         now = self._clock()
-        run = self._runs.get(key)
+        with self._lock:
+            run = self._runs.get(key)
         if run is not None and run.inputs != inputs:  # spec or groups changed: that run answers the old question
             self.forget(key)
             run = None
@@ -295,14 +303,18 @@ class SparkApplications:
         created = self.kube.create_spark_application(manifest)
         log.info("%s SparkApplication %s/%s", "submitted" if created else "following existing", namespace, name)
         run = _Run(namespace, name, output, self._clock(), inputs, tracker)
-        self._runs[key] = run
+        with self._lock:
+            self._runs[key] = run
         return run
 
     def _follow(self, key: tuple[str, str], run: _Run) -> SparkResult:
         try:
             obj = self.kube.get_spark_application(run.namespace, run.name)
         except NotFoundError:
-            del self._runs[key]  # deleted behind our back (or its TTL passed): the next reconciliation resubmits
+            with self._lock:
+                self._runs.pop(
+                    key, None
+                )  # deleted behind our back (or its TTL passed): the next reconciliation resubmits
             raise Waiting(f"SparkApplication {run.namespace}/{run.name} disappeared; resubmitting") from None
         decision = run.tracker.observe(obj.get("status"), self._clock() - run.submitted)
         run.state = decision.state
@@ -318,12 +330,14 @@ class SparkApplications:
         except (OSError, ValueError) as err:
             run.failure, run.failed_at = f"{where} completed but its result is unreadable: {err}", self._clock()
             raise AnalysisFailed(run.failure) from None
+        seconds = self._clock() - run.submitted
         self.forget(key)
-        return SparkResult(snapshot, report)
+        return SparkResult(snapshot, report, seconds)
 
     def forget(self, key: tuple[str, str]) -> None:
         """Delete the policy's application (running or kept after a failure) and its files."""
-        run = self._runs.pop(key, None)
+        with self._lock:
+            run = self._runs.pop(key, None)
         if run is None:
             return
         self.kube.delete_spark_application(run.namespace, run.name)

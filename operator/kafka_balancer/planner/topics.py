@@ -18,6 +18,7 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands
 from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.topic_swaps import leader_swaps, replica_swaps
 
 # Smallest partitions offered per (topic, source broker) and round: the spread goal is about
 # counts, so the cheapest items go first; a few alternatives cover rack and placement conflicts.
@@ -39,6 +40,15 @@ def balance_topic_goal(st: State, goal: str) -> int:
         b = compute_bands(st)
         parts, slots, dests = _proposals(st, b, leaders=leaders, nracks=nracks, size_rank=size_rank)
         moved = _apply(st, b, parts, slots, dests, leaders=leaders)
+        if moved < parts.size:
+            # Some one-way moves were refused (the brokers' count or load bands are at their
+            # edges): trade those for partners of other topics coming back.
+            b = compute_bands(st)
+            parts, slots, dests = _proposals(st, b, leaders=leaders, nracks=nracks, size_rank=size_rank)
+            if leaders:
+                moved += leader_swaps(st, b, parts, dests, size_rank=size_rank)
+            else:
+                moved += replica_swaps(st, b, parts, slots, dests, nracks=nracks, size_rank=size_rank)
         total += moved
         if moved == 0:
             break
