@@ -210,7 +210,7 @@ class Analyses:
                     key, metric_key=metric_key, spec=spec, groups=groups, url=url, inputs=inputs, owner=owner
                 )
             except NotReady:
-                if False:
+                if cached is not None and cached.inputs == inputs:
                     # The next run takes minutes in its pods: the last result stands until it is in, rather
                     # than the reconciler falling back to the live model's zero rates meanwhile.
                     self._check(cached.report, spec)
