@@ -70,3 +70,12 @@ def test_few_groups_and_whole_cluster_operations_stay_in_process(spark: SparkSes
 def test_min_groups_below_two_is_refused() -> None:
     with pytest.raises(ValueError, match="MIN_GROUPS must be >= 2, got 1"):
         SparkGroupPlanner(min_groups=1)
+
+
+def test_the_operator_reads_the_threshold_from_its_environment() -> None:
+    from kafka_balancer.controller.operator import OperatorConfig
+
+    assert OperatorConfig.from_env({}).spark_planning_min_groups == 8
+    assert OperatorConfig.from_env({"KAFKA_BALANCER_SPARK_PLANNING_MIN_GROUPS": "3"}).spark_planning_min_groups == 3
+    with pytest.raises(SystemExit, match="MIN_GROUPS must be >= 2, got 1"):
+        OperatorConfig.from_env({"KAFKA_BALANCER_SPARK_PLANNING_MIN_GROUPS": "1"})

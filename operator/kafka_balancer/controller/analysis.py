@@ -29,10 +29,10 @@ from kafka_balancer.analysis.analyze import analyze
 from kafka_balancer.analysis.load import LoadOptions
 from kafka_balancer.analysis.report import IncompleteSnapshotError, check_completeness
 from kafka_balancer.analysis.sampler import Sampler, SamplerOptions
-from kafka_balancer.analysis.spark import EngineConfig
 from kafka_balancer.analysis.store import SampleStore
 from kafka_balancer.controller.kubeapi import Credentials
 from kafka_balancer.controller.services import Connector
+from kafka_balancer.controller.spark_defaults import SparkDefaults
 from kafka_balancer.controller.spark_engine import AnalysisFailed, SparkApplications, Waiting
 from kafka_balancer.metrics import Metrics, PolicyKey
 from kafka_balancer.model import ClusterModel
@@ -90,9 +90,12 @@ class Analyses:
         metrics: Metrics,
         default_store: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        *,
         spark_applications: SparkApplications | None = None,
+        spark_defaults: SparkDefaults | None = None,
     ) -> None:
         self._spark_applications = spark_applications
+        self._spark_defaults = spark_defaults or SparkDefaults()
         self._connector = connector
         self._metrics = metrics
         self._default_store = default_store
@@ -217,7 +220,10 @@ class Analyses:
                     return cached
                 raise
         else:
-            engine = EngineConfig(type=analysis.engine.type, url=analysis.engine.url)
+            try:
+                engine = self._spark_defaults.engine(analysis.engine)
+            except ValueError as err:  # EngineError too: a bad master or URL in the spec
+                raise EngineUnavailable("InvalidSpec", str(err)) from None
             try:
                 with self._metrics.analysis_seconds.labels(*labels).time():
                     result = analyze(SampleStore(url), start, end, options, engine)

@@ -16,6 +16,7 @@ from kafka_balancer import planner
 from kafka_balancer.analysis.group_planning import plan_groups
 from kafka_balancer.analysis.spark import EngineConfig
 from kafka_balancer.controller.services import Groups, ModulePlanner
+from kafka_balancer.controller.spark_defaults import SparkDefaults
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.policy import BalancePolicySpec
 from kafka_balancer.model.proposal import Proposal
@@ -29,11 +30,14 @@ PER_GROUP_OPERATIONS = frozenset({"rebalance", "add-brokers", "remove-brokers", 
 class SparkGroupPlanner(ModulePlanner):
     """:class:`ModulePlanner` that plans policies with at least ``min_groups`` groups on Spark."""
 
-    def __init__(self, min_groups: int = 8, engine: EngineConfig | None = None) -> None:
+    def __init__(
+        self, min_groups: int = 8, engine: EngineConfig | None = None, spark_defaults: SparkDefaults | None = None
+    ) -> None:
         if min_groups < 2:
             raise ValueError(f"KAFKA_BALANCER_SPARK_PLANNING_MIN_GROUPS must be >= 2, got {min_groups}")
         self.min_groups = min_groups
         self._engine = engine  # tests pin the shared session's engine; else the policy's own
+        self._defaults = spark_defaults or SparkDefaults()
         self.spark_plans = 0  # proposals planned on Spark since start (read by tests and logs)
 
     def propose(self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups) -> Proposal:
@@ -45,7 +49,7 @@ class SparkGroupPlanner(ModulePlanner):
             or engine.type == "sparkApplication"
         ):
             return planner.plan(model, options)
-        config = self._engine or EngineConfig(type=engine.type, url=engine.url)
+        config = self._engine or self._defaults.engine(engine)
         result = plan_groups(model, options, config)
         self.spark_plans += 1
         logger.info(

@@ -18,6 +18,14 @@ point). Importing this module registers the handlers. Settings come from the env
   memory}, and ``pendingTimeoutSeconds`` (600), ``runTimeoutSeconds`` (3600), ``pollSeconds`` (10),
   ``retrySeconds`` (300: how long a failed run is reported before the next attempt). Unset: such
   policies are Stalled/InvalidSpec. See :mod:`kafka_balancer.controller.spark_engine`.
+- ``KAFKA_BALANCER_SPARK_ENGINE`` (local), ``KAFKA_BALANCER_SPARK_URL``, ``KAFKA_BALANCER_SPARK_DRIVER_MEMORY``:
+  operator-wide Spark defaults (the chart's ``spark.local`` master and driver memory, or its
+  ``spark.connect.url``) for what a policy's ``spec.analysis.engine`` leaves out; see
+  :mod:`kafka_balancer.controller.spark_defaults`.
+- ``KAFKA_BALANCER_SPARK_PLANNING_MIN_GROUPS`` (8): policies with at least this many resource groups are
+  planned one group per Spark task on their analysis engine (local or Spark Connect); fewer groups, and
+  operations planned over the whole cluster, are planned in the operator process. See
+  :mod:`kafka_balancer.controller.group_planner`.
 - ``KAFKA_BALANCER_SPARK_NAMESPACE``: namespace of those SparkApplications (else the JSON's ``namespace``)
 """
 
@@ -26,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
@@ -34,9 +42,11 @@ import kubernetes
 import urllib3
 
 from kafka_balancer.controller.analysis import Analyses
+from kafka_balancer.controller.group_planner import SparkGroupPlanner
 from kafka_balancer.controller.kubeapi import KubeApi
 from kafka_balancer.controller.reconcile import Reconciler, ReconcilerOptions
-from kafka_balancer.controller.services import AdapterConnector, ModulePlanner, Runs
+from kafka_balancer.controller.services import AdapterConnector, Runs
+from kafka_balancer.controller.spark_defaults import SparkDefaults
 from kafka_balancer.controller.spark_engine import SparkApplications, SparkSettings
 from kafka_balancer.controller.status import READY, STALLED, ResourceGroupStatus, set_condition
 from kafka_balancer.metrics import Metrics
@@ -56,6 +66,8 @@ class OperatorConfig:
     kafka_timeout_seconds: float = 30.0
     sample_store: str | None = None
     spark_application: SparkSettings | None = None
+    spark_planning_min_groups: int = 8
+    spark_defaults: SparkDefaults = field(default_factory=SparkDefaults)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> OperatorConfig:
@@ -70,9 +82,18 @@ class OperatorConfig:
                 kafka_timeout_seconds=float(env.get("KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS", "30")),
                 sample_store=env.get("KAFKA_BALANCER_SAMPLE_STORE") or None,
                 spark_application=SparkSettings.from_env(env),
+                spark_defaults=SparkDefaults.from_env(env),
+                spark_planning_min_groups=_min_groups(env.get("KAFKA_BALANCER_SPARK_PLANNING_MIN_GROUPS", "8")),
             )
         except ValueError as err:
             raise SystemExit(f"kafka-balancer: bad KAFKA_BALANCER_* environment setting: {err}") from None
+
+
+def _min_groups(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise ValueError(f"KAFKA_BALANCER_SPARK_PLANNING_MIN_GROUPS must be >= 2, got {value}")
+    return value
 
 
 CONFIG = OperatorConfig.from_env()
@@ -129,11 +150,12 @@ async def startup(
         metrics,
         config.sample_store,
         spark_applications=SparkApplications(memo.kube, spark) if spark is not None else None,
+        spark_defaults=config.spark_defaults,
     )
     memo.reconciler = Reconciler(
         kube=memo.kube,
         connector=connector,
-        planner=ModulePlanner(),
+        planner=SparkGroupPlanner(config.spark_planning_min_groups, spark_defaults=config.spark_defaults),
         runs=memo.runs,
         metrics=metrics,
         options=ReconcilerOptions(execution_poll_seconds=config.execution_poll_seconds),

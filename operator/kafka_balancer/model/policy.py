@@ -265,12 +265,14 @@ class AnalysisEngine(SpecModel):
     type: Literal["local", "connect", "sparkApplication"] = "local"
     """`local` (inside the operator, local[2]), `connect` (Spark Connect at url) or `sparkApplication`."""
     url: str | None = None
-    """Spark Connect URL (`sc://host:15002`) or the SparkApplication's namespace/name."""
+    """`local`: the Spark master (default: the operator's, `local[2]` in the chart); `connect`: the Spark
+    Connect URL `sc://host:15002` (default: the operator's, the chart's `spark.connect.url`);
+    `sparkApplication`: the namespace of the SparkApplications, optionally `/<name prefix>`."""
 
     @model_validator(mode="after")
     def _url_when_remote(self) -> AnalysisEngine:
-        if self.type != "local" and not self.url:
-            raise ValueError(f"engine type {self.type} needs a 'url'")
+        if self.type == "sparkApplication" and not self.url:
+            raise ValueError("engine type sparkApplication needs a 'url' (the Spark namespace)")
         return self
 
 
