@@ -67,7 +67,6 @@ def _command_and_env(deployment: dict[str, Any], kubeconfig: Path, scratch: Path
     # Spark analysis make no Kubernetes API calls, and a SparkSession would add ~15 s on 2 cores.
     assert env.pop("KAFKA_BALANCER_SAMPLE_STORE") == "/var/lib/kafka-balancer/samples"
     env.update(
-        KAFKA_BALANCER_POD_NAMESPACE=RELEASE_NS,  # the downward API in a pod
         KAFKA_BALANCER_METRICS_ADDRESS="127.0.0.1",  # the port stays the chart's metrics.port
         SPARK_LOCAL_DIRS=str(scratch / "spark"),
         HOME=str(scratch),
