@@ -5,11 +5,9 @@ Entry points: :func:`plan` (model + options -> Proposal, or PlanningError), :fun
 split/merge helpers for planning resource groups in parallel.
 """
 
+from kafka_balancer.model.policy import DISTRIBUTION_GOALS, HARD_GOALS, OPERATIONS
 from kafka_balancer.planner.core import Evaluation, evaluate, plan
 from kafka_balancer.planner.options import (
-    DISTRIBUTION_GOALS,
-    HARD_GOALS,
-    OPERATIONS,
     GroupOptions,
     OperationOptions,
     PlannerOptions,

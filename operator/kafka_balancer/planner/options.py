@@ -1,46 +1,19 @@
 """What the planner is asked to do: goals, thresholds, resource groups and the operation.
 
-Plain frozen dataclasses so the planner stays independent of pydantic and of the CRD; the
-converter from the BalancePolicy spec lives in :mod:`kafka_balancer.planner.policy`.
+Plain frozen dataclasses, not the CRD's pydantic models (only the goal and operation names are
+shared with them); the converter from the BalancePolicy spec lives in :mod:`kafka_balancer.planner.policy`.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final
+from typing import Any
 
-HARD_GOALS: Final = (
-    "rack-awareness",
-    "replica-capacity",
-    "disk-capacity",
-    "network-in-capacity",
-    "network-out-capacity",
-    "cpu-capacity",
-    "resource-group-confinement",
-    "excluded-brokers",
-)
-# Default priority order: a later goal never undoes an earlier one.
-DISTRIBUTION_GOALS: Final = (
-    "replica-distribution",
-    "disk-distribution",
-    "network-in-distribution",
-    "network-out-distribution",
-    "cpu-distribution",
-    "leader-count-distribution",
-    "leader-bytes-in-distribution",
-    "topic-replica-distribution",
-    "topic-leader-distribution",
-)
-OPERATIONS: Final = (
-    "rebalance",
-    "add-brokers",
-    "remove-brokers",
-    "demote-brokers",
-    "fix-offline-replicas",
-    "change-replication-factor",
-    "move-topics",
-)
+from kafka_balancer.model.policy import DISTRIBUTION_GOALS, HARD_GOALS, OPERATIONS
+
+# The goal and operation names are the CRD's (one list, in model/policy.py); the order of
+# DISTRIBUTION_GOALS is the default priority: a later goal never undoes an earlier one.
 
 
 class PlanningError(Exception):
