@@ -31,20 +31,6 @@ from kafka_balancer.sandbox import EmulatedCluster
 from kafka_balancer.sandbox.state import ClusterState
 
 
-class EmulatorClock:
-    """Sleeping advances the emulator's manual clock: the executor and the copies share one time."""
-
-    def __init__(self, cluster: EmulatedCluster) -> None:
-        self.cluster = cluster
-
-    def now(self) -> float:
-        with self.cluster.state.lock:
-            return self.cluster.state.clock
-
-    def sleep(self, seconds: float) -> None:
-        self.cluster.advance(seconds)
-
-
 @dataclass
 class Window:
     """First tick with a reassignment in flight, and the latest completion, in emulated seconds."""
@@ -89,7 +75,7 @@ def run_executor(model: ClusterModel, plan: ReassignmentPlan, throttle: int, per
             options = ExecutorOptions(
                 throttle_bytes_per_sec=throttle, limits=Limits(per_broker=per_broker), poll_interval_seconds=poll
             )
-            result = Executor(port, plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
+            result = Executor(port, plan, MemoryExecutionStore(), options, clock=cluster).run()
         finally:
             port.close()
         assert result.state.value == "Completed", result.reason

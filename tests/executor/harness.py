@@ -23,21 +23,6 @@ THROTTLE_KEYS = (LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE)
 THROTTLED_REPLICA_KEYS = (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS)
 
 
-class EmulatorClock:
-    """The executor's clock is the emulator's manual clock: sleeping advances emulated time, so a
-    30-minute stuckAfter or a throttled copy of gigabytes takes only the CPU time of its ticks."""
-
-    def __init__(self, cluster: EmulatedCluster) -> None:
-        self.cluster = cluster
-
-    def now(self) -> float:
-        with self.cluster.state.lock:
-            return self.cluster.state.clock
-
-    def sleep(self, seconds: float) -> None:
-        self.cluster.advance(seconds)
-
-
 @dataclass
 class Observer:
     """Checks "nothing lost" at every emulator tick and records what the emulator saw.

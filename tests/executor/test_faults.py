@@ -17,7 +17,7 @@ from kafka_balancer.executor import (
 from kafka_balancer.kafka.port import FOLLOWER_THROTTLE_RATE, LEADER_THROTTLE_RATE
 from kafka_balancer.model import ClusterBuilder, PartitionTarget, ReassignmentPlan
 
-from executor.harness import EmulatorClock, assignment, cluster_model, leftover_throttles, observe, spread_plan
+from executor.harness import assignment, cluster_model, leftover_throttles, observe, spread_plan
 
 
 def test_broker_stopped_mid_execution_stalls_its_moves_only_and_the_run_finishes(emulator, connect) -> None:
@@ -40,9 +40,7 @@ def test_broker_stopped_mid_execution_stalls_its_moves_only_and_the_run_finishes
                 cluster.start_broker(7)
 
     options = ExecutorOptions(throttle_bytes_per_sec=10_000_000, poll_interval_seconds=0.5)
-    result = Executor(
-        connect(cluster), plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster), on_progress=fault
-    ).run()
+    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=cluster, on_progress=fault).run()
     assert result.state is ExecutionState.COMPLETED, result.reason
     # While broker 7 was down (20 emulated seconds), moves onto it stalled and the others went on.
     onto_7 = {(t.topic, t.partition) for t in plan.partitions if 7 in t.replicas}
@@ -77,7 +75,7 @@ def test_broker_that_stays_down_is_reported_exactly(emulator, connect) -> None:
         cancel_stuck=True,
         blocked_after_seconds=120,
     )
-    result = Executor(port, plan, store, options, clock=EmulatorClock(cluster), on_progress=fault).run()
+    result = Executor(port, plan, store, options, clock=cluster, on_progress=fault).run()
     assert result.state is ExecutionState.FAILED
     onto_7 = {f"{t.topic}-{t.partition}" for t in plan.partitions if 7 in t.replicas}
     dead = set(result.dead)
@@ -123,7 +121,7 @@ def test_stop_mid_execution_cancels_in_flight_moves_and_keeps_original_replicas(
             store.request_stop()
 
     options = ExecutorOptions(throttle_bytes_per_sec=10_000_000, poll_interval_seconds=0.5)
-    executor = Executor(connect(cluster), plan, store, options, clock=EmulatorClock(cluster), on_progress=stop_later)
+    executor = Executor(connect(cluster), plan, store, options, clock=cluster, on_progress=stop_later)
     result = executor.run()
     assert result.state is ExecutionState.STOPPED
     assert result.aborted, "some moves were in flight when the stop came"
@@ -163,7 +161,7 @@ def test_partition_at_min_isr_is_never_touched(emulator, connect, submissions) -
         [PartitionTarget(t, p, (1, 2, 4 + p % 2)) for t in ("critical", "orders") for p in range(4)]
     )
     options = ExecutorOptions(throttle_bytes_per_sec=10_000_000, poll_interval_seconds=1, blocked_after_seconds=600)
-    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
+    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=cluster).run()
     assert result.state is ExecutionState.FAILED
     assert sorted(result.dead) == [f"critical-{p}" for p in range(4)]
     assert set(result.dead.values()) == {"not started: ISR size 3 is at or below min.insync.replicas=3"}
@@ -192,7 +190,7 @@ def test_under_replicated_partition_waits_until_it_recovers(emulator, connect, s
         plan,
         MemoryExecutionStore(),
         options,
-        clock=EmulatorClock(cluster),
+        clock=cluster,
         on_progress=lambda p: blocked.append(dict(p.blocked)),
     ).run()
     assert result.state is ExecutionState.COMPLETED, result.reason
@@ -222,9 +220,7 @@ def test_stuck_move_is_reported_then_cancelled(emulator, connect) -> None:
         throttle_bytes_per_sec=5_000_000, poll_interval_seconds=5, stuck_after_seconds=120, cancel_stuck=True,
         limits=Limits(per_broker=1),
     )  # fmt: skip
-    result = Executor(
-        connect(cluster), plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster), on_progress=stick
-    ).run()
+    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=cluster, on_progress=stick).run()
     assert result.state is ExecutionState.FAILED
     assert result.dead == {"orders-0": "stuck: no progress for 120s, reassignment cancelled"}
     assert cluster.partition_view("orders", 0)[0] == list(model.partition(0).replicas)
@@ -250,9 +246,7 @@ def test_offline_partition_anywhere_fails_the_run_and_lists_it(emulator, connect
             cluster.stop_broker(4)
 
     options = ExecutorOptions(throttle_bytes_per_sec=10_000_000, poll_interval_seconds=0.5)
-    result = Executor(
-        connect(cluster), plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster), on_progress=fault
-    ).run()
+    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=cluster, on_progress=fault).run()
     assert result.state is ExecutionState.FAILED
     assert result.reason == "1 offline partitions: solo-0"
     assert result.aborted, "moves in flight when the partition went offline are cancelled"
@@ -280,7 +274,7 @@ def test_replicas_on_a_dead_broker_are_moved_off_it(emulator, connect) -> None:
     observer = observe(cluster, faulted={4})
     plan = ReassignmentPlan.of([PartitionTarget("orders", p, (1 + p % 3, 5, 1 + (p + 1) % 3)) for p in range(6)])
     options = ExecutorOptions(throttle_bytes_per_sec=10_000_000, poll_interval_seconds=0.5)
-    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
+    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=cluster).run()
     assert result.state is ExecutionState.COMPLETED, result.reason
     for p in range(6):
         replicas, isr, _ = cluster.partition_view("orders", p)

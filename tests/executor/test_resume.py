@@ -16,7 +16,7 @@ from kafka_balancer.executor import (
 )
 from kafka_balancer.model import PartitionTarget, ReassignmentPlan
 
-from executor.harness import EmulatorClock, assignment, cluster_model, leftover_throttles, observe, spread_plan
+from executor.harness import assignment, cluster_model, leftover_throttles, observe, spread_plan
 
 
 class Crash(BaseException):
@@ -39,7 +39,7 @@ def test_killed_executor_resumes_without_resubmitting_and_cleans_throttles(emula
     plan = spread_plan(model, onto=[5, 6, 7], every=1, reorder_every=0)
     store = MemoryExecutionStore()
     options = ExecutorOptions(throttle_bytes_per_sec=10_000_000, poll_interval_seconds=0.5)
-    clock = EmulatorClock(cluster)
+    clock = cluster
 
     first = Executor(connect(cluster), plan, store, options, clock=clock, on_progress=_crash_when(10))
     with pytest.raises(Crash):
@@ -85,7 +85,7 @@ def test_abandon_after_a_crash_cancels_recorded_moves_and_removes_throttles(emul
     store = MemoryExecutionStore()
     options = ExecutorOptions(throttle_bytes_per_sec=5_000_000, poll_interval_seconds=0.5)
     with pytest.raises(Crash):
-        Executor(connect(cluster), plan, store, options, clock=EmulatorClock(cluster), on_progress=_crash_when(3)).run()
+        Executor(connect(cluster), plan, store, options, clock=cluster, on_progress=_crash_when(3)).run()
     in_flight = {(t, p) for t, p, _ in store.load()["inFlight"]}
     assert in_flight
 
@@ -111,9 +111,9 @@ def test_an_unfinished_execution_of_another_plan_is_refused(emulator, connect) -
     store = MemoryExecutionStore()
     options = ExecutorOptions(throttle_bytes_per_sec=5_000_000, poll_interval_seconds=0.5)
     with pytest.raises(Crash):
-        Executor(connect(cluster), plan, store, options, clock=EmulatorClock(cluster), on_progress=_crash_when(1)).run()
+        Executor(connect(cluster), plan, store, options, clock=cluster, on_progress=_crash_when(1)).run()
     other = ReassignmentPlan.of([PartitionTarget("orders", 11, (1, 2, 5))])
     with pytest.raises(ExecutionConflictError, match="unfinished execution of plan"):
-        Executor(connect(cluster), other, store, options, clock=EmulatorClock(cluster)).run()
+        Executor(connect(cluster), other, store, options, clock=cluster).run()
     # Nothing was touched by the refused run: the first run's moves are still in flight.
     assert cluster.state.reassigning

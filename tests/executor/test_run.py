@@ -12,7 +12,7 @@ from kafka_balancer.kafka.port import (
 from kafka_balancer.model import ClusterBuilder, PartitionTarget, ReassignmentPlan
 from kafka_balancer.sandbox.state import ClusterState
 
-from executor.harness import EmulatorClock, assignment, cluster_model, leftover_throttles, observe, spread_plan
+from executor.harness import assignment, cluster_model, leftover_throttles, observe, spread_plan
 
 
 def test_small_rebalance_completes_with_throttle_and_leaves_nothing_behind(emulator, connect, submissions) -> None:
@@ -23,9 +23,7 @@ def test_small_rebalance_completes_with_throttle_and_leaves_nothing_behind(emula
     seen: list[Progress] = []
     store = MemoryExecutionStore()
     options = ExecutorOptions(throttle_bytes_per_sec=10_000_000, poll_interval_seconds=0.5)
-    result = Executor(
-        connect(cluster), plan, store, options, clock=EmulatorClock(cluster), on_progress=seen.append
-    ).run()
+    result = Executor(connect(cluster), plan, store, options, clock=cluster, on_progress=seen.append).run()
     assert result.state is ExecutionState.COMPLETED, result.reason
     after = assignment(cluster)
     for target in plan.partitions:
@@ -67,7 +65,7 @@ def test_2000_partition_rebalance_equals_the_plan(emulator, connect, submissions
     )
     port = connect(cluster)
     elections_before = cluster.request_count(43)
-    result = Executor(port, plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
+    result = Executor(port, plan, MemoryExecutionStore(), options, clock=cluster).run()
     assert result.state is ExecutionState.COMPLETED, result.reason
     after = assignment(cluster)
     wanted = {(t.topic, t.partition): list(t.replicas) for t in plan.partitions}
@@ -101,7 +99,7 @@ def test_concurrency_limits_hold_as_the_emulator_sees_them(emulator, connect) ->
     options = ExecutorOptions(
         throttle_bytes_per_sec=5_000_000, limits=Limits(per_broker=3, total=7), poll_interval_seconds=0.5
     )
-    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
+    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=cluster).run()
     assert result.state is ExecutionState.COMPLETED, result.reason
     assert max(observer.max_per_broker.values()) == 3  # reached, never exceeded
     assert observer.max_total == 7
@@ -114,7 +112,7 @@ def test_default_per_broker_limit_is_five(emulator, connect) -> None:
     observer = observe(cluster)
     plan = spread_plan(model, onto=[4])
     options = ExecutorOptions(throttle_bytes_per_sec=20_000_000, poll_interval_seconds=0.5)
-    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
+    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=cluster).run()
     assert result.state is ExecutionState.COMPLETED, result.reason
     assert observer.max_per_broker[4] == 5
 
@@ -141,7 +139,7 @@ def test_pipe_stays_full_copy_rate_near_the_throttle(emulator, connect) -> None:
     throttle = 50_000_000
     options = ExecutorOptions(throttle_bytes_per_sec=throttle, poll_interval_seconds=2)
     plan = ReassignmentPlan.of(targets)
-    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
+    result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=cluster).run()
     assert result.state is ExecutionState.COMPLETED, result.reason
     elapsed = max(at for _, _, at in cluster.state.completed) - first[0]
     achieved = sum(incoming.values()) / elapsed
@@ -157,7 +155,7 @@ def test_max_bytes_per_run_leaves_the_rest_for_the_next_run(emulator, connect, s
     store = MemoryExecutionStore()
     budget = int(total / 3)
     options = ExecutorOptions(throttle_bytes_per_sec=20_000_000, poll_interval_seconds=0.5, max_bytes_per_run=budget)
-    first = Executor(connect(cluster), plan, store, options, clock=EmulatorClock(cluster)).run()
+    first = Executor(connect(cluster), plan, store, options, clock=cluster).run()
     assert first.state is ExecutionState.STOPPED
     assert "maxBytesPerRun" in first.reason
     assert "left for the next run" in first.reason
@@ -166,7 +164,7 @@ def test_max_bytes_per_run_leaves_the_rest_for_the_next_run(emulator, connect, s
     assert leftover_throttles(cluster) == {}
     # The same plan run again picks up what is left (completed moves are part of the cluster now).
     second = Executor(connect(cluster), plan, MemoryExecutionStore(), ExecutorOptions(poll_interval_seconds=0.5),
-                      clock=EmulatorClock(cluster)).run()  # fmt: skip
+                      clock=cluster).run()  # fmt: skip
     assert second.state is ExecutionState.COMPLETED, second.reason
     assert sorted(second.completed) == sorted(f"{t.topic}-{t.partition}" for t in plan.partitions)
     assert all(n == 1 for n in submissions.values())
@@ -193,7 +191,7 @@ def test_throttles_set_by_someone_else_are_left_as_they_were(emulator, connect) 
     cluster.on_tick(watch)
     plan = spread_plan(model, onto=[5, 6])
     options = ExecutorOptions(throttle_bytes_per_sec=10_000_000, poll_interval_seconds=0.5)
-    result = Executor(port, plan, MemoryExecutionStore(), options, clock=EmulatorClock(cluster)).run()
+    result = Executor(port, plan, MemoryExecutionStore(), options, clock=cluster).run()
     assert result.state is ExecutionState.COMPLETED, result.reason
     assert rates_on_1 == {("30000000", "40000000")}  # never overwritten, not even during the run
     assert all("11:4" in value.split(",") for value in leader_lists)  # kept beside ours throughout
@@ -223,9 +221,7 @@ def test_leader_changes_outside_the_plan_are_elected(emulator, connect, submissi
     plan = ReassignmentPlan.of([PartitionTarget("orders", 0, (3, 1, 2))])  # reorder: 3 becomes preferred
     elections = [TopicPartition("orders", p) for p in (0, 1, 2, 4)]  # 4 is already led by its preferred
     before = cluster.request_count(43)
-    result = Executor(
-        port, plan, MemoryExecutionStore(), ExecutorOptions(), clock=EmulatorClock(cluster), elections=elections
-    ).run()
+    result = Executor(port, plan, MemoryExecutionStore(), ExecutorOptions(), clock=cluster, elections=elections).run()
     assert result.state is ExecutionState.COMPLETED, result.reason
     after = assignment(cluster)
     assert after[("orders", 0)][2] == 3  # the plan's reorder, elected

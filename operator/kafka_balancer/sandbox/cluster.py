@@ -125,6 +125,17 @@ class EmulatedCluster:
         return self.state.brokers[broker_id].port
 
     # ----- clock -----------------------------------------------------------------------------
+    def now(self) -> float:
+        """Emulated seconds since start."""
+        with self.state.lock:
+            return self.state.clock
+
+    def sleep(self, seconds: float) -> None:
+        """With the manual clock, code that sleeps on the emulator's time: ``now``/``sleep`` make the
+        cluster a clock for the executor, so a throttled copy of gigabytes takes only the CPU time of
+        its ticks and the executor and the copies share one time."""
+        self.advance(seconds)
+
     def advance(self, seconds: float) -> None:
         """Run ``seconds`` of emulated time in ticks of ``tick_seconds`` (manual clock)."""
         step = self.options.tick_seconds
