@@ -60,6 +60,12 @@ def run_case(
         "bytesOverBound": round(summary["bytesToMove"] / bound, 3) if bound else None,
         "balancedness": [summary["balancednessBefore"], summary["balancednessAfter"]],
         "goalsViolated": summary["goalsViolated"],
+        # Out-of-band distance (replica/leader slots) of the per-topic goals, before -> after.
+        "topicSpread": {
+            g: [summary["goals"][g]["violationBefore"], summary["goals"][g]["violationAfter"]]
+            for g in ("topic-replica-distribution", "topic-leader-distribution")
+            if g in summary["goals"]
+        },
         "spreadAfter": _spread(summary),
     }
 

@@ -47,9 +47,17 @@ def test_skewed_cluster_with_new_brokers(shape: dict[str, Any]) -> None:
     for goal, stats in summary["goals"].items():
         assert stats["violationAfter"] <= stats["violationBefore"] + 1e-9, (goal, stats)
     assert summary["balancednessAfter"] > 90 > summary["balancednessBefore"]
+    # Per-topic spread (replica/leader slots out of band): the swaps of same-size partitions of two
+    # topics bring it most of the way; measured 2-31% left for replicas, 0.6-3% for leaders.
+    topic_replicas, topic_leaders = (
+        summary["goals"]["topic-replica-distribution"],
+        summary["goals"]["topic-leader-distribution"],
+    )
+    assert topic_replicas["violationAfter"] <= 0.4 * topic_replicas["violationBefore"], topic_replicas
+    assert topic_leaders["violationAfter"] <= 0.05 * topic_leaders["violationBefore"], topic_leaders
     # Bytes moved against the lower bound max(disk above 1.10 x avg, disk below 0.90 x avg). The
     # per-topic spread goals need moves of their own among the old brokers (the bound counts disk
-    # only): measured 1.19-1.43x with all nine goals, 1.05-1.18x with the seven broker-level ones
+    # only): measured 1.22-1.29x with all nine goals, 1.05-1.18x with the seven broker-level ones
     # (docs/performance.md). These bounds guard against regressions; the target is 1.15x.
     bound = disk_lower_bound(model)
     assert 1.0 <= summary["bytesToMove"] / bound <= 1.45, summary["bytesToMove"] / bound

@@ -25,7 +25,7 @@ TAKE_PASSES: Final = 4
 # Passes of "drop the items that push a broker out of a band, check again" in accept_together.
 DROP_PASSES: Final = 12
 # Weight of the topic-spread preference against the load-fit distance when ordering candidates.
-TOPIC_WEIGHT: Final = 0.5
+TOPIC_WEIGHT: Final = 2.0
 
 
 @dataclass

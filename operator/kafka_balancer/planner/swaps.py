@@ -83,8 +83,11 @@ def swap_batch(
             break  # overshooting by more than the gap would not shrink the distance
         st.move(xp[i : i + 1], xs[i : i + 1], np.array([d], dtype=np.int32))
         st.move(yp[k : k + 1], ys[k : k + 1], np.array([s], dtype=np.int32))
-        x_free[i] = False
-        y_free[k] = False
+        # Each side's topic check saw the counts before this swap: no further swap of these topics
+        # on this pair, or a topic's spread could drift by more than the one step checked.
+        used = st.ptopic[[xp[i], yp[k]]]
+        x_free &= ~np.isin(st.ptopic[xp], used)
+        y_free &= ~np.isin(st.ptopic[yp], used)
         left -= float(net[i, j, q])
     return amount - left
 

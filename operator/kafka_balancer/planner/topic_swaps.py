@@ -25,22 +25,25 @@ from kafka_balancer.planner.select import Bands, accept_together
 from kafka_balancer.planner.state import COUNT_QUANTITIES, Ints, State
 
 # Partners looked at on each side of the offer's size rank.
-WINDOW: Final = 12
+WINDOW: Final = 48
+# Partners (nearest in size among those passing the cheap tests) checked against every band.
+PARTNERS: Final = 8
+# Preference for partners going back to the broker they started on (cost units: net change over average).
+HOME_BONUS: Final = 1.0
+# Offers paired per round.
+MAX_OFFERS: Final = 16384
+# Only partitions in the smaller SIZE_CAP share of the cluster's sizes are swapped: a swap moves two
+# replicas, and the per-topic goals (counts) are not worth moving the big ones (measured: a cap of
+# 0.5 keeps bytes moved where the one-way moves had them; 1.0 adds ~0.3x the lower bound).
+SIZE_CAP: Final = 0.5
 
 
-def _dist(c: FloatArray, lo: FloatArray, hi: FloatArray) -> FloatArray:
-    out: FloatArray = np.maximum(c - hi, 0) + np.maximum(lo - c, 0)
-    return out
-
-
-def _spread_ok(counts: Ints, topic: Ints, frm: Ints, to: Ints, lo: FloatArray, hi: FloatArray) -> BoolArray:
-    """Moving one of ``topic`` from ``frm`` to ``to`` does not take its spread further from the band."""
-    cf, ct = counts[topic, frm].astype(np.float64), counts[topic, to].astype(np.float64)
-    lo_t, hi_t = lo[topic], hi[topic]
-    out: BoolArray = _dist(cf - 1, lo_t, hi_t) + _dist(ct + 1, lo_t, hi_t) <= _dist(cf, lo_t, hi_t) + _dist(
-        ct, lo_t, hi_t
-    )
-    return out
+def _may_give_take(counts: Ints, lo: FloatArray, hi: FloatArray) -> tuple[BoolArray, BoolArray]:
+    """(T, B) masks: a broker may give one of a topic (stays at or above the band's lower edge) /
+    take one (stays at or below the upper edge) without its count ending further from the band."""
+    give: BoolArray = counts > lo[:, None]
+    take: BoolArray = counts < hi[:, None]
+    return give, take
 
 
 def _window(keys: FloatArray, query: FloatArray, seg_lo: Ints, seg_hi: Ints) -> tuple[Ints, BoolArray]:
@@ -53,7 +56,7 @@ def _window(keys: FloatArray, query: FloatArray, seg_lo: Ints, seg_hi: Ints) -> 
     return out, ok
 
 
-def _weights(st: State, b: Bands, s: Ints) -> FloatArray:
+def _weights(b: Bands, s: Ints) -> FloatArray:
     """Per offer, 1/avg of each guarded non-count quantity (0 elsewhere): how much a net change costs."""
     guarded = np.isfinite(b.upper[s]) | np.isfinite(b.lower[s])
     avg = np.maximum(b.avg[s], 1e-12)
@@ -63,28 +66,117 @@ def _weights(st: State, b: Bands, s: Ints) -> FloatArray:
     return w
 
 
-def _unique_keys(*pairs: tuple[Ints, Ints]) -> BoolArray:
-    """Swaps (in order) none of whose (topic, broker) keys is used by an earlier swap of the batch.
+def _fits(st: State, b: Bands, s: Ints, d: Ints, net: FloatArray) -> BoolArray:
+    """Candidates (``net`` of shape (n, K, Q), moving from s to d) under which neither broker ends
+    further from a guarded band or above a capacity limit: the test ``accept_together`` applies."""
+    top = np.maximum(b.upper, st.load)
+    top = np.where(np.isfinite(st.limit), np.minimum(top, np.maximum(st.limit, st.load)), top)
+    bottom = np.minimum(b.lower, st.load)
+    tol = np.abs(b.avg) * 1e-9 + np.abs(st.load) * 1e-9 + 1e-9
+    new_s = st.load[s][:, None, :] - net
+    new_d = st.load[d][:, None, :] + net
+    ok_s = (new_s <= (top[s] + tol[s])[:, None, :]) & (new_s >= (bottom[s] - tol[s])[:, None, :])
+    ok_d = (new_d <= (top[d] + tol[d])[:, None, :]) & (new_d >= (bottom[d] - tol[d])[:, None, :])
+    out: BoolArray = np.all(ok_s & ok_d, axis=2)
+    return out
 
-    Each (topic, broker) count then changes at most once per round, so every swap's own spread
-    check stays valid when the whole batch is applied.
+
+def _within_budget(counts: Ints, lo: FloatArray, hi: FloatArray, *steps: tuple[Ints, Ints, int]) -> BoolArray:
+    """Swaps (in preference order) whose every (topic, broker, +-1) step stays within that count's budget.
+
+    A count may go down to the band's lower edge (or stay where it is if already below) and up to
+    its upper edge: many swaps of one topic can then go in one round while the spread never ends
+    further from the band than each swap was checked for on its own.
     """
-    n = pairs[0][0].size
-    keys = np.concatenate([t.astype(np.int64) * (1 << 32) + b.astype(np.int64) for t, b in pairs])
-    owner = np.tile(np.arange(n), len(pairs))
-    order = np.lexsort((owner, keys))
-    ks, os = keys[order], owner[order]
-    first = np.r_[True, ks[1:] != ks[:-1]]
-    winner = np.maximum.accumulate(np.where(first, np.arange(ks.size), 0))
-    clash = os[winner] != os
-    bad = np.zeros(n, dtype=np.bool_)
-    bad[os[clash]] = True
+    n = steps[0][0].size
+    ok = np.ones(n, dtype=np.bool_)
+    for topic, broker, sign in steps:
+        c = counts[topic, broker].astype(np.float64)
+        budget = np.maximum(c - lo[topic], 0) if sign < 0 else np.maximum(hi[topic] - c, 0)
+        key = topic.astype(np.int64) * (1 << 32) + broker.astype(np.int64)
+        ok &= _ranks(key) < budget
+    return ok
+
+
+def _ranks(key: Ints) -> Ints:
+    """Position of each item among the earlier items with the same key."""
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    first = np.r_[True, sk[1:] != sk[:-1]]
+    pos = np.arange(key.size)
+    start = np.maximum.accumulate(np.where(first, pos, 0))
+    rank: Ints = np.empty(key.size, dtype=np.int64)
+    rank[order] = pos - start
+    return rank
+
+
+def _first_partition(p: Ints, q: Ints) -> BoolArray:
+    """Swaps none of whose two partitions appears in an earlier swap of the batch."""
+    allp = np.concatenate([p, q]).astype(np.int64)
+    owner = np.tile(np.arange(p.size), 2)
+    # Each partition belongs to the first swap naming it; the later swaps naming it are out.
+    first_owner = np.full(allp.size, -1)
+    order = np.lexsort((owner, allp))
+    sp = allp[order]
+    start = np.r_[True, sp[1:] != sp[:-1]]
+    lead = np.maximum.accumulate(np.where(start, np.arange(sp.size), 0))
+    first_owner[order] = owner[order][lead]
+    bad = np.zeros(p.size, dtype=np.bool_)
+    bad[owner[first_owner != owner]] = True
     out: BoolArray = ~bad
     return out
 
 
+def most_needed(counts: Ints, hi: FloatArray, topics: Ints, src: Ints, *, limit: int = 0) -> Ints:
+    """Indices of at most ``limit`` (default MAX_OFFERS) offers, those whose source holds most above
+    its topic's band first (bounds a round's memory and time at millions of replicas; later rounds
+    take the rest). Kept in their original order."""
+    limit = limit or MAX_OFFERS
+    if topics.size <= limit:
+        return np.arange(topics.size)
+    excess = counts[topics, src] - hi[topics]
+    out: Ints = np.sort(np.argsort(-excess, kind="stable")[:limit])
+    return out
+
+
+PartnerIndex = tuple[Ints, Ints, FloatArray, Ints]
+
+
+def replica_index(st: State, size_rank: Ints) -> PartnerIndex:
+    """Every movable replica slot sorted by (broker, leader or follower, size rank): (parts, slots, keys, starts).
+
+    Built once every few rounds (a sort over the cluster); entries that moved since are skipped
+    when used (the slot no longer holds that broker).
+    """
+    rep = st.rep
+    nparts = max(st.model.num_partitions, 1)
+    valid = (rep != NO_BROKER) & st.movable[:, None]
+    if "topic-leader-distribution" in st.guarded:
+        valid[:, 0] = False
+    yp, yk = np.nonzero(valid)
+    seg = rep[yp, yk].astype(np.int64) * 2 + (yk == 0)
+    key = seg + size_rank[yp] / nparts
+    order = np.argsort(key, kind="stable")
+    starts = np.searchsorted(key[order], np.arange(st.model.num_brokers * 2 + 1))
+    return yp[order], yk[order], key[order], starts
+
+
+def leader_index(st: State, size_rank: Ints) -> PartnerIndex:
+    """Every (leader, follower) pair of every movable partition sorted by (leader, follower, size rank)."""
+    rep = st.rep
+    nb = st.model.num_brokers
+    nparts = max(st.model.num_partitions, 1)
+    fp, fk = np.nonzero((rep[:, 1:] != NO_BROKER) & st.movable[:, None])
+    fk = fk + 1
+    seg = rep[fp, 0].astype(np.int64) * nb + rep[fp, fk]
+    key = seg + size_rank[fp] / nparts
+    order = np.argsort(key, kind="stable")
+    starts = np.searchsorted(key[order], np.arange(nb * nb + 1))
+    return fp[order], fk[order], key[order], starts
+
+
 def replica_swaps(
-    st: State, b: Bands, parts: Ints, slots: Ints, dests: Ints, *, nracks: Ints, size_rank: Ints
+    st: State, b: Bands, parts: Ints, slots: Ints, dests: Ints, *, nracks: Ints, size_rank: Ints, index: PartnerIndex
 ) -> int:
     """Pair each offered move (slot ``slots`` of ``parts`` to ``dests``) with a partner coming back.
 
@@ -96,34 +188,35 @@ def replica_swaps(
     followers_only = "topic-leader-distribution" in st.guarded
     rep = st.rep
     nparts = max(st.model.num_partitions, 1)
-    valid = (rep != NO_BROKER) & st.movable[:, None]
+    small = size_rank < SIZE_CAP * nparts
+    yp, yk, key, starts = index
+    sel = small[parts]
     if followers_only:
-        valid[:, 0] = False
-    yp, yk = np.nonzero(valid)
-    yb = rep[yp, yk].astype(np.int64)
-    kind = (yk == 0).astype(np.int64)
-    seg = yb * 2 + kind
-    key = seg + size_rank[yp] / nparts
-    order = np.argsort(key, kind="stable")
-    yp, yk, key = yp[order], yk[order], key[order]
-    starts = np.searchsorted(key, np.arange(st.model.num_brokers * 2 + 1))
-
-    if followers_only:
-        sel = slots != 0
-        parts, slots, dests = parts[sel], slots[sel], dests[sel]
+        sel &= slots != 0
+    parts, slots, dests = parts[sel], slots[sel], dests[sel]
+    top = most_needed(st.tcount, b.topic_hi, st.ptopic[parts], rep[parts, slots])
+    parts, slots, dests = parts[top], slots[top], dests[top]
     src = rep[parts, slots].astype(np.int64)
     qseg = dests.astype(np.int64) * 2 + (slots == 0)
     idx, ok = _window(key, qseg + size_rank[parts] / nparts, starts[qseg], starts[qseg + 1])
     cp, ck = yp[idx], yk[idx]  # (n, 2W) partner partition and slot
+    ok &= (rep[cp, ck] == dests[:, None]) & ((ck == 0) == (slots == 0)[:, None])  # not moved since indexed
     t, u = st.ptopic[parts], st.ptopic[cp]
     ok &= u != t[:, None]
-    ok &= ~(rep[cp] == src[:, None, None]).any(axis=2)  # partner's partition not already on s
     ok &= st.groups.partition[cp] == st.groups.broker[src][:, None]
     ok &= st.can_host[src][:, None] & ((ck != 0) | st.can_lead[src][:, None])
-    ok &= _spread_ok(st.tcount, u, dests[:, None], src[:, None], b.topic_lo, b.topic_hi)
+    give, take = _may_give_take(st.tcount, b.topic_lo, b.topic_hi)
+    ok &= give[u, dests[:, None]] & take[u, src[:, None]]
+    # The cheap tests done, keep the PARTNERS nearest in size for the per-quantity ones.
+    near = np.argsort(np.where(ok, np.abs(np.arange(-WINDOW, WINDOW))[None, :], 2 * WINDOW), axis=1, kind="stable")
+    near = near[:, :PARTNERS]
+    idx, ok = np.take_along_axis(idx, near, axis=1), np.take_along_axis(ok, near, axis=1)
+    cp, ck, u = yp[idx], yk[idx], st.ptopic[yp[idx]]
+    ok &= ~(rep[cp] == src[:, None, None]).any(axis=2)  # partner's partition not already on s
     lead_on = b.topic_leader_on[u] & (ck == 0)
     if lead_on.any():
-        ok &= ~lead_on | _spread_ok(st.tlead, u, dests[:, None], src[:, None], b.lead_lo, b.lead_hi)
+        lgive, ltake = _may_give_take(st.tlead, b.lead_lo, b.lead_hi)
+        ok &= ~lead_on | (lgive[u, dests[:, None]] & ltake[u, src[:, None]])
     if st.options.hard("rack-awareness"):
         rows = rep[cp]
         v = rows != NO_BROKER
@@ -135,31 +228,31 @@ def replica_swaps(
     vx = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])  # (n, Q)
     vy = np.where((ck == 0)[..., None], st.lead[cp], st.follow[cp])  # (n, 2W, Q)
     net = vx[:, None, :] - vy
-    cost = (np.abs(net) * _weights(st, b, src)[:, None, :]).sum(axis=2)
+    ok &= _fits(st, b, src, dests.astype(np.int64), net)
+    cost = (np.abs(net) * _weights(b, src)[:, None, :]).sum(axis=2)
+    # A partner that lived on s before planning goes home: in the plan it is no move at all.
+    cost -= HOME_BONUS * (st.model.replicas[cp] == src[:, None, None]).any(axis=2)
     j = np.argmin(np.where(ok, cost, np.inf), axis=1)
     n = np.arange(parts.size)
-    found = ok[n, j]
+    found = np.flatnonzero(ok[n, j])
+    found = found[np.argsort(cost[found, j[found]], kind="stable")]  # best-fitting partners first
     p, k, d, s = parts[found], slots[found], dests[found], src[found]
-    q, qk, net1 = cp[n, j][found], ck[n, j][found], net[n, j][found]
+    q, qk, net1 = cp[found, j[found]], ck[found, j[found]], net[found, j[found]]
     tt, uu = st.ptopic[p], st.ptopic[q]
-    keep = _unique_keys((tt, s), (tt, d), (uu, d), (uu, s))
-    allp = np.concatenate([p, q])
-    first_p = np.zeros(allp.size, dtype=np.bool_)
-    _, at = np.unique(allp, return_index=True)
-    first_p[at] = True
-    keep &= first_p[: p.size] & first_p[p.size :] & ~np.isin(q, p) & ~np.isin(p, q)
+    keep = _within_budget(st.tcount, b.topic_lo, b.topic_hi, (tt, s, -1), (tt, d, 1), (uu, d, -1), (uu, s, 1))
+    lead_on = b.topic_leader_on[tt] & (k == 0)
+    if lead_on.any():
+        keep &= _within_budget(st.tlead, b.lead_lo, b.lead_hi, (tt, s, -1), (tt, d, 1), (uu, d, -1), (uu, s, 1))
+    keep &= _first_partition(p, q)
     p, k, d, s, q, qk, net1 = p[keep], k[keep], d[keep], s[keep], q[keep], qk[keep], net1[keep]
     acc = accept_together(st, b, src=s, dst=d, v=net1)
-    import os
-    if os.environ.get("H2DBG"):
-        print("rs", parts.size, int(found.sum()), int(keep.sum()), int(acc.sum()))
     p, k, d, s, q, qk = p[acc], k[acc], d[acc], s[acc], q[acc], qk[acc]
     st.move(p, k, d.astype(np.int32))
     st.move(q, qk, s.astype(np.int32))
     return int(p.size)
 
 
-def leader_swaps(st: State, b: Bands, parts: Ints, slots: Ints, *, size_rank: Ints) -> int:
+def leader_swaps(st: State, b: Bands, parts: Ints, slots: Ints, *, size_rank: Ints, index: PartnerIndex) -> int:
     """Pair each offered leadership move (``parts`` led by s, new leader at ``slots`` on d) with a
     leadership of another topic going from d back to s, inside a replica set holding both.
 
@@ -171,43 +264,39 @@ def leader_swaps(st: State, b: Bands, parts: Ints, slots: Ints, *, size_rank: In
     rep = st.rep
     nb = st.model.num_brokers
     nparts = max(st.model.num_partitions, 1)
-    # Every (leader, follower) pair of every movable partition: partner candidates.
-    fp, fk = np.nonzero((rep[:, 1:] != NO_BROKER) & st.movable[:, None])
-    fk = fk + 1
-    lead_b = rep[fp, 0].astype(np.int64)
-    fol_b = rep[fp, fk].astype(np.int64)
-    seg = lead_b * nb + fol_b
-    key = seg + size_rank[fp] / nparts
-    order = np.argsort(key, kind="stable")
-    fp, fk, key = fp[order], fk[order], key[order]
-    starts = np.searchsorted(key, np.arange(nb * nb + 1))
-
+    fp, fk, key, starts = index
+    top = most_needed(st.tlead, b.lead_hi, st.ptopic[parts], rep[parts, 0])
+    parts, slots = parts[top], slots[top]
     s = rep[parts, 0].astype(np.int64)
     d = rep[parts, slots].astype(np.int64)
     qseg = d * nb + s  # partitions led by d with a follower on s
     idx, ok = _window(key, qseg + size_rank[parts] / nparts, starts[qseg], starts[qseg + 1])
     cp, ck = fp[idx], fk[idx]
+    ok &= (rep[cp, 0] == d[:, None]) & (rep[cp, ck] == s[:, None])  # not changed since indexed
     t, u = st.ptopic[parts], st.ptopic[cp]
     ok &= u != t[:, None]
     ok &= st.can_lead[s][:, None]
     on = b.topic_leader_on[u]
-    ok &= ~on | _spread_ok(st.tlead, u, d[:, None], s[:, None], b.lead_lo, b.lead_hi)
+    lgive, ltake = _may_give_take(st.tlead, b.lead_lo, b.lead_hi)
+    ok &= ~on | (lgive[u, d[:, None]] & ltake[u, s[:, None]])
+    near = np.argsort(np.where(ok, np.abs(np.arange(-WINDOW, WINDOW))[None, :], 2 * WINDOW), axis=1, kind="stable")
+    near = near[:, :PARTNERS]
+    idx, ok = np.take_along_axis(idx, near, axis=1), np.take_along_axis(ok, near, axis=1)
+    cp, ck = fp[idx], fk[idx]
     vx = st.lead[parts] - st.follow[parts]
     vy = st.lead[cp] - st.follow[cp]
     net = vx[:, None, :] - vy
-    cost = (np.abs(net) * _weights(st, b, s)[:, None, :]).sum(axis=2)
+    ok &= _fits(st, b, s, d, net)
+    cost = (np.abs(net) * _weights(b, s)[:, None, :]).sum(axis=2)
     j = np.argmin(np.where(ok, cost, np.inf), axis=1)
     n = np.arange(parts.size)
-    found = ok[n, j]
+    found = np.flatnonzero(ok[n, j])
+    found = found[np.argsort(cost[found, j[found]], kind="stable")]  # best-fitting partners first
     p, k, ss, dd = parts[found], slots[found], s[found], d[found]
-    q, qk, net1 = cp[n, j][found], ck[n, j][found], net[n, j][found]
+    q, qk, net1 = cp[found, j[found]], ck[found, j[found]], net[found, j[found]]
     tt, uu = st.ptopic[p], st.ptopic[q]
-    keep = _unique_keys((tt, ss), (tt, dd), (uu, dd), (uu, ss))
-    allp = np.concatenate([p, q])
-    first_p = np.zeros(allp.size, dtype=np.bool_)
-    _, at = np.unique(allp, return_index=True)
-    first_p[at] = True
-    keep &= first_p[: p.size] & first_p[p.size :] & ~np.isin(q, p) & ~np.isin(p, q)
+    keep = _within_budget(st.tlead, b.lead_lo, b.lead_hi, (tt, ss, -1), (tt, dd, 1), (uu, dd, -1), (uu, ss, 1))
+    keep &= _first_partition(p, q)
     p, k, ss, dd, q, qk, net1 = p[keep], k[keep], ss[keep], dd[keep], q[keep], qk[keep], net1[keep]
     acc = accept_together(st, b, src=ss, dst=dd, v=net1)
     st.swap_leader(p[acc], k[acc])

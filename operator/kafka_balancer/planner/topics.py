@@ -18,13 +18,25 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands
 from kafka_balancer.planner.state import Ints, State
-from kafka_balancer.planner.topic_swaps import leader_swaps, replica_swaps
+from kafka_balancer.planner.topic_swaps import (
+    MAX_OFFERS,
+    PartnerIndex,
+    leader_index,
+    leader_swaps,
+    most_needed,
+    replica_index,
+    replica_swaps,
+)
 
 # Smallest partitions offered per (topic, source broker) and round: the spread goal is about
 # counts, so the cheapest items go first; a few alternatives cover rack and placement conflicts.
 OFFERS_PER_SOURCE: Final = 3
+# Offers per (topic, source) for the swap pass, whose partners must also match in size.
+SWAP_OFFERS: Final = 4
 # Emptiest brokers (for the topic) per rack that an offered replica may go to.
 DESTS_PER_RACK: Final = 4
+# Rounds between rebuilds of the swap pass's partner index (a sort over every replica).
+REINDEX: Final = 8
 # Candidates whose destination is chosen at once (bounds the candidates x brokers matrices).
 CHUNK: Final = 16384
 
@@ -36,7 +48,8 @@ def balance_topic_goal(st: State, goal: str) -> int:
     size_rank = np.empty(st.model.num_partitions, dtype=np.int64)
     size_rank[np.argsort(st.model.size_bytes, kind="stable")] = np.arange(st.model.num_partitions)
     total = 0
-    for _ in range(st.options.max_rounds):
+    index: PartnerIndex | None = None
+    for rnd in range(st.options.max_rounds):
         b = compute_bands(st)
         parts, slots, dests = _proposals(st, b, leaders=leaders, nracks=nracks, size_rank=size_rank)
         moved = _apply(st, b, parts, slots, dests, leaders=leaders)
@@ -44,11 +57,13 @@ def balance_topic_goal(st: State, goal: str) -> int:
             # Some one-way moves were refused (the brokers' count or load bands are at their
             # edges): trade those for partners of other topics coming back.
             b = compute_bands(st)
-            parts, slots, dests = _proposals(st, b, leaders=leaders, nracks=nracks, size_rank=size_rank)
+            parts, slots, dests = _proposals(st, b, leaders=leaders, nracks=nracks, size_rank=size_rank, for_swaps=True)
+            if index is None or rnd % REINDEX == 0:
+                index = leader_index(st, size_rank) if leaders else replica_index(st, size_rank)
             if leaders:
-                moved += leader_swaps(st, b, parts, dests, size_rank=size_rank)
+                moved += leader_swaps(st, b, parts, dests, size_rank=size_rank, index=index)
             else:
-                moved += replica_swaps(st, b, parts, slots, dests, nracks=nracks, size_rank=size_rank)
+                moved += replica_swaps(st, b, parts, slots, dests, nracks=nracks, size_rank=size_rank, index=index)
         total += moved
         if moved == 0:
             break
@@ -82,8 +97,8 @@ def _spread(st: State, b: Bands, *, leaders: bool) -> _Spread:
     return _Spread(counts, over, under, gives, hi.astype(np.int64))
 
 
-def _offers(st: State, gives: BoolArray, *, leaders: bool, size_rank: Ints) -> tuple[Ints, Ints]:
-    """The smallest OFFERS_PER_SOURCE movable replica slots of each giving (topic, broker)."""
+def _offers(st: State, gives: BoolArray, *, leaders: bool, size_rank: Ints, per_source: int) -> tuple[Ints, Ints]:
+    """The smallest ``per_source`` movable replica slots of each giving (topic, broker)."""
     rep = st.rep
     valid = rep != NO_BROKER
     if leaders:
@@ -101,14 +116,27 @@ def _offers(st: State, gives: BoolArray, *, leaders: bool, size_rank: Ints) -> t
     parts, slots, key = parts[order], slots[order], key[order]
     first = np.r_[True, key[1:] != key[:-1]]
     start = np.maximum.accumulate(np.where(first, np.arange(parts.size), 0))
-    keep = np.arange(parts.size) - start < OFFERS_PER_SOURCE
+    keep = np.arange(parts.size) - start < per_source
     return parts[keep].astype(np.int64), slots[keep].astype(np.int64)
 
 
-def _proposals(st: State, b: Bands, *, leaders: bool, nracks: Ints, size_rank: Ints) -> tuple[Ints, Ints, Ints]:
-    """(partitions, slots, destination brokers): at most one item per (topic, source) and (topic, destination)."""
+def _proposals(
+    st: State, b: Bands, *, leaders: bool, nracks: Ints, size_rank: Ints, for_swaps: bool = False
+) -> tuple[Ints, Ints, Ints]:
+    """(partitions, slots, destination brokers): at most one item per (topic, source) and (topic, destination).
+
+    ``for_swaps``: SWAP_OFFERS per (topic, source) and no uniqueness; the swap pass picks among them
+    by how well a partner fits, then keeps one per (topic, broker).
+    """
     spread = _spread(st, b, leaders=leaders)
-    parts, slots = _offers(st, spread.gives, leaders=leaders, size_rank=size_rank)
+    per_source = SWAP_OFFERS if for_swaps else OFFERS_PER_SOURCE
+    parts, slots = _offers(st, spread.gives, leaders=leaders, size_rank=size_rank, per_source=per_source)
+    if for_swaps:
+        # The swap pass pairs at most MAX_OFFERS per round: place only the most needed (twice that,
+        # as some find no destination), not every offer of a cluster of millions of replicas.
+        src = st.rep[parts, 0] if leaders else st.rep[parts, slots]
+        top = most_needed(spread.counts, spread.hi.astype(np.float64), st.ptopic[parts], src, limit=2 * MAX_OFFERS)
+        parts, slots = parts[top], slots[top]
     cands = np.zeros((0, 0), dtype=np.int64)
     if not leaders:
         cands = _receivers(st, spread, np.unique(st.ptopic[parts]))
@@ -123,6 +151,8 @@ def _proposals(st: State, b: Bands, *, leaders: bool, nracks: Ints, size_rank: I
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
     p, k, d = np.concatenate(out_p), np.concatenate(out_s), np.concatenate(out_d)
+    if for_swaps:
+        return p, k, d
     t = st.ptopic[p]
     src = st.rep[p, 0] if leaders else st.rep[p, k]
     # Candidates come sorted by (topic, source, size): keep the first per (topic, source), then the
