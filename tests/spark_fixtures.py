@@ -5,24 +5,17 @@ tests/conftest.py imports this module, so every test directory can ask for ``spa
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 
 import pytest
 from kafka_balancer.analysis.spark import EngineConfig, get_session, stop_session
+from kafka_balancer.sandbox.ports import free_port
 from pyspark.sql import SparkSession
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
 
 # The same JVM also serves Spark Connect (Spark's own SparkConnectPlugin, the gRPC service that
 # `SparkConnectServer` runs) on a free loopback port, so the Connect test talks to a real Connect server
 # without paying for a second JVM and a cold start. Sessions over Connect are isolated from this one.
-CONNECT_URL = f"sc://127.0.0.1:{_free_port()}"
+CONNECT_URL = f"sc://127.0.0.1:{free_port()}"
 
 # local[2]: the machine has two cores; the analysis code reaches this same cached session through
 # get_session(TEST_ENGINE), so code under test and tests never start a second JVM.

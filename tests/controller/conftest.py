@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -15,6 +14,7 @@ from typing import Any
 import kubernetes
 import pytest
 from kafka_balancer.controller.rbac import allows
+from kafka_balancer.sandbox.ports import free_port
 from prometheus_client.parser import text_string_to_metric_families
 
 from .kube import KubeServer, kube_server
@@ -116,18 +116,12 @@ class Operator:
         return None
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def run_operator() -> Iterator[Operator]:
     """Start the real operator (kopf run, standalone, all namespaces) against KUBECONFIG; stop it on exit."""
     from kopf.testing import KopfRunner
 
-    port = _free_port()  # the operator reads it at startup; 0 would hide the port from the test
+    port = free_port()  # the operator reads it at startup; 0 would hide the port from the test
     os.environ["KAFKA_BALANCER_METRICS_PORT"] = str(port)
     args = ["run", "--standalone", "--all-namespaces", "-m", "kafka_balancer.controller.operator"]
     with KopfRunner(args, timeout=60) as runner:

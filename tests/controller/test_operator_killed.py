@@ -24,7 +24,6 @@ import datetime as dt
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -40,6 +39,7 @@ import yaml
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.sandbox import EmulatedCluster, operations
 from kafka_balancer.sandbox.kube import KubeApiServer, KubeClient, kube_api_server
+from kafka_balancer.sandbox.ports import free_port
 from kafka_balancer.sandbox.state import ClusterState, PartitionState
 
 pytestmark = pytest.mark.timeout(150)
@@ -163,12 +163,6 @@ os.execv(sys.argv[2], sys.argv[2:])
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class OperatorProcess:
     proc: subprocess.Popen[bytes]
@@ -202,14 +196,14 @@ def start_operator(tmp_path: Path) -> Iterator[Callable[[Path], OperatorProcess]
     started: list[OperatorProcess] = []
 
     def start(kubeconfig: Path) -> OperatorProcess:
-        health = _free_port()
+        health = free_port()
         command = [a.replace("//0.0.0.0:8080/", f"//127.0.0.1:{health}/") for a in _image_command()]
         assert any(f"127.0.0.1:{health}" in a for a in command), command  # loopback only
         env = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_BALANCER_", "KUBERNETES_"))}
         env.update(
             KUBECONFIG=str(kubeconfig),
             HOME=str(tmp_path),
-            KAFKA_BALANCER_METRICS_PORT=str(_free_port()),
+            KAFKA_BALANCER_METRICS_PORT=str(free_port()),
             KAFKA_BALANCER_METRICS_ADDRESS="127.0.0.1",
             KAFKA_BALANCER_RECONCILE_SECONDS="1",  # progress reaches status at every reconciliation
             KAFKA_BALANCER_EXECUTION_POLL_SECONDS="0.2",

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ import pytest
 from controller.kube import KubeServer, kube_server  # tests/controller: kmock that records every call
 from kafka_balancer.sandbox import EmulatedCluster
 from kafka_balancer.sandbox.demo_cluster import skewed_demo_model
+from kafka_balancer.sandbox.ports import free_port
 
 from .chart import MONITORING_API, manifests, one, render
 from .rbac import ApiCall, allowed, grants_for
@@ -39,13 +39,6 @@ POLICY_NS = "kafka"
 ACCOUNT = "kb-kafka-balancer"
 SECRET = "kafka-balancer-credentials"
 PASSWORD = "c0rrect-h0rse"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture
@@ -100,7 +93,7 @@ def _get(port: int, path: str) -> tuple[int, str] | None:
 def test_operator_runs_as_the_chart_starts_it_within_its_rbac(
     kube: KubeServer, emulator: Callable[..., EmulatedCluster], tmp_path: Path
 ) -> None:
-    health_port, metrics_port = _free_port(), _free_port()
+    health_port, metrics_port = free_port(), free_port()
     values = {
         "watch": {"allNamespaces": False, "namespaces": [POLICY_NS]},
         "operator": {"healthPort": health_port},

@@ -15,38 +15,16 @@ from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.port import TopicPartition
 from kafka_balancer.model import ClusterBuilder, snapshot_to_dict
+from kafka_balancer.sandbox.ports import free_port_range
 
 CLI = str(Path(sys.executable).parent / "kafka-balancer")  # the console script, as users run it
-
-
-def _free_port_range(count: int) -> int:
-    """A base port such that base..base+count-1 are free right now (best effort, loopback only)."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + count >= 65535:
-            continue
-        socks = []
-        try:
-            for port in range(base, base + count):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free port range")
 
 
 def test_sandbox_serves_the_snapshot_and_stops_on_sigterm(tmp_path: Path) -> None:
     model = six_broker_model()
     snapshot = tmp_path / "snapshot.json"
     snapshot.write_text(json.dumps(snapshot_to_dict(model)))
-    base = _free_port_range(6)
+    base = free_port_range(6)
     proc = subprocess.Popen(
         [CLI, "sandbox", "--snapshot", str(snapshot), "--port-base", str(base)],
         stdout=subprocess.PIPE,
@@ -107,7 +85,7 @@ def test_time_scale_makes_the_served_cluster_grow_faster_than_real_time(tmp_path
     builder.add_partition("t", 0, [1, 2], size_bytes=0.0, bytes_in_per_sec=1e6)
     snapshot = tmp_path / "snapshot.json"
     snapshot.write_text(json.dumps(snapshot_to_dict(builder.build())))
-    base = _free_port_range(2)
+    base = free_port_range(2)
     proc = subprocess.Popen(
         [CLI, "sandbox", "--snapshot", str(snapshot), "--port-base", str(base), "--time-scale", "50"],
         stdout=subprocess.PIPE,

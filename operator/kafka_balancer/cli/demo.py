@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,6 +38,7 @@ from kafka_balancer.model.policy import group_brokers, parse_manifests
 from kafka_balancer.report import write_report
 from kafka_balancer.sandbox import EmulatedCluster, EmulatorOptions
 from kafka_balancer.sandbox.demo_cluster import skewed_demo_model
+from kafka_balancer.sandbox.ports import free_port
 
 if TYPE_CHECKING:
     from kafka_balancer.sandbox.kube import KubeApiServer, KubeClient
@@ -106,12 +106,6 @@ def step(text: str) -> None:
     say(f"==> {text}")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def _signals_interrupt() -> Iterator[None]:
     """SIGTERM (and SIGHUP) unwind like Ctrl-C, so every ``finally`` stops what it started."""
@@ -148,7 +142,7 @@ class Operator:
 @contextlib.contextmanager
 def operator_process(ctx: Context, kubeconfig: Path, namespace: str) -> Iterator[Operator]:
     """``kopf run`` as the image runs it, watching one namespace; SIGTERM and wait on the way out."""
-    health, metrics = _free_port(), _free_port()
+    health, metrics = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_BALANCER_")}
     env.update(
         KUBECONFIG=str(kubeconfig),
