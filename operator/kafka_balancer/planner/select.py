@@ -206,14 +206,14 @@ def take(v: FloatArray, check: Callable[[FloatArray], BoolArray]) -> BoolArray:
     return chosen
 
 
-def _ranks(topics: Ints) -> Ints:
-    """Position of each item among the earlier items of the same topic."""
-    order = np.argsort(topics, kind="stable")
-    sorted_t = topics[order]
-    first = np.r_[True, sorted_t[1:] != sorted_t[:-1]]
-    pos = np.arange(topics.size)
+def ranks(keys: Ints) -> Ints:
+    """Position of each item among the earlier items with the same key (e.g. the same topic)."""
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    first = np.r_[True, sorted_keys[1:] != sorted_keys[:-1]]
+    pos = np.arange(keys.size)
     start = np.maximum.accumulate(np.where(first, pos, 0))
-    rank: Ints = np.empty(topics.size, dtype=np.int64)
+    rank: Ints = np.empty(keys.size, dtype=np.int64)
     rank[order] = pos - start
     return rank
 
@@ -251,7 +251,7 @@ def topic_ok(
     ok = np.ones(topics.size, dtype=np.bool_)
     if topics.size == 0:
         return ok
-    k = _ranks(topics) + 1 if cumulative else np.ones(topics.size, dtype=np.int64)
+    k = ranks(topics) + 1 if cumulative else np.ones(topics.size, dtype=np.int64)
     if b.topic_replica_on and replicas_move:
         ok &= _count_ok(st.tcount, s, d, topics=topics, k=k, lo=b.topic_lo, hi=b.topic_hi)
     on = b.topic_leader_on[topics] & leaders

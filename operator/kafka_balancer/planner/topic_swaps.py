@@ -21,7 +21,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
-from kafka_balancer.planner.select import Bands, accept_together
+from kafka_balancer.planner.select import Bands, accept_together, ranks
 from kafka_balancer.planner.state import COUNT_QUANTITIES, Ints, State
 
 # Partners looked at on each side of the offer's size rank.
@@ -94,20 +94,8 @@ def _within_budget(counts: Ints, lo: FloatArray, hi: FloatArray, *steps: tuple[I
         c = counts[topic, broker].astype(np.float64)
         budget = np.maximum(c - lo[topic], 0) if sign < 0 else np.maximum(hi[topic] - c, 0)
         key = topic.astype(np.int64) * (1 << 32) + broker.astype(np.int64)
-        ok &= _ranks(key) < budget
+        ok &= ranks(key) < budget
     return ok
-
-
-def _ranks(key: Ints) -> Ints:
-    """Position of each item among the earlier items with the same key."""
-    order = np.argsort(key, kind="stable")
-    sk = key[order]
-    first = np.r_[True, sk[1:] != sk[:-1]]
-    pos = np.arange(key.size)
-    start = np.maximum.accumulate(np.where(first, pos, 0))
-    rank: Ints = np.empty(key.size, dtype=np.int64)
-    rank[order] = pos - start
-    return rank
 
 
 def _first_partition(p: Ints, q: Ints) -> BoolArray:
