@@ -72,6 +72,21 @@ def _status(kube: Cluster, name: str) -> dict[str, Any]:
     return dict(kube.policy(name).get("status") or {})
 
 
+def _apply_slow_execution(kube: Cluster, bootstrap: str) -> None:
+    """The groups and an Auto policy "main" whose execution is slow on purpose: one move per broker at a
+    time at 4 MB/s, so a test can act while it runs."""
+    _groups(kube)
+    policy = _policy("main", bootstrap, mode="Auto")
+    policy["spec"]["execution"] = {"throttleBytesPerSec": 4_000_000, "concurrentMovesPerBroker": 1}
+    kube.apply(policy)
+
+
+def _some_moves_done(kube: Cluster) -> dict[str, Any] | None:
+    """The progress of policy "main" once some, but not all, of its moves are done."""
+    progress = _status(kube, "main").get("progress") or {}
+    return progress if 0 < progress.get("partitionsDone", 0) < progress.get("partitionsTotal", 0) else None
+
+
 def _group_skew(cluster: EmulatedCluster) -> dict[str, float]:
     """max/avg replica count per group, read from the emulator (all replicas are the same size)."""
     with cluster.state.lock:
@@ -202,17 +217,10 @@ def test_a_restarted_operator_resumes_the_execution_from_status(
 ) -> None:
     # Slow on purpose: one move per broker at a time, 10 MB at 4 MB/s emulated, clock at 2x: ~1.3 s a move.
     cluster = emulator(skewed_model(), time_scale=2.0)
-    _groups(kube)
-    policy = _policy("main", cluster.bootstrap_servers, mode="Auto")
-    policy["spec"]["execution"] = {"throttleBytesPerSec": 4_000_000, "concurrentMovesPerBroker": 1}
-    kube.apply(policy)
-
-    def some_done() -> dict[str, Any] | None:
-        progress = _status(kube, "main").get("progress") or {}
-        return progress if 0 < progress.get("partitionsDone", 0) < progress.get("partitionsTotal", 0) else None
+    _apply_slow_execution(kube, cluster.bootstrap_servers)
 
     with run_operator():
-        before = kube.wait_for("the first completed moves", some_done, timeout=60)
+        before = kube.wait_for("the first completed moves", lambda: _some_moves_done(kube), timeout=60)
         # A long execution keeps the policy Ready (GitOps tools read it as healthy) and Reconciling.
         assert kube.condition("main", "Ready")["status"] == "True"  # type: ignore[index]
         assert kube.condition("main", "Executing")["status"] == "True"  # type: ignore[index]
@@ -327,16 +335,9 @@ def test_pausing_mid_execution_stops_cleanly_and_unpausing_finishes(
     kube: Cluster, operator: Operator, emulator: Callable[..., EmulatedCluster]
 ) -> None:
     cluster = emulator(skewed_model(), time_scale=5.0)
-    _groups(kube)
-    policy = _policy("main", cluster.bootstrap_servers, mode="Auto")
-    policy["spec"]["execution"] = {"throttleBytesPerSec": 4_000_000, "concurrentMovesPerBroker": 1}
-    kube.apply(policy)
+    _apply_slow_execution(kube, cluster.bootstrap_servers)
 
-    def some_done() -> dict[str, Any] | None:
-        progress = _status(kube, "main").get("progress") or {}
-        return progress if 0 < progress.get("partitionsDone", 0) < progress.get("partitionsTotal", 0) else None
-
-    kube.wait_for("the first completed moves", some_done, timeout=60)
+    kube.wait_for("the first completed moves", lambda: _some_moves_done(kube), timeout=60)
     kube.patch_policy("main", {"paused": True})
 
     def stopped() -> dict[str, Any] | None:
@@ -415,16 +416,9 @@ def test_changing_the_goals_mid_execution_stops_it_cleanly_and_replans(
     kube: Cluster, operator: Operator, emulator: Callable[..., EmulatedCluster]
 ) -> None:
     cluster = emulator(skewed_model(), time_scale=5.0)
-    _groups(kube)
-    policy = _policy("main", cluster.bootstrap_servers, mode="Auto")
-    policy["spec"]["execution"] = {"throttleBytesPerSec": 4_000_000, "concurrentMovesPerBroker": 1}
-    kube.apply(policy)
+    _apply_slow_execution(kube, cluster.bootstrap_servers)
 
-    def some_done() -> dict[str, Any] | None:
-        progress = _status(kube, "main").get("progress") or {}
-        return progress if 0 < progress.get("partitionsDone", 0) < progress.get("partitionsTotal", 0) else None
-
-    kube.wait_for("the first completed moves", some_done, timeout=60)
+    kube.wait_for("the first completed moves", lambda: _some_moves_done(kube), timeout=60)
     first = _proposal(kube, "main")
     kube.patch_policy("main", {"goals": {"balanceThreshold": 1.05}})
 
