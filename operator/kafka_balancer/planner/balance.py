@@ -47,6 +47,8 @@ LEADER_QUANTITIES: Final = frozenset({Q_LEADERS, Q_LEADER_IN})
 LEADER_FIRST: Final = frozenset({Q_LEADERS, Q_LEADER_IN, Q_NET_OUT, Q_CPU})
 # Quantities that swaps can shift (replica counts cannot: a swap keeps them).
 SWAP_QUANTITIES: Final = frozenset({Q_DISK, Q_NET_IN, Q_NET_OUT, Q_CPU})
+# topic_penalty at or below this: the move does not take its topic further from the band.
+KEEPS_TOPIC: Final = 2.25
 # Swaps (which move bytes both ways) only run when one-way moves left this share of the gap.
 SWAP_MIN_SHARE: Final = 0.05
 
@@ -168,10 +170,8 @@ def _leader_batch(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: i
     v = st.lead[parts] - st.follow[parts]
     useful = v[:, q] > 0
     parts, slots, v = parts[useful], slots[useful], v[useful]
-    penalty = topic_penalty(
-        st, s, d, st.ptopic[parts], leaders=np.ones(parts.size, dtype=np.bool_), replicas_move=False
-    )
-    order = _order(st, b, s, d, v=v, q=q, amount=amount, penalty=penalty)
+    leaders = np.ones(parts.size, dtype=np.bool_)
+    order = _topic_aware_order(st, b, s, d, v=v, q=q, amount=amount, topics=st.ptopic[parts], leaders=leaders)
     parts, slots, v = parts[order], slots[order], v[order]
     topics = st.ptopic[parts]
     ok = topic_ok(st, b, s, d, topics=topics, leaders=np.ones(parts.size, dtype=np.bool_), replicas_move=False)
@@ -193,12 +193,22 @@ def _replica_batch(
     v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
     useful = v[:, q] > 0
     parts, slots, v = parts[useful], slots[useful], v[useful]
-    penalty = topic_penalty(st, s, d, st.ptopic[parts], leaders=slots == 0, replicas_move=True)
-    order = _order(st, b, s, d, v=v, q=q, amount=amount, penalty=penalty)
+    order = _topic_aware_order(
+        st, b, s, d, v=v, q=q, amount=amount, topics=st.ptopic[parts], leaders=slots == 0, replicas_move=True
+    )
     parts, slots, v = parts[order], slots[order], v[order]
     topics = st.ptopic[parts]
     ok = topic_ok(st, b, s, d, topics=topics, leaders=slots == 0)
     parts, slots, v = parts[ok], slots[ok], v[ok]
+    # Items that keep their topic's spread (or improve it) first; the others only when those
+    # cannot carry any of the amount.
+    keeps = topic_penalty(st, b, s, d, st.ptopic[parts], leaders=slots == 0, replicas_move=True) <= KEEPS_TOPIC
+    if keeps.any() and not keeps.all():
+        chosen = _choose(st, b, s, d, v=v[keeps], q=q, amount=amount)
+        if chosen.any():
+            idx = np.flatnonzero(keeps)[chosen]
+            st.move(parts[idx], slots[idx], np.full(idx.size, d, dtype=np.int32))
+            return float(v[idx, q].sum())
     chosen = _choose(st, b, s, d, v=v, q=q, amount=amount)
     st.move(parts[chosen], slots[chosen], np.full(int(chosen.sum()), d, dtype=np.int32))
     return float(v[chosen, q].sum())
@@ -214,6 +224,30 @@ def _choose(st: State, b: Bands, s: int, d: int, *, v: FloatArray, q: int, amoun
         if fits.size:
             chosen[fits[np.argmin(v[fits, q])]] = True
     return chosen
+
+
+def _topic_aware_order(
+    st: State,
+    b: Bands,
+    s: int,
+    d: int,
+    *,
+    v: FloatArray,
+    q: int,
+    amount: float,
+    topics: Ints,
+    leaders: BoolArray,
+    replicas_move: bool = False,
+) -> Ints:
+    """Preference order of candidates; the topic penalty counts each item as the k-th of its topic in
+    the order being built, so it is computed on a first ordering and then once more."""
+    order = np.arange(topics.size)
+    for _ in range(2):
+        penalty = topic_penalty(st, b, s, d, topics[order], leaders=leaders[order], replicas_move=replicas_move)
+        full = np.empty(topics.size)
+        full[order] = penalty
+        order = _order(st, b, s, d, v=v, q=q, amount=amount, penalty=full)
+    return order
 
 
 def _order(st: State, b: Bands, s: int, d: int, *, v: FloatArray, q: int, amount: float, penalty: FloatArray) -> Ints:

@@ -33,6 +33,8 @@ from kafka_balancer.planner.topics import balance_topic_goal
 # Operations that only change the cluster's shape: no distribution rounds afterwards, so the
 # data moved is just what the operation needs.
 SHAPE_ONLY = frozenset({"demote-brokers", "fix-offline-replicas", "change-replication-factor", "move-topics"})
+# The per-topic replica goal also runs once right after this goal (see _run).
+TOPIC_SPREAD_EARLY_AFTER = "disk-distribution"
 
 
 @dataclass(frozen=True)
@@ -128,12 +130,22 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
         enforce_capacity(st)
     if op not in SHAPE_ONLY:
         done: list[str] = []
+        topic_spread = "topic-replica-distribution" in options.distribution_goals
         for goal in goal_order(options):
             done.append(goal)
             st.guarded = frozenset(done) | strict
             if goal in GOAL_QUANTITY:
                 balance_goal(st, goal)
+                if goal == TOPIC_SPREAD_EARLY_AFTER and topic_spread:
+                    # While the brokers still have slack in the later goals' bands, one-way moves can
+                    # even out the topics; at the end only exchanges (twice the bytes) could.
+                    balance_topic_goal(st, "topic-replica-distribution")
             else:
+                balance_topic_goal(st, goal)
+        # Leadership moves of the last goal free some replica moves of the one before: once more.
+        st.guarded = frozenset(options.distribution_goals) | strict
+        for goal in TOPIC_GOALS:
+            if goal in options.distribution_goals:
                 balance_topic_goal(st, goal)
     st.guarded = frozenset(options.distribution_goals)
     return st

@@ -49,7 +49,9 @@ def leader_pass(st: State, b: Bands, q: int) -> int:
     if q in COUNT_QUANTITIES:
         high, low = hi, lo
     else:
-        high, low = hi - MARGIN * (hi - avg), lo + MARGIN * (avg - lo)
+        # Brokers outside balanced groups have infinite bands: keep them out of the arithmetic.
+        edge_hi, edge_lo = np.where(finite, hi, avg), np.where(finite, lo, avg)
+        high, low = edge_hi - MARGIN * (edge_hi - avg), edge_lo + MARGIN * (avg - edge_lo)
     group_under = np.bincount(st.groups.broker, weights=under, minlength=len(st.groups.names)) > 0
     give = np.where(over, load - high, 0.0)
     give = np.where(~over & finite & group_under[st.groups.broker] & (load > avg + tol), load - avg, give)

@@ -40,7 +40,8 @@ class Bands:
     lead_lo: FloatArray  # (T,) leader-count band per topic
     lead_hi: FloatArray
     topic_replica_on: bool
-    topic_leader_on: BoolArray  # (T,) topics the leader-spread goal applies to
+    topic_leader_on: BoolArray  # (T,) topics the leader-spread goal applies to (when guarded)
+    leader_spread: BoolArray  # (T,) topics the leader-spread goal would apply to (guarded or not)
 
 
 def compute_bands(st: State) -> Bands:
@@ -58,8 +59,9 @@ def compute_bands(st: State) -> Bands:
     goals = st.guarded
     t_lo, t_hi = topic_bands(st, st.tcount, th)
     l_lo, l_hi = topic_bands(st, st.tlead, th)
-    leader_on = topic_leader_applies(st) if "topic-leader-distribution" in goals else np.zeros(len(t_lo), bool)
-    return Bands(lower, upper, avg, t_lo, t_hi, l_lo, l_hi, "topic-replica-distribution" in goals, leader_on)
+    spread = topic_leader_applies(st)
+    leader_on = spread if "topic-leader-distribution" in goals else np.zeros(len(t_lo), bool)
+    return Bands(lower, upper, avg, t_lo, t_hi, l_lo, l_hi, "topic-replica-distribution" in goals, leader_on, spread)
 
 
 def _violation(load: FloatArray, lower: FloatArray, upper: FloatArray) -> FloatArray:
@@ -313,19 +315,43 @@ def leader_candidates(st: State, index: tuple[Ints, Ints], s: int, d: int) -> tu
     return parts, np.argmax(hit[has], axis=1).astype(np.int64)
 
 
-def topic_penalty(st: State, s: int, d: int, topics: Ints, *, leaders: BoolArray, replicas_move: bool) -> FloatArray:
-    """0 for items whose move also evens out their topic's spread, up to 2 for items that worsen it.
+def topic_penalty(
+    st: State, b: Bands, s: int, d: int, topics: Ints, *, leaders: BoolArray, replicas_move: bool
+) -> FloatArray:
+    """0 for items whose move brings their topic's spread into its band, up to ~5 for items that push it out.
 
     Used as a preference (not a constraint) so that the broker-level goals already move the right
-    topics, and the per-topic goals, which come last, have little left to move.
+    topics, and the per-topic goals, which come last, have little left to move. Items are scored as
+    the k-th move of their topic in the batch (in the given order), so one batch does not pile a
+    topic onto ``d``.
     """
     penalty = np.zeros(topics.size)
+    if topics.size == 0:
+        return penalty
+    k = ranks(topics) + 1
     if replicas_move and "topic-replica-distribution" in st.options.distribution_goals:
-        penalty += (st.tcount[topics, s] - st.tcount[topics, d] < 2).astype(np.float64)
+        penalty += _step_penalty(st.tcount, s, d, topics=topics, k=k, lo=b.topic_lo, hi=b.topic_hi)
     if "topic-leader-distribution" in st.options.distribution_goals:
-        worse = (st.tlead[topics, s] - st.tlead[topics, d] < 2) & leaders
-        penalty += worse.astype(np.float64)
+        on = b.leader_spread[topics] & leaders
+        lead = _step_penalty(st.tlead, s, d, topics=topics, k=k, lo=b.lead_lo, hi=b.lead_hi)
+        penalty += np.where(on, lead, 0.0)
     return penalty
+
+
+def _step_penalty(counts: Ints, s: int, d: int, *, topics: Ints, k: Ints, lo: FloatArray, hi: FloatArray) -> FloatArray:
+    """How the k-th move of a topic from ``s`` to ``d`` changes its out-of-band distance (-2..2, shifted
+    to 0..4), plus 0.5 when it does not even out the two brokers' counts."""
+    cs = counts[topics, s].astype(np.float64) - (k - 1)
+    cd = counts[topics, d].astype(np.float64) + (k - 1)
+    lo_t, hi_t = lo[topics], hi[topics]
+
+    def dist(c: FloatArray) -> FloatArray:
+        out: FloatArray = np.maximum(c - hi_t, 0) + np.maximum(lo_t - c, 0)
+        return out
+
+    change = dist(cs - 1) + dist(cd + 1) - dist(cs) - dist(cd)
+    out: FloatArray = change + 2.0 + 0.5 * (cs - cd < 2)
+    return out
 
 
 def fit_order(st: State, b: Bands, s: int, d: int, *, v: FloatArray, q: int, count: float, penalty: FloatArray) -> Ints:

@@ -16,7 +16,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
-from kafka_balancer.planner.select import Bands, accept_together, compute_bands
+from kafka_balancer.planner.select import Bands, accept_together, compute_bands, ranks
 from kafka_balancer.planner.state import Ints, State
 from kafka_balancer.planner.topic_swaps import (
     MAX_OFFERS,
@@ -140,10 +140,19 @@ def _proposals(
     cands = np.zeros((0, 0), dtype=np.int64)
     if not leaders:
         cands = _receivers(st, spread, np.unique(st.ptopic[parts]))
+    # The r-th offer of a (topic, source) takes the r-th best destination, so that a broker far
+    # over a topic's band gives several replicas in one round (each to a different broker).
+    src_all = st.rep[parts, 0] if leaders else st.rep[parts, slots]
+    pick = ranks(st.ptopic[parts].astype(np.int64) * st.model.num_brokers + src_all)
     out_p, out_s, out_d = [], [], []
     for start in range(0, parts.size, CHUNK):
         p, k = parts[start : start + CHUNK], slots[start : start + CHUNK]
-        d, ok = _leader_dest(st, p, spread) if leaders else _replica_dest(st, p, k, spread, cands=cands, nracks=nracks)
+        r = pick[start : start + CHUNK]
+        d, ok = (
+            _leader_dest(st, p, spread)
+            if leaders
+            else _replica_dest(st, p, k, spread, cands=cands, nracks=nracks, pick=r if not for_swaps else 0 * r)
+        )
         out_p.append(p[ok])
         out_s.append(k[ok])
         out_d.append(d[ok])
@@ -155,9 +164,12 @@ def _proposals(
         return p, k, d
     t = st.ptopic[p]
     src = st.rep[p, 0] if leaders else st.rep[p, k]
-    # Candidates come sorted by (topic, source, size): keep the first per (topic, source), then the
-    # first per (topic, destination), then one per partition.
-    keep = _first(t, src) & _first(t, d) & _first(p)
+    # Candidates come sorted by (topic, source, size): per (topic, source) as many as it holds above
+    # the band (one when it only gives to an under-band broker), then the first per (topic,
+    # destination), then one per partition.
+    excess = spread.counts[t, src] - spread.hi[t]
+    allowed = np.where(leaders, 1, np.maximum(excess, 1))
+    keep = (ranks(t.astype(np.int64) * st.model.num_brokers + src) < allowed) & _first(t, d) & _first(p)
     return p[keep], k[keep], d[keep]
 
 
@@ -201,8 +213,11 @@ def _receivers(st: State, spread: _Spread, topics: Ints) -> Ints:
     return cands
 
 
-def _replica_dest(st: State, p: Ints, k: Ints, spread: _Spread, *, cands: Ints, nracks: Ints) -> tuple[Ints, BoolArray]:
-    """For each offered replica, the allowed broker holding fewest of its topic (and whether one exists)."""
+def _replica_dest(
+    st: State, p: Ints, k: Ints, spread: _Spread, *, cands: Ints, nracks: Ints, pick: Ints
+) -> tuple[Ints, BoolArray]:
+    """For each offered replica, the ``pick``-th (0 = best) allowed broker holding fewest of its topic
+    (and whether it exists)."""
     counts, over, under, hi = spread.counts, spread.over, spread.under, spread.hi
     rows = st.rep[p]
     t = st.ptopic[p]
@@ -226,7 +241,7 @@ def _replica_dest(st: State, p: Ints, k: Ints, spread: _Spread, *, cands: Ints, 
         allowed = np.ceil(valid.sum(axis=1) / np.maximum(nracks[st.groups.partition[p]], 1))
         feas &= same + 1 <= allowed[:, None]
     score = np.where(feas, c_dest, np.iinfo(np.int32).max)
-    j = np.argmin(score, axis=1)
+    j = np.argsort(score, axis=1, kind="stable")[n, np.minimum(pick, score.shape[1] - 1)]
     return dest[n, j], feas[n, j]
 
 
