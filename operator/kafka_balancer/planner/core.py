@@ -142,11 +142,12 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
                     balance_topic_goal(st, "topic-replica-distribution")
             else:
                 balance_topic_goal(st, goal)
-        # Leadership moves of the last goal free some replica moves of the one before: once more.
+        # Leadership moves of the last goal free some replica moves of the one before: once more,
+        # now exchanging partitions of any size for what is still out of band.
         st.guarded = frozenset(options.distribution_goals) | strict
         for goal in TOPIC_GOALS:
             if goal in options.distribution_goals:
-                balance_topic_goal(st, goal)
+                balance_topic_goal(st, goal, size_cap=1.0)
     st.guarded = frozenset(options.distribution_goals)
     return st
 

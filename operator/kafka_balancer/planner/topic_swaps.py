@@ -164,7 +164,16 @@ def leader_index(st: State, size_rank: Ints) -> PartnerIndex:
 
 
 def replica_swaps(
-    st: State, b: Bands, parts: Ints, slots: Ints, dests: Ints, *, nracks: Ints, size_rank: Ints, index: PartnerIndex
+    st: State,
+    b: Bands,
+    parts: Ints,
+    slots: Ints,
+    dests: Ints,
+    *,
+    nracks: Ints,
+    size_rank: Ints,
+    index: PartnerIndex,
+    size_cap: float = SIZE_CAP,
 ) -> int:
     """Pair each offered move (slot ``slots`` of ``parts`` to ``dests``) with a partner coming back.
 
@@ -176,7 +185,7 @@ def replica_swaps(
     followers_only = "topic-leader-distribution" in st.guarded
     rep = st.rep
     nparts = max(st.model.num_partitions, 1)
-    small = size_rank < SIZE_CAP * nparts
+    small = size_rank < size_cap * nparts
     yp, yk, key, starts = index
     sel = small[parts]
     if followers_only:

@@ -18,8 +18,10 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands, ranks
 from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.topic_chains import leader_chains
 from kafka_balancer.planner.topic_swaps import (
     MAX_OFFERS,
+    SIZE_CAP,
     PartnerIndex,
     leader_index,
     leader_swaps,
@@ -41,7 +43,7 @@ REINDEX: Final = 8
 CHUNK: Final = 16384
 
 
-def balance_topic_goal(st: State, goal: str) -> int:
+def balance_topic_goal(st: State, goal: str, *, size_cap: float = SIZE_CAP) -> int:
     """Rounds of batched moves until the topic goal holds or nothing can move. Returns moves made."""
     leaders = goal == "topic-leader-distribution"
     nracks = st.group_racks()
@@ -63,10 +65,14 @@ def balance_topic_goal(st: State, goal: str) -> int:
             if leaders:
                 moved += leader_swaps(st, b, parts, dests, size_rank=size_rank, index=index)
             else:
-                moved += replica_swaps(st, b, parts, slots, dests, nracks=nracks, size_rank=size_rank, index=index)
+                moved += replica_swaps(
+                    st, b, parts, slots, dests, nracks=nracks, size_rank=size_rank, index=index, size_cap=size_cap
+                )
         total += moved
         if moved == 0:
             break
+    if leaders:
+        total += leader_chains(st, compute_bands(st))
     return total
 
 

@@ -1,0 +1,212 @@
+"""Per-topic leader spread by chains: when no single leadership move or exchange is allowed, pass
+one leadership of a topic along a short path of its own partitions.
+
+A broker leading too many of topic T often has T's partitions only on brokers that already lead
+their share of T. Moving the leadership of one partition to such a broker ``a`` and, in the same
+step, the leadership of another T partition from ``a`` to a broker ``u`` with room, leaves ``a``'s
+count unchanged and moves one leadership from the over-full broker to ``u``: no data moves. Paths
+are found breadth-first over the topic's (leader -> follower) edges, at most MAX_DEPTH long, and a
+chain is applied only if every guarded band accepts the leaders' combined load changes.
+
+This is the last resort after the vectorised rounds, so it only sees the few topics left out of
+band; the work is bounded by MAX_CHAINS per call.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Final
+
+import numpy as np
+
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.select import Bands, accept_together
+from kafka_balancer.planner.state import Ints, State
+
+# Edges per path: 2 or 3 leadership moves are what the one-step rounds cannot do.
+MAX_DEPTH: Final = 8
+# Chains tried per call (each is a small breadth-first search in Python).
+MAX_CHAINS: Final = 4000
+# Alternative paths checked against the bands for one broker before giving up on it.
+PATHS_PER_BROKER: Final = 8
+# Paths closed into cycles per call (each scans the partitions once), and partners tried per path.
+MAX_CLOSINGS: Final = 200
+CLOSING_TRIES: Final = 256
+
+
+class _Budget:
+    """How many more cycle closings this call may try (each one scans every partition)."""
+
+    def __init__(self, closings: int) -> None:
+        self.closings = closings
+
+    def spend(self) -> bool:
+        self.closings -= 1
+        return self.closings >= 0
+
+
+Edge = tuple[int, int, int]  # (partition, slot of the new leader, new leader broker)
+
+
+def leader_chains(st: State, b: Bands) -> int:
+    """Apply leadership chains that bring topics' leader counts into their band. Returns chains applied."""
+    counts, lo, hi = st.tlead, b.lead_lo, b.lead_hi
+    in_group = (st.groups.broker[None, :] == st.groups.topic[:, None]) & st.active[None, :]
+    in_group &= st.groups.balanced[st.groups.topic][:, None] & b.topic_leader_on[:, None]
+    bad = in_group & ((counts > hi[:, None]) | ((counts < lo[:, None]) & st.can_lead[None, :]))
+    topics = np.flatnonzero(bad.any(axis=1))
+    if topics.size == 0:
+        return 0
+    order = np.argsort(st.ptopic, kind="stable")
+    starts = np.searchsorted(st.ptopic[order], np.arange(len(st.model.topics) + 1))
+    budget = _Budget(MAX_CLOSINGS)
+    applied = tried = 0
+    for t in topics.tolist():
+        parts = order[starts[t] : starts[t + 1]]
+        parts = parts[st.movable[parts]]
+        member = in_group[t]
+        while tried < MAX_CHAINS:
+            over = np.flatnonzero(member & (counts[t] > hi[t]))
+            under = np.flatnonzero(member & (counts[t] < lo[t]) & st.can_lead)
+            if over.size == 0 and under.size == 0:
+                break
+            tried += 1
+            if not _fix_one(st, b, t, parts, over=over.tolist(), under=under.tolist(), member=member, budget=budget):
+                break
+            applied += 1
+    return applied
+
+
+def _edges(st: State, parts: Ints) -> dict[int, list[Edge]]:
+    """For each broker leading some of ``parts``: the leadership moves it can make (to a follower)."""
+    out: dict[int, list[Edge]] = {}
+    rows = st.rep[parts]
+    for p, row in zip(parts.tolist(), rows.tolist(), strict=True):
+        leader = row[0]
+        for k in range(1, len(row)):
+            f = row[k]
+            if f != NO_BROKER and st.active[f] and st.can_lead[f]:
+                out.setdefault(leader, []).append((p, k, f))
+    return out
+
+
+def _fix_one(
+    st: State,
+    b: Bands,
+    t: int,
+    parts: Ints,
+    *,
+    over: list[int],
+    under: list[int],
+    member: BoolArray,
+    budget: _Budget,
+) -> bool:
+    """Find and apply one chain that lowers topic ``t``'s out-of-band distance."""
+    counts, lo, hi = st.tlead[t], b.lead_lo[t], b.lead_hi[t]
+    edges = _edges(st, parts)
+    if over:
+        # From an over-full broker to any member that can lead one more (under-band ones first).
+        for start in over:
+            ends = {u for u in range(counts.size) if member[u] and st.can_lead[u] and counts[u] + 1 <= hi}
+            preferred = set(under)
+            for path in _paths(edges, start, ends, preferred):
+                if _apply_if_accepted(st, b, path, budget):
+                    return True
+    if under:
+        # Into an under-band broker from any member that can spare one (reverse search).
+        reverse: dict[int, list[Edge]] = {}
+        for leader, outs in edges.items():
+            for p, k, f in outs:
+                reverse.setdefault(f, []).append((p, k, leader))
+        for end in under:
+            starts = {s for s in range(counts.size) if member[s] and counts[s] - 1 >= lo}
+            # A reverse edge (p, k, leader) is still "make slot k of p the leader": each edge of the
+            # path is one leadership move, whichever way the search walked it.
+            for path in _paths(reverse, end, starts, set(over)):
+                if _apply_if_accepted(st, b, path, budget):
+                    return True
+    return False
+
+
+def _paths(edges: dict[int, list[Edge]], start: int, ends: set[int], preferred: set[int]) -> list[list[Edge]]:
+    """Shortest edge paths (at most MAX_DEPTH) from ``start`` to up to PATHS_PER_BROKER brokers of
+    ``ends``, ``preferred`` ends first: a breadth-first search that visits each broker once."""
+    parent: dict[int, tuple[int, Edge]] = {}
+    depth = {start: 0}
+    queue: deque[int] = deque([start])
+    reached: list[int] = []
+    while queue:
+        node = queue.popleft()
+        if depth[node] >= MAX_DEPTH:
+            continue
+        for edge in edges.get(node, []):
+            nxt = edge[2]
+            if nxt in depth:
+                continue
+            depth[nxt] = depth[node] + 1
+            parent[nxt] = (node, edge)
+            queue.append(nxt)
+            if nxt in ends:
+                reached.append(nxt)
+    reached.sort(key=lambda n: (depth[n], n not in preferred))
+    out: list[list[Edge]] = []
+    for end in reached[:PATHS_PER_BROKER]:
+        path: list[Edge] = []
+        node = end
+        while node != start:
+            node, edge = parent[node]
+            path.append(edge)
+        out.append(path[::-1])
+    return out
+
+
+def _apply_if_accepted(st: State, b: Bands, path: list[Edge], budget: _Budget) -> bool:
+    """Apply the path's leadership moves if every guarded band accepts them; else try once more with
+    a leadership of another topic going from the path's end back to its start (a cycle: every
+    broker keeps its leader count, for brokers whose count sits on its band's edge)."""
+    parts = np.array([e[0] for e in path], dtype=np.int64)
+    slots = np.array([e[1] for e in path], dtype=np.int64)
+    if np.unique(parts).size != parts.size:
+        return False
+    if _accepted(st, b, parts, slots):
+        st.swap_leader(parts, slots)
+        return True
+    if not budget.spend():
+        return False
+    start, end = int(st.rep[parts[0], 0]), int(st.rep[parts[-1], slots[-1]])
+    back, back_slots = _closing_candidates(st, b, start=start, end=end, topic=int(st.ptopic[parts[0]]))
+    v = (st.lead[parts[0]] - st.follow[parts[0]]) / np.maximum(b.avg[start], 1e-12)
+    gap = np.abs((st.lead[back] - st.follow[back]) / np.maximum(b.avg[start], 1e-12) - v).sum(axis=1)
+    for i in np.argsort(gap, kind="stable")[:CLOSING_TRIES].tolist():
+        all_parts = np.r_[parts, back[i]]
+        all_slots = np.r_[slots, back_slots[i]]
+        if _accepted(st, b, all_parts, all_slots):
+            st.swap_leader(all_parts, all_slots)
+            return True
+    return False
+
+
+def _accepted(st: State, b: Bands, parts: Ints, slots: Ints) -> bool:
+    src = st.rep[parts, 0]
+    dst = st.rep[parts, slots]
+    v = st.lead[parts] - st.follow[parts]
+    return bool(accept_together(st, b, src=src, dst=dst, v=v).all())
+
+
+def _closing_candidates(st: State, b: Bands, *, start: int, end: int, topic: int) -> tuple[Ints, Ints]:
+    """Partitions of other topics led by ``end`` with a follower on ``start`` whose own topic's
+    leader spread does not get worse if ``start`` takes their leadership: (partitions, slots)."""
+    hit = st.rep == start
+    cand = np.flatnonzero((st.rep[:, 0] == end) & hit.any(axis=1) & st.movable & (st.ptopic != topic))
+    slots = np.argmax(hit[cand], axis=1).astype(np.int64)
+    u = st.ptopic[cand]
+    lo, hi = b.lead_lo[u], b.lead_hi[u]
+    ce, cs = st.tlead[u, end].astype(np.float64), st.tlead[u, start].astype(np.float64)
+
+    def dist(c: FloatArray) -> FloatArray:
+        out: FloatArray = np.maximum(c - hi, 0) + np.maximum(lo - c, 0)
+        return out
+
+    ok = ~b.topic_leader_on[u] | (dist(ce - 1) + dist(cs + 1) <= dist(ce) + dist(cs))
+    ok &= st.can_lead[start]
+    return cand[ok], slots[ok]
