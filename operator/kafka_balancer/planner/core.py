@@ -27,6 +27,7 @@ from kafka_balancer.planner.goals import (
 from kafka_balancer.planner.hard import bad_slots, enforce_capacity, evacuate, fix_leadership, precheck
 from kafka_balancer.planner.operations import change_replication_factor, move_topics
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
+from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.state import QUANTITY_NAMES, Ints, State, resolve_groups
 from kafka_balancer.planner.topics import balance_topic_goal
 
@@ -148,6 +149,7 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
         for goal in TOPIC_GOALS:
             if goal in options.distribution_goals:
                 balance_topic_goal(st, goal, size_cap=1.0)
+        revert_moves(st)
     st.guarded = frozenset(options.distribution_goals)
     return st
 
