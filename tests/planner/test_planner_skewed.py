@@ -21,15 +21,15 @@ RESOURCE_GOALS = (
 
 
 @pytest.mark.parametrize(
-    "shape",
+    ("shape", "everything_holds"),
     [
-        {"brokers": 12, "new_brokers": 3, "partitions": 2000, "rf": 3, "skew": 1.0, "seed": 7},
-        {"brokers": 15, "new_brokers": 3, "partitions": 3000, "rf": 3, "skew": 2.0, "seed": 1},
-        {"brokers": 18, "new_brokers": 6, "partitions": 3000, "rf": 2.5, "skew": 1.0, "seed": 4},
+        ({"brokers": 12, "new_brokers": 3, "partitions": 2000, "rf": 3, "skew": 1.0, "seed": 7}, True),
+        ({"brokers": 15, "new_brokers": 3, "partitions": 3000, "rf": 3, "skew": 2.0, "seed": 1}, True),
+        ({"brokers": 18, "new_brokers": 6, "partitions": 3000, "rf": 2.5, "skew": 1.0, "seed": 4}, False),
     ],
     ids=["12b-2k", "15b-3k-skew2", "18b-3k-rf2.5"],
 )
-def test_skewed_cluster_with_new_brokers(shape: dict[str, Any]) -> None:
+def test_skewed_cluster_with_new_brokers(shape: dict[str, Any], everything_holds: bool) -> None:
     model = skewed_cluster(**shape)
     brokers, new = int(shape["brokers"]), int(shape["new_brokers"])
     options = PlannerOptions(operation=OperationOptions("add-brokers", brokers=tuple(range(brokers - new, brokers))))
@@ -47,20 +47,25 @@ def test_skewed_cluster_with_new_brokers(shape: dict[str, Any]) -> None:
     for goal, stats in summary["goals"].items():
         assert stats["violationAfter"] <= stats["violationBefore"] + 1e-9, (goal, stats)
     assert summary["balancednessAfter"] > 90 > summary["balancednessBefore"]
-    # Per-topic spread (replica/leader slots out of band): the swaps of same-size partitions of two
-    # topics bring it most of the way; measured 2-31% left for replicas, 0.6-3% for leaders.
+    # Per-topic spread (replica/leader slots out of band): on the first two clusters every one of the
+    # nine goals holds and the bytes stay within the 1.15x of the lower bound
+    # max(disk above 1.10 x avg, disk below 0.90 x avg); measured 1.12x and 1.08x. On the mixed-rf
+    # cluster a couple of slots stay out (measured 2 replica and 1 leader slot of ~4,000 and ~1,600)
+    # and the bytes are 1.21x: see docs/performance.md.
     topic_replicas, topic_leaders = (
         summary["goals"]["topic-replica-distribution"],
         summary["goals"]["topic-leader-distribution"],
     )
-    assert topic_replicas["violationAfter"] <= 0.4 * topic_replicas["violationBefore"], topic_replicas
-    assert topic_leaders["violationAfter"] <= 0.05 * topic_leaders["violationBefore"], topic_leaders
-    # Bytes moved against the lower bound max(disk above 1.10 x avg, disk below 0.90 x avg). The
-    # per-topic spread goals need moves of their own among the old brokers (the bound counts disk
-    # only): measured 1.22-1.29x with all nine goals, 1.05-1.18x with the seven broker-level ones
-    # (docs/performance.md). These bounds guard against regressions; the target is 1.15x.
     bound = disk_lower_bound(model)
-    assert 1.0 <= summary["bytesToMove"] / bound <= 1.45, summary["bytesToMove"] / bound
+    ratio = summary["bytesToMove"] / bound
+    if everything_holds:
+        assert summary["goalsViolated"] == [], summary["goalsViolated"]
+        assert 1.0 <= ratio <= 1.15, ratio
+    else:
+        assert topic_replicas["violationAfter"] <= 0.005 * topic_replicas["violationBefore"], topic_replicas
+        assert topic_leaders["violationAfter"] <= 0.005 * topic_leaders["violationBefore"], topic_leaders
+        assert 1.0 <= ratio <= 1.25, ratio
+    # With the seven broker-level goals only (measured 1.09-1.17x).
     broker_level = tuple(g for g in DISTRIBUTION_GOALS if not g.startswith("topic-"))
     lean = plan(model, dataclasses.replace(options, distribution_goals=broker_level)).summary
     assert all(lean["goals"][goal]["holdsAfter"] for goal in RESOURCE_GOALS)

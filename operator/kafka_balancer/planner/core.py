@@ -142,9 +142,9 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
                     # even out the topics; at the end only exchanges (twice the bytes) could.
                     balance_topic_goal(st, "topic-replica-distribution")
             else:
-                balance_topic_goal(st, goal)
-        # Leadership moves of the last goal free some replica moves of the one before: once more,
-        # now exchanging partitions of any size for what is still out of band.
+                # Last: exchanges may now use partitions of any size, for what is still out of band.
+                balance_topic_goal(st, goal, size_cap=1.0)
+        # Leadership moves of the last goal free some replica moves of the one before: once more.
         st.guarded = frozenset(options.distribution_goals) | strict
         for goal in TOPIC_GOALS:
             if goal in options.distribution_goals:

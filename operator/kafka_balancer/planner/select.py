@@ -26,6 +26,9 @@ TAKE_PASSES: Final = 4
 DROP_PASSES: Final = 12
 # Weight of the topic-spread preference against the load-fit distance when ordering candidates.
 TOPIC_WEIGHT: Final = 2.0
+# For leader-count moves (free) the fit to the other goals matters more than the topic preference:
+# a leadership that fits the count but not the traffic blocks the traffic goals' bands.
+LEADER_TOPIC_WEIGHT: Final = 0.5
 
 
 @dataclass
@@ -318,7 +321,8 @@ def leader_candidates(st: State, index: tuple[Ints, Ints], s: int, d: int) -> tu
 def topic_penalty(
     st: State, b: Bands, s: int, d: int, topics: Ints, *, leaders: BoolArray, replicas_move: bool
 ) -> FloatArray:
-    """0 for items whose move brings their topic's spread into its band, up to ~5 for items that push it out.
+    """0 for replica moves that bring their topic's spread into its band, up to ~5 for moves that push
+    it (or the topic's leader spread) out.
 
     Used as a preference (not a constraint) so that the broker-level goals already move the right
     topics, and the per-topic goals, which come last, have little left to move. Items are scored as
@@ -330,17 +334,22 @@ def topic_penalty(
         return penalty
     k = ranks(topics) + 1
     if replicas_move and "topic-replica-distribution" in st.options.distribution_goals:
-        penalty += _step_penalty(st.tcount, s, d, topics=topics, k=k, lo=b.topic_lo, hi=b.topic_hi)
+        change, uneven = _step(st.tcount, s, d, topics=topics, k=k, lo=b.topic_lo, hi=b.topic_hi)
+        penalty += change + 2.0 + 0.5 * uneven
     if "topic-leader-distribution" in st.options.distribution_goals:
+        # Leaders only ever add a penalty: a bonus would make replica moves prefer leader replicas,
+        # piling leadership onto the receiving brokers for the leader-count goal to undo.
         on = b.leader_spread[topics] & leaders
-        lead = _step_penalty(st.tlead, s, d, topics=topics, k=k, lo=b.lead_lo, hi=b.lead_hi)
-        penalty += np.where(on, lead, 0.0)
+        change, uneven = _step(st.tlead, s, d, topics=topics, k=k, lo=b.lead_lo, hi=b.lead_hi)
+        penalty += np.where(on, np.maximum(change, 0.0) + 0.5 * uneven, 0.0)
     return penalty
 
 
-def _step_penalty(counts: Ints, s: int, d: int, *, topics: Ints, k: Ints, lo: FloatArray, hi: FloatArray) -> FloatArray:
-    """How the k-th move of a topic from ``s`` to ``d`` changes its out-of-band distance (-2..2, shifted
-    to 0..4), plus 0.5 when it does not even out the two brokers' counts."""
+def _step(
+    counts: Ints, s: int, d: int, *, topics: Ints, k: Ints, lo: FloatArray, hi: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """(change of the topic's out-of-band distance, -2..2; 1.0 where the move does not even out the
+    two brokers' counts) for the k-th move of each item's topic from ``s`` to ``d``."""
     cs = counts[topics, s].astype(np.float64) - (k - 1)
     cd = counts[topics, d].astype(np.float64) + (k - 1)
     lo_t, hi_t = lo[topics], hi[topics]
@@ -349,9 +358,9 @@ def _step_penalty(counts: Ints, s: int, d: int, *, topics: Ints, k: Ints, lo: Fl
         out: FloatArray = np.maximum(c - hi_t, 0) + np.maximum(lo_t - c, 0)
         return out
 
-    change = dist(cs - 1) + dist(cd + 1) - dist(cs) - dist(cd)
-    out: FloatArray = change + 2.0 + 0.5 * (cs - cd < 2)
-    return out
+    change: FloatArray = dist(cs - 1) + dist(cd + 1) - dist(cs) - dist(cd)
+    uneven: FloatArray = (cs - cd < 2).astype(np.float64)
+    return change, uneven
 
 
 def fit_order(st: State, b: Bands, s: int, d: int, *, v: FloatArray, q: int, count: float, penalty: FloatArray) -> Ints:
@@ -361,7 +370,7 @@ def fit_order(st: State, b: Bands, s: int, d: int, *, v: FloatArray, q: int, cou
     over the items); candidates closest to the targets come first, earlier goals weighing more.
     """
     goals = [GOAL_QUANTITY[g] for g in st.options.distribution_goals if g in GOAL_QUANTITY]
-    score = penalty * TOPIC_WEIGHT
+    score = penalty * (TOPIC_WEIGHT if q != Q_LEADERS else LEADER_TOPIC_WEIGHT)
     weight = 1.0
     per_item = np.maximum(b.avg[s, :], 1e-12) / max(float(b.avg[s, q]), 1e-12)
     for c in goals:

@@ -25,27 +25,43 @@ from kafka_balancer.planner.state import Ints, State
 
 # Edges per path: 2 or 3 leadership moves are what the one-step rounds cannot do.
 MAX_DEPTH: Final = 8
-# Chains tried per call (each is a small breadth-first search in Python).
-MAX_CHAINS: Final = 4000
+# Chains tried per topic and call beyond its out-of-band count (each is a small breadth-first
+# search in Python). Limits are per topic, never per call, so that a topic's result does not depend
+# on the other topics (or resource groups) planned with it.
+SPARE_TRIES: Final = 2
 # Alternative paths checked against the bands for one broker before giving up on it.
 PATHS_PER_BROKER: Final = 8
-# Paths closed into cycles per call (each scans the partitions once), and partners tried per path.
-MAX_CLOSINGS: Final = 200
-CLOSING_TRIES: Final = 256
+# Paths closed into cycles per topic and call, and partners tried per path.
+MAX_CLOSINGS: Final = 8
+CLOSING_TRIES: Final = 16
+
+
+Edge = tuple[int, int, int]  # (partition, slot of the new leader, new leader broker)
+
+
+class _LeaderIndex:
+    """Partitions by leader as at the start of a call (entries whose leader changed since are
+    skipped when used)."""
+
+    def __init__(self, st: State) -> None:
+        self.order = np.argsort(st.rep[:, 0], kind="stable")
+        self.starts = np.searchsorted(st.rep[self.order, 0], np.arange(st.model.num_brokers + 1))
+
+    def led_by(self, broker: int) -> Ints:
+        out: Ints = self.order[self.starts[broker] : self.starts[broker + 1]]
+        return out
 
 
 class _Budget:
-    """How many more cycle closings this call may try (each one scans every partition)."""
+    """How many more cycle closings one topic may try."""
 
-    def __init__(self, closings: int) -> None:
+    def __init__(self, index: _LeaderIndex, closings: int) -> None:
+        self.index = index
         self.closings = closings
 
     def spend(self) -> bool:
         self.closings -= 1
         return self.closings >= 0
-
-
-Edge = tuple[int, int, int]  # (partition, slot of the new leader, new leader broker)
 
 
 def leader_chains(st: State, b: Bands) -> int:
@@ -59,18 +75,19 @@ def leader_chains(st: State, b: Bands) -> int:
         return 0
     order = np.argsort(st.ptopic, kind="stable")
     starts = np.searchsorted(st.ptopic[order], np.arange(len(st.model.topics) + 1))
-    budget = _Budget(MAX_CLOSINGS)
-    applied = tried = 0
+    by_leader = _LeaderIndex(st)
+    applied = 0
     for t in topics.tolist():
         parts = order[starts[t] : starts[t + 1]]
         parts = parts[st.movable[parts]]
         member = in_group[t]
-        while tried < MAX_CHAINS:
+        budget = _Budget(by_leader, MAX_CLOSINGS)
+        distance = np.maximum(counts[t] - hi[t], 0) + np.maximum(lo[t] - counts[t], 0)
+        for _ in range(int(distance[member].sum()) + SPARE_TRIES):
             over = np.flatnonzero(member & (counts[t] > hi[t]))
             under = np.flatnonzero(member & (counts[t] < lo[t]) & st.can_lead)
             if over.size == 0 and under.size == 0:
                 break
-            tried += 1
             if not _fix_one(st, b, t, parts, over=over.tolist(), under=under.tolist(), member=member, budget=budget):
                 break
             applied += 1
@@ -79,15 +96,23 @@ def leader_chains(st: State, b: Bands) -> int:
 
 def _edges(st: State, parts: Ints) -> dict[int, list[Edge]]:
     """For each broker leading some of ``parts``: the leadership moves it can make (to a follower)."""
-    out: dict[int, list[Edge]] = {}
     rows = st.rep[parts]
-    for p, row in zip(parts.tolist(), rows.tolist(), strict=True):
-        leader = row[0]
-        for k in range(1, len(row)):
-            f = row[k]
-            if f != NO_BROKER and st.active[f] and st.can_lead[f]:
-                out.setdefault(leader, []).append((p, k, f))
-    return out
+    width = rows.shape[1]
+    if parts.size == 0 or width < 2:
+        return {}
+    leader = np.repeat(rows[:, 0], width - 1)
+    part = np.repeat(parts, width - 1)
+    slot = np.tile(np.arange(1, width), parts.size)
+    follower = rows[:, 1:].ravel()
+    safe = np.maximum(follower, 0)
+    ok = (follower != NO_BROKER) & st.active[safe] & st.can_lead[safe]
+    leader, part, slot, follower = leader[ok], part[ok], slot[ok], follower[ok]
+    order = np.argsort(leader, kind="stable")
+    leader, part, slot, follower = leader[order], part[order], slot[order], follower[order]
+    brokers, first = np.unique(leader, return_index=True)
+    bounds = [*first.tolist(), leader.size]
+    triples = list(zip(part.tolist(), slot.tolist(), follower.tolist(), strict=True))
+    return {b: triples[bounds[i] : bounds[i + 1]] for i, b in enumerate(brokers.tolist())}
 
 
 def _fix_one(
@@ -107,7 +132,7 @@ def _fix_one(
     if over:
         # From an over-full broker to any member that can lead one more (under-band ones first).
         for start in over:
-            ends = {u for u in range(counts.size) if member[u] and st.can_lead[u] and counts[u] + 1 <= hi}
+            ends = set(np.flatnonzero(member & st.can_lead & (counts + 1 <= hi)).tolist())
             preferred = set(under)
             for path in _paths(edges, start, ends, preferred):
                 if _apply_if_accepted(st, b, path, budget):
@@ -119,7 +144,7 @@ def _fix_one(
             for p, k, f in outs:
                 reverse.setdefault(f, []).append((p, k, leader))
         for end in under:
-            starts = {s for s in range(counts.size) if member[s] and counts[s] - 1 >= lo}
+            starts = set(np.flatnonzero(member & (counts - 1 >= lo)).tolist())
             # A reverse edge (p, k, leader) is still "make slot k of p the leader": each edge of the
             # path is one leadership move, whichever way the search walked it.
             for path in _paths(reverse, end, starts, set(over)):
@@ -174,7 +199,9 @@ def _apply_if_accepted(st: State, b: Bands, path: list[Edge], budget: _Budget) -
     if not budget.spend():
         return False
     start, end = int(st.rep[parts[0], 0]), int(st.rep[parts[-1], slots[-1]])
-    back, back_slots = _closing_candidates(st, b, start=start, end=end, topic=int(st.ptopic[parts[0]]))
+    back, back_slots = _closing_candidates(
+        st, b, budget.index.led_by(end), start=start, end=end, topic=int(st.ptopic[parts[0]])
+    )
     v = (st.lead[parts[0]] - st.follow[parts[0]]) / np.maximum(b.avg[start], 1e-12)
     gap = np.abs((st.lead[back] - st.follow[back]) / np.maximum(b.avg[start], 1e-12) - v).sum(axis=1)
     for i in np.argsort(gap, kind="stable")[:CLOSING_TRIES].tolist():
@@ -193,12 +220,12 @@ def _accepted(st: State, b: Bands, parts: Ints, slots: Ints) -> bool:
     return bool(accept_together(st, b, src=src, dst=dst, v=v).all())
 
 
-def _closing_candidates(st: State, b: Bands, *, start: int, end: int, topic: int) -> tuple[Ints, Ints]:
-    """Partitions of other topics led by ``end`` with a follower on ``start`` whose own topic's
-    leader spread does not get worse if ``start`` takes their leadership: (partitions, slots)."""
-    hit = st.rep == start
-    cand = np.flatnonzero((st.rep[:, 0] == end) & hit.any(axis=1) & st.movable & (st.ptopic != topic))
-    slots = np.argmax(hit[cand], axis=1).astype(np.int64)
+def _closing_candidates(st: State, b: Bands, led: Ints, *, start: int, end: int, topic: int) -> tuple[Ints, Ints]:
+    """Partitions of other topics (among ``led``) led by ``end`` with a follower on ``start`` whose
+    own topic's leader spread does not get worse if ``start`` takes their leadership: (partitions, slots)."""
+    hit = st.rep[led] == start
+    cand = led[(st.rep[led, 0] == end) & hit.any(axis=1) & st.movable[led] & (st.ptopic[led] != topic)]
+    slots = np.argmax(st.rep[cand] == start, axis=1).astype(np.int64)
     u = st.ptopic[cand]
     lo, hi = b.lead_lo[u], b.lead_hi[u]
     ce, cs = st.tlead[u, end].astype(np.float64), st.tlead[u, start].astype(np.float64)

@@ -38,6 +38,19 @@ MAX_OFFERS: Final = 16384
 SIZE_CAP: Final = 0.5
 
 
+def size_share(st: State, size_rank: Ints) -> FloatArray:
+    """Each partition's rank by size among its resource group's partitions, as a share (0 = smallest):
+    per group, so that a group planned on its own caps the same partitions as in the whole cluster."""
+    group = st.groups.partition.astype(np.int64)
+    order = np.lexsort((size_rank, group))
+    counts = np.bincount(group, minlength=len(st.groups.names))
+    start = np.r_[0, np.cumsum(counts)[:-1]]
+    rank = np.empty(group.size, dtype=np.float64)
+    rank[order] = np.arange(group.size) - start[group[order]]
+    out: FloatArray = rank / np.maximum(counts[group], 1)
+    return out
+
+
 def _may_give_take(counts: Ints, lo: FloatArray, hi: FloatArray) -> tuple[BoolArray, BoolArray]:
     """(T, B) masks: a broker may give one of a topic (stays at or above the band's lower edge) /
     take one (stays at or below the upper edge) without its count ending further from the band."""
@@ -185,7 +198,7 @@ def replica_swaps(
     followers_only = "topic-leader-distribution" in st.guarded
     rep = st.rep
     nparts = max(st.model.num_partitions, 1)
-    small = size_rank < size_cap * nparts
+    small = size_share(st, size_rank) < size_cap
     yp, yk, key, starts = index
     sel = small[parts]
     if followers_only:

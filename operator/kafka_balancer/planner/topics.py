@@ -55,19 +55,19 @@ def balance_topic_goal(st: State, goal: str, *, size_cap: float = SIZE_CAP) -> i
         b = compute_bands(st)
         parts, slots, dests = _proposals(st, b, leaders=leaders, nracks=nracks, size_rank=size_rank)
         moved = _apply(st, b, parts, slots, dests, leaders=leaders)
-        if moved < parts.size:
-            # Some one-way moves were refused (the brokers' count or load bands are at their
-            # edges): trade those for partners of other topics coming back.
-            b = compute_bands(st)
-            parts, slots, dests = _proposals(st, b, leaders=leaders, nracks=nracks, size_rank=size_rank, for_swaps=True)
-            if index is None or rnd % REINDEX == 0:
-                index = leader_index(st, size_rank) if leaders else replica_index(st, size_rank)
-            if leaders:
-                moved += leader_swaps(st, b, parts, dests, size_rank=size_rank, index=index)
-            else:
-                moved += replica_swaps(
-                    st, b, parts, slots, dests, nracks=nracks, size_rank=size_rank, index=index, size_cap=size_cap
-                )
+        # What is still out of band (one-way moves refused: the brokers' count or load bands are at
+        # their edges) is traded for partners of other topics coming back. Every round, not only
+        # when some offer was refused: a topic's plan must not depend on other groups' offers.
+        b = compute_bands(st)
+        parts, slots, dests = _proposals(st, b, leaders=leaders, nracks=nracks, size_rank=size_rank, for_swaps=True)
+        if index is None or rnd % REINDEX == 0:
+            index = leader_index(st, size_rank) if leaders else replica_index(st, size_rank)
+        if leaders:
+            moved += leader_swaps(st, b, parts, dests, size_rank=size_rank, index=index)
+        else:
+            moved += replica_swaps(
+                st, b, parts, slots, dests, nracks=nracks, size_rank=size_rank, index=index, size_cap=size_cap
+            )
         total += moved
         if moved == 0:
             break
@@ -103,26 +103,28 @@ def _spread(st: State, b: Bands, *, leaders: bool) -> _Spread:
     return _Spread(counts, over, under, gives, hi.astype(np.int64))
 
 
-def _offers(st: State, gives: BoolArray, *, leaders: bool, size_rank: Ints, per_source: int) -> tuple[Ints, Ints]:
-    """The smallest ``per_source`` movable replica slots of each giving (topic, broker)."""
+def _offers(st: State, spread: _Spread, *, leaders: bool, size_rank: Ints, per_source: int) -> tuple[Ints, Ints]:
+    """The smallest movable replica slots of each giving (topic, broker): ``per_source`` plus as many
+    as the broker holds above the topic's band (so that one round can bring it down)."""
     rep = st.rep
     valid = rep != NO_BROKER
     if leaders:
         valid[:, 1:] = False
     safe = np.maximum(rep, 0)
-    mask = valid & st.movable[:, None] & gives[st.ptopic[:, None], safe]
+    mask = valid & st.movable[:, None] & spread.gives[st.ptopic[:, None], safe]
     parts, slots = np.nonzero(mask)
     if parts.size == 0:
         return parts.astype(np.int64), slots.astype(np.int64)
     # Sorted by (topic, broker, size rank): each group's first items are its smallest. The keys are
     # unique (one slot per partition and broker), so any sort gives the same, deterministic order.
-    key = st.ptopic[parts].astype(np.int64) * st.model.num_brokers + rep[parts, slots]
-    key = key * max(size_rank.size, 1) + size_rank[parts]
-    order = np.argsort(key)
-    parts, slots, key = parts[order], slots[order], key[order]
-    first = np.r_[True, key[1:] != key[:-1]]
+    group = st.ptopic[parts].astype(np.int64) * st.model.num_brokers + rep[parts, slots]
+    order = np.argsort(group * max(size_rank.size, 1) + size_rank[parts])
+    parts, slots, group = parts[order], slots[order], group[order]
+    first = np.r_[True, group[1:] != group[:-1]]
     start = np.maximum.accumulate(np.where(first, np.arange(parts.size), 0))
-    keep = np.arange(parts.size) - start < per_source
+    t, b = st.ptopic[parts], rep[parts, slots]
+    excess = np.maximum(spread.counts[t, b] - spread.hi[t], 0)
+    keep = np.arange(parts.size) - start < per_source + excess
     return parts[keep].astype(np.int64), slots[keep].astype(np.int64)
 
 
@@ -136,7 +138,7 @@ def _proposals(
     """
     spread = _spread(st, b, leaders=leaders)
     per_source = SWAP_OFFERS if for_swaps else OFFERS_PER_SOURCE
-    parts, slots = _offers(st, spread.gives, leaders=leaders, size_rank=size_rank, per_source=per_source)
+    parts, slots = _offers(st, spread, leaders=leaders, size_rank=size_rank, per_source=per_source)
     if for_swaps:
         # The swap pass pairs at most MAX_OFFERS per round: place only the most needed (twice that,
         # as some find no destination), not every offer of a cluster of millions of replicas.
