@@ -21,15 +21,15 @@ RESOURCE_GOALS = (
 
 
 @pytest.mark.parametrize(
-    ("shape", "everything_holds"),
+    ("shape", "bytes_limit", "topic_slack"),
     [
-        ({"brokers": 12, "new_brokers": 3, "partitions": 2000, "rf": 3, "skew": 1.0, "seed": 7}, True),
-        ({"brokers": 15, "new_brokers": 3, "partitions": 3000, "rf": 3, "skew": 2.0, "seed": 1}, True),
-        ({"brokers": 18, "new_brokers": 6, "partitions": 3000, "rf": 2.5, "skew": 1.0, "seed": 4}, False),
+        ({"brokers": 12, "new_brokers": 3, "partitions": 2000, "rf": 3, "skew": 1.0, "seed": 7}, 1.15, 0.0),
+        ({"brokers": 15, "new_brokers": 3, "partitions": 3000, "rf": 3, "skew": 2.0, "seed": 1}, 1.15, 0.0),
+        ({"brokers": 18, "new_brokers": 6, "partitions": 3000, "rf": 2.5, "skew": 1.0, "seed": 4}, 1.25, 0.002),
     ],
     ids=["12b-2k", "15b-3k-skew2", "18b-3k-rf2.5"],
 )
-def test_skewed_cluster_with_new_brokers(shape: dict[str, Any], everything_holds: bool) -> None:
+def test_skewed_cluster_with_new_brokers(shape: dict[str, Any], bytes_limit: float, topic_slack: float) -> None:
     model = skewed_cluster(**shape)
     brokers, new = int(shape["brokers"]), int(shape["new_brokers"])
     options = PlannerOptions(operation=OperationOptions("add-brokers", brokers=tuple(range(brokers - new, brokers))))
@@ -47,26 +47,20 @@ def test_skewed_cluster_with_new_brokers(shape: dict[str, Any], everything_holds
     for goal, stats in summary["goals"].items():
         assert stats["violationAfter"] <= stats["violationBefore"] + 1e-9, (goal, stats)
     assert summary["balancednessAfter"] > 90 > summary["balancednessBefore"]
-    # Per-topic spread (replica/leader slots out of band): on the first two clusters every one of the
-    # nine goals holds and the bytes stay within the 1.15x of the lower bound
-    # max(disk above 1.10 x avg, disk below 0.90 x avg); measured 1.12x and 1.08x. On the mixed-rf
-    # cluster a couple of slots stay out (measured 2 replica and 1 leader slot of ~4,000 and ~1,600)
-    # and the bytes are 1.21x: see docs/performance.md.
-    topic_replicas, topic_leaders = (
-        summary["goals"]["topic-replica-distribution"],
-        summary["goals"]["topic-leader-distribution"],
-    )
-    bound = disk_lower_bound(model)
-    ratio = summary["bytesToMove"] / bound
-    if everything_holds:
-        assert summary["goalsViolated"] == [], summary["goalsViolated"]
-        assert 1.0 <= ratio <= 1.15, ratio
-    else:
-        assert topic_replicas["violationAfter"] <= 0.005 * topic_replicas["violationBefore"], topic_replicas
-        assert topic_leaders["violationAfter"] <= 0.005 * topic_leaders["violationBefore"], topic_leaders
-        assert 1.0 <= ratio <= 1.25, ratio
-    # With the seven broker-level goals only (measured 1.09-1.17x).
+    # Every broker-level goal holds, and the per-topic ones too on the first two clusters; on the
+    # mixed-rf one a leader slot or two may stay out of ~1,600 (measured: 0-1, a broker whose network
+    # out sits on its band's edge cannot take the heavy leadership its topic needs). The bytes stay near
+    # the lower bound max(disk above 1.10 x avg, disk below 0.90 x avg): within the 1.15x on
+    # the first two (measured 1.12x and 1.09x), 1.20x on the mixed-rf one (docs/performance.md).
+    topic_goals = ("topic-replica-distribution", "topic-leader-distribution")
+    assert [g for g in summary["goalsViolated"] if g not in topic_goals] == [], summary["goalsViolated"]
+    for goal in topic_goals:
+        stats = summary["goals"][goal]
+        assert stats["violationAfter"] <= topic_slack * stats["violationBefore"], (goal, stats)
+    ratio = summary["bytesToMove"] / disk_lower_bound(model)
+    assert 1.0 <= ratio <= bytes_limit, ratio
+    # With the seven broker-level goals only (measured 1.10-1.17x).
     broker_level = tuple(g for g in DISTRIBUTION_GOALS if not g.startswith("topic-"))
     lean = plan(model, dataclasses.replace(options, distribution_goals=broker_level)).summary
     assert all(lean["goals"][goal]["holdsAfter"] for goal in RESOURCE_GOALS)
-    assert 1.0 <= lean["bytesToMove"] / bound <= 1.20, lean["bytesToMove"] / bound
+    assert 1.0 <= lean["bytesToMove"] / disk_lower_bound(model) <= 1.20

@@ -38,13 +38,15 @@ from kafka_balancer.planner.state import (
     Ints,
     State,
 )
-from kafka_balancer.planner.swaps import leader_exchange, swap_batch
+from kafka_balancer.planner.swaps import leader_exchange, leader_trade, swap_batch
 
 # A receiving broker is filled this share of the way from the band's lower edge towards the
 # average: enough headroom that later goals can still move items, little enough to keep bytes low.
 MARGIN: Final = 0.15
 LEADER_QUANTITIES: Final = frozenset({Q_LEADERS, Q_LEADER_IN})
 LEADER_FIRST: Final = frozenset({Q_LEADERS, Q_LEADER_IN, Q_NET_OUT, Q_CPU})
+# Leader-borne loads that one-for-one leadership trades can shift (free, counts unchanged).
+TRADE_QUANTITIES: Final = frozenset({Q_LEADER_IN, Q_NET_OUT, Q_CPU})
 # Quantities that swaps can shift (replica counts cannot: a swap keeps them).
 SWAP_QUANTITIES: Final = frozenset({Q_DISK, Q_NET_IN, Q_NET_OUT, Q_CPU})
 # topic_penalty at or below this: the move does not take its topic further from the band.
@@ -277,6 +279,8 @@ def balance_goal(st: State, goal: str) -> int:
             left = amount
             if q in LEADER_FIRST:
                 left -= _leader_batch(st, b, index, s, d=d, q=q, amount=left)
+            if q in TRADE_QUANTITIES and left > SWAP_MIN_SHARE * amount:
+                left -= leader_trade(st, b, index, s, d=d, q=q, amount=left)
             if left > 1e-9 * max(1.0, amount) and (q not in COUNT_QUANTITIES or left >= 0.5):
                 left -= _replica_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
             if q in SWAP_QUANTITIES and left > SWAP_MIN_SHARE * amount:

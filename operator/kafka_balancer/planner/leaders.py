@@ -16,7 +16,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.select import Bands, accept_together
-from kafka_balancer.planner.state import COUNT_QUANTITIES, Q_CPU, Q_LEADER_IN, Q_NET_OUT, Ints, State
+from kafka_balancer.planner.state import COUNT_QUANTITIES, Q_CPU, Q_LEADER_IN, Q_LEADERS, Q_NET_OUT, Ints, State
 
 # A receiving broker is filled this share of the way from the band's lower edge towards the
 # average (same as balance.MARGIN, kept here to avoid an import cycle).
@@ -80,14 +80,19 @@ def leader_pass(st: State, b: Bands, q: int) -> int:
     if parts.size == 0:
         return 0
     src, dst = rep[parts, 0], rep[parts, slot]
-    # Items that fit both ends on their own; per source the largest first up to what it must give
-    # (fewest leader changes, and other leader-borne quantities move as little as possible), then
-    # per destination up to its room.
+    # Items that fit both ends on their own; per source in preference order up to what it must give
+    # (leader bytes-in: the largest first, fewest leader changes), then per destination up to its room.
     fits = (v[:, q] <= give[src] * (1 + 1e-9)) & (v[:, q] <= take[dst] * (1 + 1e-9))
     parts, slot, v, src, dst = parts[fits], slot[fits], v[fits], src[fits], dst[fits]
     # For counts every item weighs one: take the lightest leaderships (least traffic and CPU to
     # shift), so the goals already balanced on those quantities have the most room to accept them.
     weight = -v[:, q]
+    if q in (Q_NET_OUT, Q_CPU):
+        # Leaderships of typical weight (near the group's average per leader), not the heaviest: a
+        # taker packed with heavy leaderships reaches its traffic band with too few leaders, and
+        # the leader-count goal, later, could not add any.
+        per_leader = b.avg[src, q] / np.maximum(b.avg[src, Q_LEADERS], 1e-12)
+        weight = np.abs(v[:, q] / np.maximum(per_leader, 1e-12) - 1.0)
     if q in COUNT_QUANTITIES:
         scale = np.maximum(b.avg[src][:, LEADER_LOADS], 1e-12)
         weight = (v[:, LEADER_LOADS] / scale).sum(axis=1)

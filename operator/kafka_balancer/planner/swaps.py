@@ -24,6 +24,9 @@ SIDE_CANDIDATES: Final = 4096
 # Leader-count exchanges per pair and round, and the lightest/heaviest leaderships considered on each side.
 EXCHANGES_PER_PAIR: Final = 16
 EXCHANGE_SIDE: Final = 24
+# One-for-one leadership trades per pair and round, and the heaviest/lightest considered on each side.
+TRADES_PER_PAIR: Final = 16
+TRADE_SIDE: Final = 32
 
 
 def _side(
@@ -125,3 +128,37 @@ def leader_exchange(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d:
         st.swap_leader(bp[h : h + 1], bslot[h : h + 1])
         moved += 1.0
     return moved
+
+
+def leader_trade(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: int, q: int, amount: float) -> float:
+    """Shift a leader-borne load (leader bytes-in, network out, CPU) from ``s`` to ``d`` without
+    changing either broker's leader count: ``d`` takes a heavy leadership from ``s`` and hands a
+    light one back. No data moves. Each trade must pass the pair check. Returns the amount moved."""
+    if not (st.can_lead[d] and st.can_lead[s]):
+        return 0.0
+    left = amount
+    for _ in range(TRADES_PER_PAIR):
+        if left <= 1e-9 * max(1.0, amount):
+            break
+        ap, aslot = leader_candidates(st, index, s, d)
+        bp, bslot = leader_candidates(st, index, d, s)
+        if ap.size == 0 or bp.size == 0:
+            break
+        va, vb = st.lead[ap] - st.follow[ap], st.lead[bp] - st.follow[bp]
+        heavy = np.argsort(-va[:, q], kind="stable")[:TRADE_SIDE]
+        light = np.argsort(vb[:, q], kind="stable")[:TRADE_SIDE]
+        net = va[heavy][:, None, :] - vb[light][None, :, :]  # (heavy, light, Q)
+        ok = PairCheck(st, b, s, d, q=q, amount=np.inf)(net) & (net[..., q] > 0)
+        if not ok.any():
+            break
+        # Closest to what is left; an overshoot counts double (as in swap_batch).
+        gap = net[..., q] - left
+        score = np.where(ok, np.where(gap > 0, 2 * gap, -gap), np.inf)
+        i, j = divmod(int(np.argmin(score)), light.size)
+        if gap[i, j] > 0 and net[i, j, q] >= 2 * left:
+            break
+        x, y = heavy[i], light[j]
+        st.swap_leader(ap[x : x + 1], aslot[x : x + 1])
+        st.swap_leader(bp[y : y + 1], bslot[y : y + 1])
+        left -= float(net[i, j, q])
+    return amount - left

@@ -26,9 +26,11 @@ from kafka_balancer.planner.state import Ints, State
 # Edges per path: 2 or 3 leadership moves are what the one-step rounds cannot do.
 MAX_DEPTH: Final = 8
 # Chains tried per topic and call beyond its out-of-band count (each is a small breadth-first
-# search in Python). Limits are per topic, never per call, so that a topic's result does not depend
-# on the other topics (or resource groups) planned with it.
+# search in Python). Limits are per topic, so that a topic's result does not depend on the other
+# topics (or resource groups) planned with it, except for the cap per call: chains finish what the
+# vectorised rounds leave, and at millions of replicas those can leave too much for Python.
 SPARE_TRIES: Final = 2
+MAX_TRIES: Final = 5000
 # Alternative paths checked against the bands for one broker before giving up on it.
 PATHS_PER_BROKER: Final = 8
 # Paths closed into cycles per topic and call, and partners tried per path.
@@ -76,7 +78,7 @@ def leader_chains(st: State, b: Bands) -> int:
     order = np.argsort(st.ptopic, kind="stable")
     starts = np.searchsorted(st.ptopic[order], np.arange(len(st.model.topics) + 1))
     by_leader = _LeaderIndex(st)
-    applied = 0
+    applied = tried = 0
     for t in topics.tolist():
         parts = order[starts[t] : starts[t + 1]]
         parts = parts[st.movable[parts]]
@@ -84,6 +86,9 @@ def leader_chains(st: State, b: Bands) -> int:
         budget = _Budget(by_leader, MAX_CLOSINGS)
         distance = np.maximum(counts[t] - hi[t], 0) + np.maximum(lo[t] - counts[t], 0)
         for _ in range(int(distance[member].sum()) + SPARE_TRIES):
+            if tried >= MAX_TRIES:
+                return applied
+            tried += 1
             over = np.flatnonzero(member & (counts[t] > hi[t]))
             under = np.flatnonzero(member & (counts[t] < lo[t]) & st.can_lead)
             if over.size == 0 and under.size == 0:

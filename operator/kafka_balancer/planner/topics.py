@@ -43,7 +43,7 @@ REINDEX: Final = 8
 CHUNK: Final = 16384
 
 
-def balance_topic_goal(st: State, goal: str, *, size_cap: float = SIZE_CAP) -> int:
+def balance_topic_goal(st: State, goal: str, *, size_cap: float = SIZE_CAP, rounds: int | None = None) -> int:
     """Rounds of batched moves until the topic goal holds or nothing can move. Returns moves made."""
     leaders = goal == "topic-leader-distribution"
     nracks = st.group_racks()
@@ -51,7 +51,7 @@ def balance_topic_goal(st: State, goal: str, *, size_cap: float = SIZE_CAP) -> i
     size_rank[np.argsort(st.model.size_bytes, kind="stable")] = np.arange(st.model.num_partitions)
     total = 0
     index: PartnerIndex | None = None
-    for rnd in range(st.options.max_rounds):
+    for rnd in range(rounds or st.options.max_rounds):
         b = compute_bands(st)
         parts, slots, dests = _proposals(st, b, leaders=leaders, nracks=nracks, size_rank=size_rank)
         moved = _apply(st, b, parts, slots, dests, leaders=leaders)
