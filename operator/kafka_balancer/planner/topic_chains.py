@@ -31,6 +31,8 @@ MAX_DEPTH: Final = 8
 # vectorised rounds leave, and at millions of replicas those can leave too much for Python.
 SPARE_TRIES: Final = 2
 MAX_TRIES: Final = 5000
+# Band checks per call (paths and cycles tried): the same cap on the work, counted where it is spent.
+MAX_CHECKS: Final = 20000
 # Alternative paths checked against the bands for one broker before giving up on it.
 PATHS_PER_BROKER: Final = 8
 # Paths closed into cycles per topic and call, and partners tried per path.
@@ -54,16 +56,28 @@ class _LeaderIndex:
         return out
 
 
-class _Budget:
-    """How many more cycle closings one topic may try."""
+class _Work:
+    """Band checks left for this call (each chain or cycle tried is one)."""
 
-    def __init__(self, index: _LeaderIndex, closings: int) -> None:
+    def __init__(self, checks: int) -> None:
+        self.checks = checks
+
+
+class _Budget:
+    """How many more cycle closings one topic may try, and the call's shared work left."""
+
+    def __init__(self, index: _LeaderIndex, closings: int, work: _Work) -> None:
         self.index = index
         self.closings = closings
+        self.work = work
 
     def spend(self) -> bool:
         self.closings -= 1
         return self.closings >= 0
+
+    def check(self) -> bool:
+        self.work.checks -= 1
+        return self.work.checks >= 0
 
 
 def leader_chains(st: State, b: Bands) -> int:
@@ -78,15 +92,16 @@ def leader_chains(st: State, b: Bands) -> int:
     order = np.argsort(st.ptopic, kind="stable")
     starts = np.searchsorted(st.ptopic[order], np.arange(len(st.model.topics) + 1))
     by_leader = _LeaderIndex(st)
+    work = _Work(MAX_CHECKS)
     applied = tried = 0
     for t in topics.tolist():
         parts = order[starts[t] : starts[t + 1]]
         parts = parts[st.movable[parts]]
         member = in_group[t]
-        budget = _Budget(by_leader, MAX_CLOSINGS)
+        budget = _Budget(by_leader, MAX_CLOSINGS, work)
         distance = np.maximum(counts[t] - hi[t], 0) + np.maximum(lo[t] - counts[t], 0)
         for _ in range(int(distance[member].sum()) + SPARE_TRIES):
-            if tried >= MAX_TRIES:
+            if tried >= MAX_TRIES or work.checks <= 0:
                 return applied
             tried += 1
             over = np.flatnonzero(member & (counts[t] > hi[t]))
@@ -198,6 +213,8 @@ def _apply_if_accepted(st: State, b: Bands, path: list[Edge], budget: _Budget) -
     slots = np.array([e[1] for e in path], dtype=np.int64)
     if np.unique(parts).size != parts.size:
         return False
+    if not budget.check():
+        return False
     if _accepted(st, b, parts, slots):
         st.swap_leader(parts, slots)
         return True
@@ -212,6 +229,8 @@ def _apply_if_accepted(st: State, b: Bands, path: list[Edge], budget: _Budget) -
     for i in np.argsort(gap, kind="stable")[:CLOSING_TRIES].tolist():
         all_parts = np.r_[parts, back[i]]
         all_slots = np.r_[slots, back_slots[i]]
+        if not budget.check():
+            return False
         if _accepted(st, b, all_parts, all_slots):
             st.swap_leader(all_parts, all_slots)
             return True
