@@ -98,8 +98,8 @@ def table(args: argparse.Namespace) -> None:
     sizes = [(20000, 24, 2.5), (65000, 48, 2.46), (130000, 96, 2.46), (433000, 270, 3.0), (933000, 270, 3.0)]
     print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
     columns = "partitions | brokers | replicas | wall s | CPU s | peak RSS MiB | moves | bytes/bound | balancedness"
-    print(f"| {columns} | goals not held |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    print(f"| {columns} | goals not held | topic replica / leader slots out of band |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|")
     for partitions, brokers, rf in sizes[: args.sizes]:
         cmd = [sys.executable, "-m", "bench.planner", "scale", "--partitions", str(partitions)]
         cmd += ["--brokers", str(brokers), "--rf", str(rf), "--new-brokers", str(brokers // 12)]
@@ -109,9 +109,14 @@ def table(args: argparse.Namespace) -> None:
             f"| {partitions:,} | {brokers} | {r['replicas']:,} | {r['planSeconds']} | {r['planCpuSeconds']} | "
             f"{r['peakRssMiB']} | "
             f"{r['moves']:,} | {r['bytesOverBound']} | {r['balancedness'][0]} -> {r['balancedness'][1]} | "
-            f"{', '.join(r['goalsViolated']) or '-'} |",
+            f"{', '.join(r['goalsViolated']) or '-'} | {_topic_slots(r)} |",
             flush=True,
         )
+
+
+def _topic_slots(result: dict[str, Any]) -> str:
+    spread = result["topicSpread"]
+    return " / ".join(f"{int(a):,} -> {int(b):,}" for a, b in spread.values())
 
 
 def main() -> None:
