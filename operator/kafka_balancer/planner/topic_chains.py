@@ -6,10 +6,12 @@ their share of T. Moving the leadership of one partition to such a broker ``a`` 
 step, the leadership of another T partition from ``a`` to a broker ``u`` with room, leaves ``a``'s
 count unchanged and moves one leadership from the over-full broker to ``u``: no data moves. Paths
 are found breadth-first over the topic's (leader -> follower) edges, at most MAX_DEPTH long, and a
-chain is applied only if every guarded band accepts the leaders' combined load changes.
+chain is applied only if every guarded band accepts the leaders' combined load changes. When a
+broker on the path sits on a band's edge, a leadership of another topic going from the path's end
+back to its start closes it into a cycle (every broker keeps its leader count).
 
-This is the last resort after the vectorised rounds, so it only sees the few topics left out of
-band; the work is bounded by MAX_CHAINS per call.
+This is the last resort after the vectorised rounds, so it only sees the topics left out of band;
+the work is bounded per topic and, on very large clusters, per call (MAX_TRIES, MAX_CHECKS).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.select import Bands, accept_together
 from kafka_balancer.planner.state import Ints, State
 
-# Edges per path: 2 or 3 leadership moves are what the one-step rounds cannot do.
+# Edges per path (a breadth-first search visits each broker once, so a long limit costs little).
 MAX_DEPTH: Final = 8
 # Chains tried per topic and call beyond its out-of-band count (each is a small breadth-first
 # search in Python). Limits are per topic, so that a topic's result does not depend on the other
