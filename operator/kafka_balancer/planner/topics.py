@@ -15,9 +15,9 @@ from typing import Final
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands, ranks
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.state import Q_DISK, Ints, State
 from kafka_balancer.planner.topic_chains import leader_chains
 from kafka_balancer.planner.topic_swaps import (
     MAX_OFFERS,
@@ -152,6 +152,7 @@ def _proposals(
     # over a topic's band gives several replicas in one round (each to a different broker).
     src_all = st.rep[parts, 0] if leaders else st.rep[parts, slots]
     pick = ranks(st.ptopic[parts].astype(np.int64) * st.model.num_brokers + src_all)
+    fill = st.load[:, Q_DISK] / np.maximum(b.avg[:, Q_DISK], 1e-12)
     out_p, out_s, out_d = [], [], []
     for start in range(0, parts.size, CHUNK):
         p, k = parts[start : start + CHUNK], slots[start : start + CHUNK]
@@ -159,7 +160,9 @@ def _proposals(
         d, ok = (
             _leader_dest(st, p, spread)
             if leaders
-            else _replica_dest(st, p, k, spread, cands=cands, nracks=nracks, pick=r if not for_swaps else 0 * r)
+            else _replica_dest(
+                st, p, k, spread, cands=cands, nracks=nracks, pick=r if not for_swaps else 0 * r, fill=fill
+            )
         )
         out_p.append(p[ok])
         out_s.append(k[ok])
@@ -172,7 +175,12 @@ def _proposals(
         return p, k, d
     t = st.ptopic[p]
     src = st.rep[p, 0] if leaders else st.rep[p, k]
-    # Candidates come sorted by (topic, source, size): per (topic, source) as many as it holds above
+    if not leaders:
+        # Per topic, sources holding the most disk for their group first, so that when two brokers
+        # could give to the same destination, the fuller one does.
+        order = np.lexsort((size_rank[p], src, -np.minimum(fill[src], 5.0), t))
+        p, k, d, t, src = p[order], k[order], d[order], t[order], src[order]
+    # Candidates come sorted by topic, source and size: per (topic, source) as many as it holds above
     # the band (one when it only gives to an under-band broker), then the first per (topic,
     # destination), then one per partition.
     excess = spread.counts[t, src] - spread.hi[t]
@@ -222,7 +230,7 @@ def _receivers(st: State, spread: _Spread, topics: Ints) -> Ints:
 
 
 def _replica_dest(
-    st: State, p: Ints, k: Ints, spread: _Spread, *, cands: Ints, nracks: Ints, pick: Ints
+    st: State, p: Ints, k: Ints, spread: _Spread, *, cands: Ints, nracks: Ints, pick: Ints, fill: FloatArray
 ) -> tuple[Ints, BoolArray]:
     """For each offered replica, the ``pick``-th (0 = best) allowed broker holding fewest of its topic
     (and whether it exists)."""
@@ -248,7 +256,9 @@ def _replica_dest(
         same = (racks[:, :, None] == st.rack[dest][:, None, :]).sum(axis=1)
         allowed = np.ceil(valid.sum(axis=1) / np.maximum(nracks[st.groups.partition[p]], 1))
         feas &= same + 1 <= allowed[:, None]
-    score = np.where(feas, c_dest, np.iinfo(np.int32).max)
+    # Fewest of the topic first; among equals, the broker with least disk for its group (a tie-break
+    # below one count: where the bytes land should not add work for the disk goal).
+    score = np.where(feas, c_dest + 0.1 * np.minimum(fill[dest], 5.0), np.inf)
     j = np.argsort(score, axis=1, kind="stable")[n, np.minimum(pick, score.shape[1] - 1)]
     return dest[n, j], feas[n, j]
 
