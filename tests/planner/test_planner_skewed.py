@@ -25,7 +25,7 @@ RESOURCE_GOALS = (
     [
         ({"brokers": 12, "new_brokers": 3, "partitions": 2000, "rf": 3, "skew": 1.0, "seed": 7}, 1.15, 0.0),
         ({"brokers": 15, "new_brokers": 3, "partitions": 3000, "rf": 3, "skew": 2.0, "seed": 1}, 1.15, 0.0),
-        ({"brokers": 18, "new_brokers": 6, "partitions": 3000, "rf": 2.5, "skew": 1.0, "seed": 4}, 1.25, 0.002),
+        ({"brokers": 18, "new_brokers": 6, "partitions": 3000, "rf": 2.5, "skew": 1.0, "seed": 4}, 1.15, 0.002),
     ],
     ids=["12b-2k", "15b-3k-skew2", "18b-3k-rf2.5"],
 )
@@ -48,10 +48,10 @@ def test_skewed_cluster_with_new_brokers(shape: dict[str, Any], bytes_limit: flo
         assert stats["violationAfter"] <= stats["violationBefore"] + 1e-9, (goal, stats)
     assert summary["balancednessAfter"] > 90 > summary["balancednessBefore"]
     # Every broker-level goal holds, and the per-topic ones too on the first two clusters; on the
-    # mixed-rf one a leader slot or two may stay out of ~1,600 (measured: 0-1, a broker whose network
+    # mixed-rf one a leader slot or two may stay out of ~1,600 (measured: 0-2, a broker whose network
     # out sits on its band's edge cannot take the heavy leadership its topic needs). The bytes stay near
     # the lower bound max(disk above 1.10 x avg, disk below 0.90 x avg): within the 1.15x on
-    # the first two (measured 1.12x and 1.09x), 1.20x on the mixed-rf one (docs/performance.md).
+    # all three (measured 1.10x, 1.08x and 1.14x; docs/performance.md).
     topic_goals = ("topic-replica-distribution", "topic-leader-distribution")
     assert [g for g in summary["goalsViolated"] if g not in topic_goals] == [], summary["goalsViolated"]
     for goal in topic_goals:
