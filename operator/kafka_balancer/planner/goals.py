@@ -93,6 +93,14 @@ def tolerance(avg: FloatArray) -> FloatArray:
     return out
 
 
+def topic_brokers(st: State) -> BoolArray:
+    """(T, B): the active brokers of each topic's group, for topics whose group is being balanced."""
+    groups = st.groups
+    out: BoolArray = (groups.broker[None, :] == groups.topic[:, None]) & st.active[None, :]
+    out &= groups.balanced[groups.topic][:, None]
+    return out
+
+
 def topic_leader_applies(st: State) -> BoolArray:
     """Topics whose partitions carry similar load (bytes-in CV under TOPIC_LEADER_MAX_CV)."""
     nt = len(st.model.topics)
@@ -119,8 +127,7 @@ def goal_violation(st: State, goal: str) -> float:
         return float(np.sum(np.divide(v, avg, out=np.zeros_like(v), where=avg > 0)))
     counts = st.tcount if goal == "topic-replica-distribution" else st.tlead
     lo, hi = topic_bands(st, counts, threshold)
-    in_group = (st.groups.broker[None, :] == st.groups.topic[:, None]) & st.active[None, :]
-    in_group &= st.groups.balanced[st.groups.topic][:, None]
+    in_group = topic_brokers(st)
     if goal == "topic-leader-distribution":
         in_group &= topic_leader_applies(st)[:, None]
     v = np.maximum(counts - hi[:, None], 0) + np.maximum(lo[:, None] - counts, 0)

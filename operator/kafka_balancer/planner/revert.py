@@ -14,9 +14,10 @@ from typing import Final
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
-from kafka_balancer.planner.select import Bands, accept_together, compute_bands, ranks
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.planner.select import Bands, accept_together, compute_bands, rack_ok
 from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.topic_swaps import within_budget
 
 ROUNDS: Final = 6
 
@@ -33,7 +34,7 @@ def revert_moves(st: State) -> int:
         if parts.size == 0:
             break
         b = compute_bands(st)
-        keep = _rack_ok(st, parts, slots, homes, nracks) & _topics_ok(st, b, parts, slots, homes)
+        keep = rack_ok(st, parts, slots, d=homes, nracks=nracks) & _topics_ok(st, b, parts, slots, homes)
         parts, slots, homes = parts[keep], slots[keep], homes[keep]
         src = st.rep[parts, slots]
         v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
@@ -66,19 +67,6 @@ def _candidates(st: State, orig: Ints) -> tuple[Ints, Ints, Ints]:
     return rows[order].astype(np.int64), slot[order], home[order]
 
 
-def _rack_ok(st: State, parts: Ints, slots: Ints, homes: Ints, nracks: Ints) -> BoolArray:
-    if not st.options.hard("rack-awareness"):
-        return np.ones(parts.size, dtype=np.bool_)
-    rows = st.rep[parts]
-    valid = rows != NO_BROKER
-    racks = np.where(valid, st.rack[np.maximum(rows, 0)], -1)
-    racks[np.arange(parts.size), slots] = -1
-    same = (racks == st.rack[homes][:, None]).sum(axis=1)
-    allowed = np.ceil(valid.sum(axis=1) / np.maximum(nracks[st.groups.partition[parts]], 1))
-    out: BoolArray = same + 1 <= allowed
-    return out
-
-
 def _topics_ok(st: State, b: Bands, parts: Ints, slots: Ints, homes: Ints) -> BoolArray:
     """Moves under which no topic's replica (or leader) spread ends further from its band, counting
     every earlier move of the batch with the same topic and broker."""
@@ -87,20 +75,8 @@ def _topics_ok(st: State, b: Bands, parts: Ints, slots: Ints, homes: Ints) -> Bo
     ok = np.ones(parts.size, dtype=np.bool_)
     goals = st.options.distribution_goals
     if "topic-replica-distribution" in goals:
-        ok &= _steps_ok(st.tcount, (b.topic_lo, b.topic_hi), t, src=src, dst=homes, nb=st.model.num_brokers)
+        ok &= within_budget(st.tcount, b.topic_lo, b.topic_hi, (t, src, -1), (t, homes, 1))
     if "topic-leader-distribution" in goals:
         led = (slots == 0) & b.leader_spread[t]
-        ok &= ~led | _steps_ok(st.tlead, (b.lead_lo, b.lead_hi), t, src=src, dst=homes, nb=st.model.num_brokers)
+        ok &= ~led | within_budget(st.tlead, b.lead_lo, b.lead_hi, (t, src, -1), (t, homes, 1))
     return ok
-
-
-def _steps_ok(
-    counts: Ints, band: tuple[FloatArray, FloatArray], t: Ints, *, src: Ints, dst: Ints, nb: int
-) -> BoolArray:
-    """The k-th -1 on (t, src) stays at or above the band's lower edge, the k-th +1 on (t, dst) at
-    or below the upper edge."""
-    lo, hi = band
-    down = counts[t, src] - ranks(t * nb + src) - 1
-    up = counts[t, dst] + ranks(t * nb + dst) + 1
-    out: BoolArray = (down >= lo[t]) & (up <= hi[t])
-    return out

@@ -17,7 +17,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
-from kafka_balancer.planner.goals import GOAL_QUANTITY, bands, topic_bands, topic_leader_applies
+from kafka_balancer.planner.goals import GOAL_QUANTITY, bands, topic_bands, topic_leader_applies, violation
 from kafka_balancer.planner.state import NUM_Q, Q_LEADERS, Ints, State
 
 # Passes of "take the longest fitting prefix, drop the blocker, continue" per batch.
@@ -223,15 +223,13 @@ def ranks(keys: Ints) -> Ints:
     return rank
 
 
-def _count_ok(counts: Ints, s: int, d: int, *, topics: Ints, k: Ints, lo: FloatArray, hi: FloatArray) -> BoolArray:
+def count_ok(counts: Ints, s: int, d: int, *, topics: Ints, k: Ints, lo: FloatArray, hi: FloatArray) -> BoolArray:
+    """Items whose topic's distance to its band on ``s`` plus ``d`` does not grow when ``k`` of the
+    topic move from ``s`` to ``d``."""
     cs, cd = counts[topics, s].astype(np.float64), counts[topics, d].astype(np.float64)
     lo_t, hi_t = lo[topics], hi[topics]
-
-    def dist(c: FloatArray) -> FloatArray:
-        out: FloatArray = np.maximum(c - hi_t, 0) + np.maximum(lo_t - c, 0)
-        return out
-
-    out: BoolArray = dist(cs - k) + dist(cd + k) <= dist(cs) + dist(cd)
+    after = violation(cs - k, lo_t, hi_t) + violation(cd + k, lo_t, hi_t)
+    out: BoolArray = after <= violation(cs, lo_t, hi_t) + violation(cd, lo_t, hi_t)
     return out
 
 
@@ -258,22 +256,23 @@ def topic_ok(
         return ok
     k = ranks(topics) + 1 if cumulative else np.ones(topics.size, dtype=np.int64)
     if b.topic_replica_on and replicas_move:
-        ok &= _count_ok(st.tcount, s, d, topics=topics, k=k, lo=b.topic_lo, hi=b.topic_hi)
+        ok &= count_ok(st.tcount, s, d, topics=topics, k=k, lo=b.topic_lo, hi=b.topic_hi)
     on = b.topic_leader_on[topics] & leaders
     if on.any():
-        ok &= ~on | _count_ok(st.tlead, s, d, topics=topics, k=k, lo=b.lead_lo, hi=b.lead_hi)
+        ok &= ~on | count_ok(st.tlead, s, d, topics=topics, k=k, lo=b.lead_lo, hi=b.lead_hi)
     return ok
 
 
-def rack_ok(st: State, parts: Ints, slots: Ints, *, d: int, nracks: Ints) -> BoolArray:
-    """Moving slot ``slots`` of ``parts`` to ``d`` keeps each rack within ceil(rf / racks)."""
+def rack_ok(st: State, parts: Ints, slots: Ints, *, d: int | Ints, nracks: Ints) -> BoolArray:
+    """Moving slot ``slots`` of ``parts`` to ``d`` (one broker, or one per item) keeps each rack
+    within ceil(rf / racks)."""
     if not st.options.hard("rack-awareness"):
         return np.ones(parts.size, dtype=np.bool_)
     rows = st.rep[parts]
     valid = rows != NO_BROKER
     racks = np.where(valid, st.rack[np.maximum(rows, 0)], -1)
     racks[np.arange(parts.size), slots] = -1  # the replica that leaves
-    same = (racks == st.rack[d]).sum(axis=1)
+    same = (racks == np.reshape(st.rack[d], (-1, 1))).sum(axis=1)
     rf = valid.sum(axis=1)
     allowed = np.ceil(rf / np.maximum(nracks[st.groups.partition[parts]], 1))
     out: BoolArray = same + 1 <= allowed
@@ -353,12 +352,12 @@ def _step(
     cs = counts[topics, s].astype(np.float64) - (k - 1)
     cd = counts[topics, d].astype(np.float64) + (k - 1)
     lo_t, hi_t = lo[topics], hi[topics]
-
-    def dist(c: FloatArray) -> FloatArray:
-        out: FloatArray = np.maximum(c - hi_t, 0) + np.maximum(lo_t - c, 0)
-        return out
-
-    change: FloatArray = dist(cs - 1) + dist(cd + 1) - dist(cs) - dist(cd)
+    change: FloatArray = (
+        violation(cs - 1, lo_t, hi_t)
+        + violation(cd + 1, lo_t, hi_t)
+        - violation(cs, lo_t, hi_t)
+        - violation(cd, lo_t, hi_t)
+    )
     uneven: FloatArray = (cs - cd < 2).astype(np.float64)
     return change, uneven
 

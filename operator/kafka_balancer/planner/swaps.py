@@ -13,7 +13,7 @@ from typing import Final
 
 import numpy as np
 
-from kafka_balancer.model.cluster import FloatArray
+from kafka_balancer.model.cluster import BoolArray, FloatArray
 from kafka_balancer.planner.select import Bands, PairCheck, leader_candidates, replica_candidates, topic_ok
 from kafka_balancer.planner.state import Ints, State
 
@@ -27,6 +27,18 @@ EXCHANGE_SIDE: Final = 24
 # One-for-one leadership trades per pair and round, and the heaviest/lightest considered on each side.
 TRADES_PER_PAIR: Final = 16
 TRADE_SIDE: Final = 32
+
+
+def _closest(moved: FloatArray, ok: BoolArray, left: float) -> tuple[int, int] | None:
+    """The accepted candidate (row, column of ``moved``) whose amount is closest to what is
+    ``left``, an overshoot counting double (it only helps when nothing fits); None when even that
+    one would overshoot by the whole gap or more (the distance would not shrink)."""
+    gap = moved - left
+    score = np.where(ok, np.where(gap > 0, 2 * gap, -gap), np.inf)
+    i, j = np.unravel_index(int(np.argmin(score)), score.shape)
+    if gap[i, j] > 0 and moved[i, j] >= 2 * left:
+        return None
+    return int(i), int(j)
 
 
 def _side(
@@ -75,15 +87,11 @@ def swap_batch(
         ok = check(net) & x_free[:, None] & (net[..., q] > 0)
         if not ok.any():
             break
-        # Closest to the gap; an overshoot counts double (it only helps when nothing fits).
-        gap = net[..., q] - left
-        score = np.where(gap > 0, 2 * gap, -gap)
-        score = np.where(ok, score, np.inf)
-        flat = int(np.argmin(score))
-        i, j = divmod(flat, 2)
+        best = _closest(net[..., q], ok, left)
+        if best is None:
+            break
+        i, j = best
         k = int(cand_y[i, j])
-        if gap[i, j] > 0 and net[i, j, q] >= 2 * left:
-            break  # overshooting by more than the gap would not shrink the distance
         st.move(xp[i : i + 1], xs[i : i + 1], np.array([d], dtype=np.int32))
         st.move(yp[k : k + 1], ys[k : k + 1], np.array([s], dtype=np.int32))
         # Each side's topic check saw the counts before this swap: no further swap of these topics
@@ -151,12 +159,10 @@ def leader_trade(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: in
         ok = PairCheck(st, b, s, d, q=q, amount=np.inf)(net) & (net[..., q] > 0)
         if not ok.any():
             break
-        # Closest to what is left; an overshoot counts double (as in swap_batch).
-        gap = net[..., q] - left
-        score = np.where(ok, np.where(gap > 0, 2 * gap, -gap), np.inf)
-        i, j = divmod(int(np.argmin(score)), light.size)
-        if gap[i, j] > 0 and net[i, j, q] >= 2 * left:
+        best = _closest(net[..., q], ok, left)
+        if best is None:
             break
+        i, j = best
         x, y = heavy[i], light[j]
         st.swap_leader(ap[x : x + 1], aslot[x : x + 1])
         st.swap_leader(bp[y : y + 1], bslot[y : y + 1])

@@ -21,8 +21,9 @@ from typing import Final
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
-from kafka_balancer.planner.select import Bands, accept_together
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.planner.goals import topic_brokers
+from kafka_balancer.planner.select import Bands, accept_together, count_ok
 from kafka_balancer.planner.state import Ints, State
 
 # Edges per path (a breadth-first search visits each broker once, so a long limit costs little).
@@ -85,8 +86,7 @@ class _Budget:
 def leader_chains(st: State, b: Bands) -> int:
     """Apply leadership chains that bring topics' leader counts into their band. Returns chains applied."""
     counts, lo, hi = st.tlead, b.lead_lo, b.lead_hi
-    in_group = (st.groups.broker[None, :] == st.groups.topic[:, None]) & st.active[None, :]
-    in_group &= st.groups.balanced[st.groups.topic][:, None] & b.topic_leader_on[:, None]
+    in_group = topic_brokers(st) & b.topic_leader_on[:, None]
     bad = in_group & ((counts > hi[:, None]) | ((counts < lo[:, None]) & st.can_lead[None, :]))
     topics = np.flatnonzero(bad.any(axis=1))
     if topics.size == 0:
@@ -253,13 +253,7 @@ def _closing_candidates(st: State, b: Bands, led: Ints, *, start: int, end: int,
     cand = led[(st.rep[led, 0] == end) & hit.any(axis=1) & st.movable[led] & (st.ptopic[led] != topic)]
     slots = np.argmax(st.rep[cand] == start, axis=1).astype(np.int64)
     u = st.ptopic[cand]
-    lo, hi = b.lead_lo[u], b.lead_hi[u]
-    ce, cs = st.tlead[u, end].astype(np.float64), st.tlead[u, start].astype(np.float64)
-
-    def dist(c: FloatArray) -> FloatArray:
-        out: FloatArray = np.maximum(c - hi, 0) + np.maximum(lo - c, 0)
-        return out
-
-    ok = ~b.topic_leader_on[u] | (dist(ce - 1) + dist(cs + 1) <= dist(ce) + dist(cs))
+    one = np.ones(u.size, dtype=np.int64)
+    ok = ~b.topic_leader_on[u] | count_ok(st.tlead, end, start, topics=u, k=one, lo=b.lead_lo, hi=b.lead_hi)
     ok &= st.can_lead[start]
     return cand[ok], slots[ok]

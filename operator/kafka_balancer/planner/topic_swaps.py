@@ -94,7 +94,7 @@ def _fits(st: State, b: Bands, s: Ints, d: Ints, net: FloatArray) -> BoolArray:
     return out
 
 
-def _within_budget(counts: Ints, lo: FloatArray, hi: FloatArray, *steps: tuple[Ints, Ints, int]) -> BoolArray:
+def within_budget(counts: Ints, lo: FloatArray, hi: FloatArray, *steps: tuple[Ints, Ints, int]) -> BoolArray:
     """Swaps (in preference order) whose every (topic, broker, +-1) step stays within that count's budget.
 
     A count may go down to the band's lower edge (or stay where it is if already below) and up to
@@ -109,6 +109,15 @@ def _within_budget(counts: Ints, lo: FloatArray, hi: FloatArray, *steps: tuple[I
         key = topic.astype(np.int64) * (1 << 32) + broker.astype(np.int64)
         ok &= ranks(key) < budget
     return ok
+
+
+def _best_partners(ok: BoolArray, cost: FloatArray) -> tuple[Ints, Ints]:
+    """For each offer (row) with an acceptable partner (column), the cheapest one: (offers, partner
+    columns), best-fitting first."""
+    j = np.argmin(np.where(ok, cost, np.inf), axis=1)
+    found = np.flatnonzero(ok[np.arange(ok.shape[0]), j])
+    found = found[np.argsort(cost[found, j[found]], kind="stable")]
+    return found, j[found]
 
 
 def _first_partition(p: Ints, q: Ints) -> BoolArray:
@@ -242,17 +251,14 @@ def replica_swaps(
     cost = (np.abs(net) * _weights(b, src)[:, None, :]).sum(axis=2)
     # A partner that lived on s before planning goes home: in the plan it is no move at all.
     cost -= HOME_BONUS * (st.model.replicas[cp] == src[:, None, None]).any(axis=2)
-    j = np.argmin(np.where(ok, cost, np.inf), axis=1)
-    n = np.arange(parts.size)
-    found = np.flatnonzero(ok[n, j])
-    found = found[np.argsort(cost[found, j[found]], kind="stable")]  # best-fitting partners first
+    found, j = _best_partners(ok, cost)
     p, k, d, s = parts[found], slots[found], dests[found], src[found]
-    q, qk, net1 = cp[found, j[found]], ck[found, j[found]], net[found, j[found]]
+    q, qk, net1 = cp[found, j], ck[found, j], net[found, j]
     tt, uu = st.ptopic[p], st.ptopic[q]
-    keep = _within_budget(st.tcount, b.topic_lo, b.topic_hi, (tt, s, -1), (tt, d, 1), (uu, d, -1), (uu, s, 1))
+    keep = within_budget(st.tcount, b.topic_lo, b.topic_hi, (tt, s, -1), (tt, d, 1), (uu, d, -1), (uu, s, 1))
     lead_on = b.topic_leader_on[tt] & (k == 0)
     if lead_on.any():
-        keep &= _within_budget(st.tlead, b.lead_lo, b.lead_hi, (tt, s, -1), (tt, d, 1), (uu, d, -1), (uu, s, 1))
+        keep &= within_budget(st.tlead, b.lead_lo, b.lead_hi, (tt, s, -1), (tt, d, 1), (uu, d, -1), (uu, s, 1))
     keep &= _first_partition(p, q)
     p, k, d, s, q, qk, net1 = p[keep], k[keep], d[keep], s[keep], q[keep], qk[keep], net1[keep]
     acc = accept_together(st, b, src=s, dst=d, v=net1)
@@ -298,14 +304,11 @@ def leader_swaps(st: State, b: Bands, parts: Ints, slots: Ints, *, size_rank: In
     net = vx[:, None, :] - vy
     ok &= _fits(st, b, s, d, net)
     cost = (np.abs(net) * _weights(b, s)[:, None, :]).sum(axis=2)
-    j = np.argmin(np.where(ok, cost, np.inf), axis=1)
-    n = np.arange(parts.size)
-    found = np.flatnonzero(ok[n, j])
-    found = found[np.argsort(cost[found, j[found]], kind="stable")]  # best-fitting partners first
+    found, j = _best_partners(ok, cost)
     p, k, ss, dd = parts[found], slots[found], s[found], d[found]
-    q, qk, net1 = cp[found, j[found]], ck[found, j[found]], net[found, j[found]]
+    q, qk, net1 = cp[found, j], ck[found, j], net[found, j]
     tt, uu = st.ptopic[p], st.ptopic[q]
-    keep = _within_budget(st.tlead, b.lead_lo, b.lead_hi, (tt, ss, -1), (tt, dd, 1), (uu, dd, -1), (uu, ss, 1))
+    keep = within_budget(st.tlead, b.lead_lo, b.lead_hi, (tt, ss, -1), (tt, dd, 1), (uu, dd, -1), (uu, ss, 1))
     keep &= _first_partition(p, q)
     p, k, ss, dd, q, qk, net1 = p[keep], k[keep], ss[keep], dd[keep], q[keep], qk[keep], net1[keep]
     acc = accept_together(st, b, src=ss, dst=dd, v=net1)

@@ -16,6 +16,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.goals import topic_brokers
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands, ranks
 from kafka_balancer.planner.state import Q_DISK, Ints, State
 from kafka_balancer.planner.topic_chains import leader_chains
@@ -90,16 +91,15 @@ class _Spread:
 def _spread(st: State, b: Bands, *, leaders: bool) -> _Spread:
     counts = st.tlead if leaders else st.tcount
     lo, hi = (b.lead_lo, b.lead_hi) if leaders else (b.topic_lo, b.topic_hi)
-    groups = st.groups
     receiver = st.can_lead if leaders else st.can_host
-    in_group = (groups.broker[None, :] == groups.topic[:, None]) & st.active[None, :]
-    in_group &= groups.balanced[groups.topic][:, None]
+    in_group = topic_brokers(st)
     if leaders:
         in_group &= b.topic_leader_on[:, None]
-    over = in_group & (counts > hi[:, None])
-    under = in_group & (counts < lo[:, None]) & receiver[None, :]
+    over: BoolArray = in_group & (counts > hi[:, None])
+    under: BoolArray = in_group & (counts < lo[:, None]) & receiver[None, :]
     # A broker gives when it is over the band, or when another broker is under and it can spare one.
-    gives = over | (in_group & under.any(axis=1)[:, None] & (counts - 1 >= lo[:, None]) & (counts > 0))
+    short = under.any(axis=1, keepdims=True)
+    gives = over | (in_group & short & (counts - 1 >= lo[:, None]) & (counts > 0))
     return _Spread(counts, over, under, gives, hi.astype(np.int64))
 
 
