@@ -262,8 +262,11 @@ def _order(st: State, b: Bands, s: int, d: int, *, v: FloatArray, q: int, amount
     return order
 
 
-def balance_goal(st: State, goal: str) -> int:
-    """Run rounds of one distribution goal until it holds or nothing more can move. Returns rounds run."""
+def balance_goal(st: State, goal: str, *, leadership_only: bool = False) -> int:
+    """Run rounds of one distribution goal until it holds or nothing more can move. Returns rounds run.
+
+    With ``leadership_only`` no data moves: only leaderships move or are exchanged.
+    """
     q = GOAL_QUANTITY[goal]
     nracks = st.group_racks()
     rounds = 0
@@ -281,9 +284,11 @@ def balance_goal(st: State, goal: str) -> int:
                 left -= _leader_batch(st, b, index, s, d=d, q=q, amount=left)
             if q in TRADE_QUANTITIES and left > SWAP_MIN_SHARE * amount:
                 left -= leader_trade(st, b, index, s, d=d, q=q, amount=left)
-            if left > 1e-9 * max(1.0, amount) and (q not in COUNT_QUANTITIES or left >= 0.5):
+            if leadership_only:
+                pass
+            elif left > 1e-9 * max(1.0, amount) and (q not in COUNT_QUANTITIES or left >= 0.5):
                 left -= _replica_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
-            if q in SWAP_QUANTITIES and left > SWAP_MIN_SHARE * amount:
+            if q in SWAP_QUANTITIES and left > SWAP_MIN_SHARE * amount and not leadership_only:
                 left -= swap_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
             if q == Q_LEADERS and left >= 0.5:
                 left -= leader_exchange(st, b, index, s, d=d, q=q, amount=left)

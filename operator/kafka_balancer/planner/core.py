@@ -28,7 +28,11 @@ from kafka_balancer.planner.hard import bad_slots, enforce_capacity, evacuate, f
 from kafka_balancer.planner.operations import change_replication_factor, move_topics
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
 from kafka_balancer.planner.revert import revert_moves
+from kafka_balancer.planner.select import compute_bands
 from kafka_balancer.planner.state import QUANTITY_NAMES, Ints, State, resolve_groups
+from kafka_balancer.planner.substitute import substitute_moves
+from kafka_balancer.planner.tighten import tighten_leaders
+from kafka_balancer.planner.topic_chains import leader_chains
 from kafka_balancer.planner.topics import balance_topic_goal
 
 # Operations that only change the cluster's shape: no distribution rounds afterwards, so the
@@ -154,6 +158,12 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
             if goal in options.distribution_goals:
                 balance_topic_goal(st, goal, size_cap=1.0, rounds=TOPIC_SPREAD_EARLY_ROUNDS)
         revert_moves(st)
+        substitute_moves(st)
+        tighten_leaders(st)
+        if "topic-leader-distribution" in options.distribution_goals:
+            # The traffic and leader counts changed since the topic-leader goal's turn: its chains
+            # (no data moves) may now find a way for what it left out of band.
+            leader_chains(st, compute_bands(st))
     st.guarded = frozenset(options.distribution_goals)
     return st
 

@@ -17,6 +17,7 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.select import Bands, accept_together
 from kafka_balancer.planner.state import COUNT_QUANTITIES, Q_CPU, Q_LEADER_IN, Q_LEADERS, Q_NET_OUT, Ints, State
+from kafka_balancer.planner.topic_swaps import within_budget
 
 # A receiving broker is filled this share of the way from the band's lower edge towards the
 # average (same as balance.MARGIN, kept here to avoid an import cycle).
@@ -80,6 +81,11 @@ def leader_pass(st: State, b: Bands, q: int) -> int:
     if parts.size == 0:
         return 0
     src, dst = rep[parts, 0], rep[parts, slot]
+    # Each topic's leader spread (when guarded) may use what its band leaves on either broker;
+    # checked before the caps below, so that they fill up with leaderships that can move.
+    t = st.ptopic[parts].astype(np.int64)
+    keep = ~b.topic_leader_on[t] | within_budget(st.tlead, b.lead_lo, b.lead_hi, (t, src, -1), (t, dst, 1))
+    parts, slot, v, src, dst = parts[keep], slot[keep], v[keep], src[keep], dst[keep]
     # Items that fit both ends on their own; per source in preference order up to what it must give
     # (leader bytes-in: the largest first, fewest leader changes), then per destination up to its room.
     fits = (v[:, q] <= give[src] * (1 + 1e-9)) & (v[:, q] <= take[dst] * (1 + 1e-9))

@@ -55,7 +55,7 @@ def compute_bands(st: State) -> Bands:
     avg = np.zeros((nb, NUM_Q))
     enabled = {GOAL_QUANTITY[g] for g in st.guarded if g in GOAL_QUANTITY}
     for q in range(NUM_Q):
-        lo, hi, mean = bands(st, q, th)
+        lo, hi, mean = bands(st, q, 1.0 if q in st.exact else th)
         avg[:, q] = mean
         if q in enabled:
             lower[:, q], upper[:, q] = lo, hi
@@ -127,10 +127,14 @@ def accept_together(st: State, b: Bands, *, src: Ints, dst: Ints, v: FloatArray)
     if src.size == 0:
         return keep
     # How far each broker may go: no further out of the band than it already is, never over a limit.
-    top = np.maximum(b.upper, st.load)
+    # Slack for float sums: half the goals' own tolerance at the band's edge (goals.tolerance), so
+    # accepted batches never add up to a broker counted as out of band; far less where a broker
+    # is already outside (it must not drift further).
+    edge = np.abs(b.avg) * 0.5e-9
+    top = np.maximum(b.upper + edge, st.load)
     top = np.where(np.isfinite(st.limit), np.minimum(top, np.maximum(st.limit, st.load)), top)
-    bottom = np.minimum(b.lower, st.load)
-    tol = np.abs(b.avg) * 1e-9 + _tol(st.load)
+    bottom = np.minimum(b.lower - edge, st.load)
+    tol = np.abs(st.load) * 1e-13 + 1e-9
     last_first = np.arange(src.size)[::-1]
     for _ in range(DROP_PASSES):
         delta = np.zeros_like(st.load)
@@ -223,9 +227,11 @@ def ranks(keys: Ints) -> Ints:
     return rank
 
 
-def count_ok(counts: Ints, s: int, d: int, *, topics: Ints, k: Ints, lo: FloatArray, hi: FloatArray) -> BoolArray:
-    """Items whose topic's distance to its band on ``s`` plus ``d`` does not grow when ``k`` of the
-    topic move from ``s`` to ``d``."""
+def count_ok(
+    counts: Ints, s: int | Ints, d: int | Ints, *, topics: Ints, k: Ints, lo: FloatArray, hi: FloatArray
+) -> BoolArray:
+    """Items whose topic's distance to its band on ``s`` plus ``d`` (one pair, or one per item) does
+    not grow when ``k`` of the topic move from ``s`` to ``d``."""
     cs, cd = counts[topics, s].astype(np.float64), counts[topics, d].astype(np.float64)
     lo_t, hi_t = lo[topics], hi[topics]
     after = violation(cs - k, lo_t, hi_t) + violation(cd + k, lo_t, hi_t)

@@ -141,6 +141,8 @@ class State:
             self.movable = self.movable & wanted[self.ptopic]
         # Distribution goals a move must not make worse (see core.plan: the goals optimized so far).
         self.guarded: frozenset[str] = frozenset(options.distribution_goals)
+        # Count quantities whose band is the average rounded down and up (see planner.tighten).
+        self.exact: frozenset[int] = frozenset()
         self.limit: FloatArray = np.full((nb, NUM_Q), math.inf)
         self._set_limits()
         self.refresh_loads()

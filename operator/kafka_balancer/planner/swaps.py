@@ -118,6 +118,13 @@ def leader_exchange(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d:
         bp, bslot = leader_candidates(st, index, d, s)
         if ap.size < 2 or bp.size == 0:
             break
+        # Each leadership on its own keeps its topic's leader spread; two of the same topic from s
+        # would be a second move of it, so such pairs are left out below.
+        fine_a = topic_ok(st, b, s, d, topics=st.ptopic[ap], leaders=ap >= 0, replicas_move=False, cumulative=False)
+        fine_b = topic_ok(st, b, d, s, topics=st.ptopic[bp], leaders=bp >= 0, replicas_move=False, cumulative=False)
+        ap, aslot, bp, bslot = ap[fine_a], aslot[fine_a], bp[fine_b], bslot[fine_b]
+        if ap.size < 2 or bp.size == 0:
+            break
         scale = np.maximum(b.avg[s], 1e-12)
         va, vb = st.lead[ap] - st.follow[ap], st.lead[bp] - st.follow[bp]
         wa, wb = (va / scale).sum(axis=1), (vb / scale).sum(axis=1)
@@ -126,6 +133,8 @@ def leader_exchange(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d:
         i, j = np.triu_indices(light.size, k=1)
         net = (va[light[i]] + va[light[j]])[:, None, :] - vb[heavy][None, :, :]  # (pairs, heavy, Q)
         ok = PairCheck(st, b, s, d, q=q, amount=1.0)(net)
+        ta = st.ptopic[ap[light]]
+        ok &= (ta[i] != ta[j])[:, None]
         if not ok.any():
             break
         others = np.abs(net / scale).sum(axis=2) - np.abs(net[..., q] / scale[q])

@@ -1,0 +1,91 @@
+"""The free finishing steps: leader counts evened out to the rounded average (directly or along a
+chain of brokers), and moved replicas replaced by smaller stand-ins of the same topic."""
+
+from __future__ import annotations
+
+import numpy as np
+from kafka_balancer.model import ClusterBuilder, ClusterModel
+from kafka_balancer.planner import PlannerOptions, evaluate, plan
+from kafka_balancer.planner.state import Q_DISK, Q_REPLICAS, State, resolve_groups
+from kafka_balancer.planner.substitute import substitute_moves
+
+
+def _cluster(partitions: list[tuple[str, int, list[int], float]], brokers: int) -> ClusterModel:
+    builder = ClusterBuilder()
+    for b in range(brokers):
+        builder.add_broker(b, rack=f"rack-{b}")
+    for topic, p, replicas, size in partitions:
+        builder.add_partition(topic, p, replicas, size_bytes=size, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    return builder.build()
+
+
+def _leaders_after(model: ClusterModel, proposal_leaders: dict[tuple[str, int], int]) -> list[int]:
+    counts = [0] * model.num_brokers
+    for p in range(model.num_partitions):
+        key = (model.topic_name(p), int(model.partition_id[p]))
+        counts[model.broker_index(proposal_leaders.get(key, int(model.broker_ids[model.leader[p]])))] += 1
+    return counts
+
+
+def test_leader_counts_go_to_the_rounded_average_without_moving_data() -> None:
+    # 30 identical partitions on all 3 brokers, led 11/10/9: inside the 1.10 band (9..11), so the
+    # leader-count goal holds from the start. Leadership is free, so the plan still evens it out.
+    parts = [
+        (f"t{p % 10}", p // 10, [b % 3, (b + 1) % 3, (b + 2) % 3], 1e9)
+        for p, b in enumerate([0] * 11 + [1] * 10 + [2] * 9)
+    ]
+    model = _cluster(parts, brokers=3)
+    assert evaluate(model).goals["leader-count-distribution"]["holds"]
+    proposal = plan(model)
+    summary = proposal.summary
+    assert summary["moves"] == 0
+    assert summary["bytesToMove"] == 0
+    leaders = {(c.topic, c.partition): c.new_leader for c in proposal.leader_changes}
+    assert _leaders_after(model, leaders) == [10, 10, 10]
+    assert not summary["goalsViolated"], summary["goalsViolated"]
+
+
+def test_leadership_passes_along_a_chain_of_brokers_to_even_out_counts() -> None:
+    # Broker 0 leads 3 partitions, broker 3 leads 1 (average 2). Every partition broker 0 leads has
+    # its follower on broker 1, and broker 3 is follower only of partitions broker 2 leads: no single
+    # leadership move takes one from 0 to 3. Passing one along 0 -> 1 -> 2 -> 3 in one step keeps
+    # brokers 1 and 2 at two each.
+    layout = [[0, 1]] * 3 + [[1, 2]] * 2 + [[2, 3]] * 2 + [[3, 0]]
+    model = _cluster([(f"t{i}", 0, replicas, 1e9) for i, replicas in enumerate(layout)], brokers=4)
+    options = PlannerOptions(distribution_goals=("leader-count-distribution",))
+    assert evaluate(model, options).goals["leader-count-distribution"]["holds"]  # 1..3 at threshold 1.10
+    proposal = plan(model, options)
+    assert proposal.summary["moves"] == 0
+    leaders = {(c.topic, c.partition): c.new_leader for c in proposal.leader_changes}
+    assert _leaders_after(model, leaders) == [2, 2, 2, 2]
+    assert len(proposal.leader_changes) == 3
+
+
+def _state(model: ClusterModel, options: PlannerOptions) -> State:
+    return State(model, options, resolve_groups(model, options))
+
+
+def test_a_moved_replica_is_replaced_by_a_smaller_one_of_its_topic() -> None:
+    # Broker 0 holds three replicas of topic t (10 GB, 1 GB, 1 GB), broker 1 one. Moving the 10 GB
+    # replica to broker 1 balances the counts; so does moving a 1 GB one, for a tenth of the bytes.
+    model = _cluster([("t", 0, [0], 10e9), ("t", 1, [0], 1e9), ("t", 2, [0], 1e9), ("t", 3, [1], 1e9)], brokers=2)
+    options = PlannerOptions(hard_goals=(), distribution_goals=("replica-distribution", "topic-replica-distribution"))
+    st = _state(model, options)
+    st.move(np.array([0]), np.array([0]), np.array([1], dtype=np.int32))
+    counts = st.load[:, Q_REPLICAS].copy()
+    assert substitute_moves(st) == 1
+    assert st.rep[:, 0].tolist() == [0, 1, 0, 1]
+    assert np.array_equal(st.load[:, Q_REPLICAS], counts)
+    assert np.array_equal(st.tcount, [[2, 2]])
+
+
+def test_no_stand_in_when_the_disk_difference_would_leave_the_band() -> None:
+    # Same layout, but the disk goal is guarded: sending 10 GB back to broker 0 and 1 GB over would
+    # leave broker 0 far above its disk band (it is below it now), so the move stays as it is.
+    model = _cluster([("t", 0, [0], 10e9), ("t", 1, [0], 1e9), ("t", 2, [0], 1e9), ("t", 3, [1], 1e9)], brokers=2)
+    options = PlannerOptions(hard_goals=(), distribution_goals=("replica-distribution", "disk-distribution"))
+    st = _state(model, options)
+    st.move(np.array([0]), np.array([0]), np.array([1], dtype=np.int32))
+    disk = st.load[:, Q_DISK].copy()
+    assert substitute_moves(st) == 0
+    assert np.array_equal(st.load[:, Q_DISK], disk)
