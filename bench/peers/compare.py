@@ -1,6 +1,7 @@
 """Side by side with open-source peers on the same synthetic clusters (not part of `make test`).
 
     .venv/bin/python -m bench.peers.compare --partitions 2000 [--partitions 20000] [--skip ku-genetic]
+        [--threshold 1.06]   (extra kafka-balancer rows with a tighter balanceThreshold)
 
 Peers run in their own venvs (never the project's: kafka-tools overwrites kafka-python's package):
 
@@ -84,18 +85,21 @@ def run_peer(name: str, source: Path, workdir: Path) -> tuple[Assignment, float,
     return {(t, p): list(r) for t, p, r in out["partitions"]}, out["seconds"], out["cpuSeconds"]
 
 
-def compare(partitions: int, skip: set[str]) -> None:
+def compare(partitions: int, skip: set[str], thresholds: list[float]) -> None:
     brokers = 12 if partitions <= 5000 else 24
     model = skewed_cluster(brokers=brokers, new_brokers=brokers // 4, partitions=partitions, seed=7)
     before = {(p.topic, p.partition): list(p.replicas) for p in model.partitions()}
     rows: list[tuple[str, float, float, dict[str, Any]]] = [("before", 0.0, 0.0, judge(model, before, before))]
-    started, cpu = time.perf_counter(), time.process_time()
-    proposal = plan(model, PlannerOptions())
-    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-    ours = dict(before)
-    for t in proposal.plan.partitions:
-        ours[(t.topic, t.partition)] = list(t.replicas)
-    rows.append(("kafka-balancer", seconds, cpu, judge(model, before, ours)))
+    for threshold in [None, *thresholds]:
+        options = PlannerOptions() if threshold is None else PlannerOptions(balance_threshold=threshold)
+        started, cpu = time.perf_counter(), time.process_time()
+        proposal = plan(model, options)
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        ours = dict(before)
+        for t in proposal.plan.partitions:
+            ours[(t.topic, t.partition)] = list(t.replicas)
+        name = "kafka-balancer" if threshold is None else f"kafka-balancer, balanceThreshold {threshold}"
+        rows.append((name, seconds, cpu, judge(model, before, ours)))
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "cluster.json"
         data = {
@@ -126,9 +130,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="bench.peers.compare")
     parser.add_argument("--partitions", type=int, action="append", default=[])
     parser.add_argument("--skip", action="append", default=[], choices=sorted(PEERS))
+    parser.add_argument("--threshold", type=float, action="append", default=[])
     args = parser.parse_args()
     for partitions in args.partitions or [2000]:
-        compare(partitions, set(args.skip))
+        compare(partitions, set(args.skip), args.threshold)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from kafka_balancer.model import ClusterModel, ReassignmentPlan
+from kafka_balancer.model import ClusterBuilder, ClusterModel, ReassignmentPlan
 
 
 def placement_after(model: ClusterModel, plan: ReassignmentPlan) -> dict[tuple[str, int], tuple[int, ...]]:
@@ -35,3 +35,14 @@ def broker_loads(model: ClusterModel, placement: dict[tuple[str, int], tuple[int
             loads["disk"][b] += int(sizes[key])
         loads["leaders"][replicas[0]] += 1
     return loads
+
+
+def one_rack_per_broker(partitions: list[tuple[str, int, list[int], float]], brokers: int) -> ClusterModel:
+    """A small hand-made cluster: ``brokers`` brokers, each in its own rack, and the given
+    (topic, partition, replica ids, size) with equal traffic per partition."""
+    builder = ClusterBuilder()
+    for b in range(brokers):
+        builder.add_broker(b, rack=f"rack-{b}")
+    for topic, p, replicas, size in partitions:
+        builder.add_partition(topic, p, replicas, size_bytes=size, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    return builder.build()

@@ -4,19 +4,11 @@ chain of brokers), and moved replicas replaced by smaller stand-ins of the same 
 from __future__ import annotations
 
 import numpy as np
-from kafka_balancer.model import ClusterBuilder, ClusterModel
+from checks import one_rack_per_broker
+from kafka_balancer.model import ClusterModel
 from kafka_balancer.planner import PlannerOptions, evaluate, plan
 from kafka_balancer.planner.state import Q_DISK, Q_REPLICAS, State, resolve_groups
 from kafka_balancer.planner.substitute import substitute_moves
-
-
-def _cluster(partitions: list[tuple[str, int, list[int], float]], brokers: int) -> ClusterModel:
-    builder = ClusterBuilder()
-    for b in range(brokers):
-        builder.add_broker(b, rack=f"rack-{b}")
-    for topic, p, replicas, size in partitions:
-        builder.add_partition(topic, p, replicas, size_bytes=size, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
-    return builder.build()
 
 
 def _leaders_after(model: ClusterModel, proposal_leaders: dict[tuple[str, int], int]) -> list[int]:
@@ -34,7 +26,7 @@ def test_leader_counts_go_to_the_rounded_average_without_moving_data() -> None:
         (f"t{p % 10}", p // 10, [b % 3, (b + 1) % 3, (b + 2) % 3], 1e9)
         for p, b in enumerate([0] * 11 + [1] * 10 + [2] * 9)
     ]
-    model = _cluster(parts, brokers=3)
+    model = one_rack_per_broker(parts, brokers=3)
     assert evaluate(model).goals["leader-count-distribution"]["holds"]
     proposal = plan(model)
     summary = proposal.summary
@@ -51,7 +43,7 @@ def test_leadership_passes_along_a_chain_of_brokers_to_even_out_counts() -> None
     # leadership move takes one from 0 to 3. Passing one along 0 -> 1 -> 2 -> 3 in one step keeps
     # brokers 1 and 2 at two each.
     layout = [[0, 1]] * 3 + [[1, 2]] * 2 + [[2, 3]] * 2 + [[3, 0]]
-    model = _cluster([(f"t{i}", 0, replicas, 1e9) for i, replicas in enumerate(layout)], brokers=4)
+    model = one_rack_per_broker([(f"t{i}", 0, replicas, 1e9) for i, replicas in enumerate(layout)], brokers=4)
     options = PlannerOptions(distribution_goals=("leader-count-distribution",))
     assert evaluate(model, options).goals["leader-count-distribution"]["holds"]  # 1..3 at threshold 1.10
     proposal = plan(model, options)
@@ -68,7 +60,9 @@ def _state(model: ClusterModel, options: PlannerOptions) -> State:
 def test_a_moved_replica_is_replaced_by_a_smaller_one_of_its_topic() -> None:
     # Broker 0 holds three replicas of topic t (10 GB, 1 GB, 1 GB), broker 1 one. Moving the 10 GB
     # replica to broker 1 balances the counts; so does moving a 1 GB one, for a tenth of the bytes.
-    model = _cluster([("t", 0, [0], 10e9), ("t", 1, [0], 1e9), ("t", 2, [0], 1e9), ("t", 3, [1], 1e9)], brokers=2)
+    model = one_rack_per_broker(
+        [("t", 0, [0], 10e9), ("t", 1, [0], 1e9), ("t", 2, [0], 1e9), ("t", 3, [1], 1e9)], brokers=2
+    )
     options = PlannerOptions(hard_goals=(), distribution_goals=("replica-distribution", "topic-replica-distribution"))
     st = _state(model, options)
     st.move(np.array([0]), np.array([0]), np.array([1], dtype=np.int32))
@@ -82,7 +76,9 @@ def test_a_moved_replica_is_replaced_by_a_smaller_one_of_its_topic() -> None:
 def test_no_stand_in_when_the_disk_difference_would_leave_the_band() -> None:
     # Same layout, but the disk goal is guarded: sending 10 GB back to broker 0 and 1 GB over would
     # leave broker 0 far above its disk band (it is below it now), so the move stays as it is.
-    model = _cluster([("t", 0, [0], 10e9), ("t", 1, [0], 1e9), ("t", 2, [0], 1e9), ("t", 3, [1], 1e9)], brokers=2)
+    model = one_rack_per_broker(
+        [("t", 0, [0], 10e9), ("t", 1, [0], 1e9), ("t", 2, [0], 1e9), ("t", 3, [1], 1e9)], brokers=2
+    )
     options = PlannerOptions(hard_goals=(), distribution_goals=("replica-distribution", "disk-distribution"))
     st = _state(model, options)
     st.move(np.array([0]), np.array([0]), np.array([1], dtype=np.int32))

@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from kafka_balancer.model import ClusterBuilder, ClusterModel
+from checks import one_rack_per_broker
+from kafka_balancer.model import ClusterModel
 from kafka_balancer.planner import PlannerOptions, evaluate, plan
 from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.state import Q_REPLICAS, State, resolve_groups
-
-
-def _cluster(partitions: list[tuple[str, int, list[int], float]], brokers: int = 4) -> ClusterModel:
-    builder = ClusterBuilder()
-    for b in range(brokers):
-        builder.add_broker(b, rack=f"rack-{b}")
-    for topic, p, replicas, size in partitions:
-        builder.add_partition(topic, p, replicas, size_bytes=size, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
-    return builder.build()
 
 
 def test_leadership_passed_along_a_chain_when_no_single_move_is_allowed() -> None:
@@ -23,7 +15,9 @@ def test_leadership_passed_along_a_chain_when_no_single_move_is_allowed() -> Non
     # and both have their only follower on broker 1, which already leads one: moving either
     # leadership to 1 just moves the excess there. Passing p2's leadership from 1 on to 2 in the same
     # step (a chain 0 -> 1 -> 2) is the only way in, and moves no data.
-    model = _cluster([("t", 0, [0, 1], 1e9), ("t", 1, [0, 1], 1e9), ("t", 2, [1, 2], 1e9), ("u", 0, [3, 2], 1e9)])
+    model = one_rack_per_broker(
+        [("t", 0, [0, 1], 1e9), ("t", 1, [0, 1], 1e9), ("t", 2, [1, 2], 1e9), ("u", 0, [3, 2], 1e9)], brokers=4
+    )
     options = PlannerOptions(distribution_goals=("topic-leader-distribution",))
     assert not evaluate(model, options).goals["topic-leader-distribution"]["holds"]
     proposal = plan(model, options)
@@ -48,7 +42,7 @@ def test_a_move_the_plan_does_not_need_goes_back() -> None:
     # Four brokers with one replica each of similar size: balanced. A move 0 -> 3 of p0's replica
     # (as an earlier goal might have made) leaves broker 0 empty and broker 3 double: going back is
     # allowed (every goal gets better), so the plan ends with no move at all.
-    model = _cluster([("t", p, [p], 1e9) for p in range(4)])
+    model = one_rack_per_broker([("t", p, [p], 1e9) for p in range(4)], brokers=4)
     options = PlannerOptions(hard_goals=(), distribution_goals=("replica-distribution", "disk-distribution"))
     st = _state(model, options)
     st.move(np.array([0]), np.array([0]), np.array([3], dtype=np.int32))
@@ -59,8 +53,8 @@ def test_a_move_the_plan_does_not_need_goes_back() -> None:
 def test_a_move_that_balances_stays() -> None:
     # Broker 0 holds three replicas, broker 3 none: the move 0 -> 3 is what balances them; moving it
     # back would push both brokers out of the replica-count band again, so it stays.
-    model = _cluster(
-        [("t", 0, [0], 1e9), ("t", 1, [0], 1e9), ("t", 2, [1], 1e9), ("t", 3, [2], 1e9), ("u", 0, [0], 1e9)]
+    model = one_rack_per_broker(
+        [("t", 0, [0], 1e9), ("t", 1, [0], 1e9), ("t", 2, [1], 1e9), ("t", 3, [2], 1e9), ("u", 0, [0], 1e9)], brokers=4
     )
     options = PlannerOptions(hard_goals=(), distribution_goals=("replica-distribution",))
     st = _state(model, options)

@@ -47,24 +47,26 @@ def revert_moves(st: State) -> int:
     return total
 
 
-def _candidates(st: State, orig: Ints) -> tuple[Ints, Ints, Ints]:
+def moved_replicas(st: State, orig: Ints) -> tuple[Ints, Ints, Ints]:
     """(partition, slot, original broker) for each replica that arrived where the partition was not,
-    paired with a broker the partition left (one per partition per round), largest partitions first."""
+    paired with a broker the partition left (one per partition) that may take it back."""
     rep = st.rep
     valid = rep != NO_BROKER
     arrived = valid & ~(rep[:, :, None] == orig[:, None, :]).any(axis=2)
     left = (orig != NO_BROKER) & ~(orig[:, :, None] == rep[:, None, :]).any(axis=2)
     rows = np.flatnonzero(arrived.any(axis=1) & left.any(axis=1) & st.movable)
-    if rows.size == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
     slot = np.argmax(arrived[rows], axis=1).astype(np.int64)
     home = orig[rows, np.argmax(left[rows], axis=1)].astype(np.int64)
     ok = st.can_host[home] & (st.groups.broker[home] == st.groups.partition[rows])
     ok &= (slot != 0) | st.can_lead[home]
-    rows, slot, home = rows[ok], slot[ok], home[ok]
+    return rows[ok].astype(np.int64), slot[ok], home[ok]
+
+
+def _candidates(st: State, orig: Ints) -> tuple[Ints, Ints, Ints]:
+    """:func:`moved_replicas`, largest partitions first (the most bytes saved)."""
+    rows, slot, home = moved_replicas(st, orig)
     order = np.argsort(-st.model.size_bytes[rows], kind="stable")
-    return rows[order].astype(np.int64), slot[order], home[order]
+    return rows[order], slot[order], home[order]
 
 
 def _topics_ok(st: State, b: Bands, parts: Ints, slots: Ints, homes: Ints) -> BoolArray:

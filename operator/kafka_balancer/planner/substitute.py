@@ -16,6 +16,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.planner.revert import moved_replicas
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands, rack_ok
 from kafka_balancer.planner.state import Q_DISK, Ints, State
 from kafka_balancer.planner.topic_swaps import within_budget
@@ -56,17 +57,8 @@ class _Moved:
     """Replicas that arrived where their partition was not: (partition, slot, broker it left, broker now)."""
 
     def __init__(self, st: State, orig: Ints) -> None:
-        rep = st.rep
-        valid = rep != NO_BROKER
-        arrived = valid & ~(rep[:, :, None] == orig[:, None, :]).any(axis=2)
-        left = (orig != NO_BROKER) & ~(orig[:, :, None] == rep[:, None, :]).any(axis=2)
-        rows = np.flatnonzero(arrived.any(axis=1) & left.any(axis=1) & st.movable)
-        slot = np.argmax(arrived[rows], axis=1).astype(np.int64)
-        home = orig[rows, np.argmax(left[rows], axis=1)].astype(np.int64)
-        ok = st.can_host[home] & (st.groups.broker[home] == st.groups.partition[rows])
-        ok &= (slot != 0) | st.can_lead[home]
-        self.parts, self.slots, self.home = rows[ok].astype(np.int64), slot[ok], home[ok]
-        self.dest = rep[self.parts, self.slots].astype(np.int64)
+        self.parts, self.slots, self.home = moved_replicas(st, orig)
+        self.dest = st.rep[self.parts, self.slots].astype(np.int64)
 
 
 class _StandIns:

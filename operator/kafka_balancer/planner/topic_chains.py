@@ -83,8 +83,11 @@ class _Budget:
         return self.work.checks >= 0
 
 
-def leader_chains(st: State, b: Bands) -> int:
-    """Apply leadership chains that bring topics' leader counts into their band. Returns chains applied."""
+def leader_chains(st: State, b: Bands, *, share: float = 1.0) -> int:
+    """Apply leadership chains that bring topics' leader counts into their band. Returns chains applied.
+
+    ``share`` scales the per-call caps (MAX_TRIES, MAX_CHECKS) for a second, briefer call.
+    """
     counts, lo, hi = st.tlead, b.lead_lo, b.lead_hi
     in_group = topic_brokers(st) & b.topic_leader_on[:, None]
     bad = in_group & ((counts > hi[:, None]) | ((counts < lo[:, None]) & st.can_lead[None, :]))
@@ -94,7 +97,8 @@ def leader_chains(st: State, b: Bands) -> int:
     order = np.argsort(st.ptopic, kind="stable")
     starts = np.searchsorted(st.ptopic[order], np.arange(len(st.model.topics) + 1))
     by_leader = _LeaderIndex(st)
-    work = _Work(MAX_CHECKS)
+    work = _Work(int(MAX_CHECKS * share))
+    max_tries = int(MAX_TRIES * share)
     applied = tried = 0
     for t in topics.tolist():
         parts = order[starts[t] : starts[t + 1]]
@@ -103,7 +107,7 @@ def leader_chains(st: State, b: Bands) -> int:
         budget = _Budget(by_leader, MAX_CLOSINGS, work)
         distance = np.maximum(counts[t] - hi[t], 0) + np.maximum(lo[t] - counts[t], 0)
         for _ in range(int(distance[member].sum()) + SPARE_TRIES):
-            if tried >= MAX_TRIES or work.checks <= 0:
+            if tried >= max_tries or work.checks <= 0:
                 return applied
             tried += 1
             over = np.flatnonzero(member & (counts[t] > hi[t]))
