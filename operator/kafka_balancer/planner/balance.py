@@ -284,11 +284,10 @@ def balance_goal(st: State, goal: str, *, leadership_only: bool = False) -> int:
                 left -= _leader_batch(st, b, index, s, d=d, q=q, amount=left)
             if q in TRADE_QUANTITIES and left > SWAP_MIN_SHARE * amount:
                 left -= leader_trade(st, b, index, s, d=d, q=q, amount=left)
-            if leadership_only:
-                pass
-            elif left > 1e-9 * max(1.0, amount) and (q not in COUNT_QUANTITIES or left >= 0.5):
+            moves_data = not leadership_only
+            if moves_data and left > 1e-9 * max(1.0, amount) and (q not in COUNT_QUANTITIES or left >= 0.5):
                 left -= _replica_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
-            if q in SWAP_QUANTITIES and left > SWAP_MIN_SHARE * amount and not leadership_only:
+            if moves_data and q in SWAP_QUANTITIES and left > SWAP_MIN_SHARE * amount:
                 left -= swap_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
             if q == Q_LEADERS and left >= 0.5:
                 left -= leader_exchange(st, b, index, s, d=d, q=q, amount=left)

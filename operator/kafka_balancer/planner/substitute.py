@@ -105,6 +105,7 @@ def _exchange(
     # Both sides still as indexed (earlier exchanges of this round may have moved them).
     ok = (rep[parts, slots] == dest) & (rep[alt_p, alt_s] == home) & (size[alt_p] < size[parts])
     ok &= ~(rep[alt_p] == dest[:, None]).any(axis=1) & ~(rep[parts] == home[:, None]).any(axis=1)
+    ok &= st.groups.partition[alt_p] == st.groups.broker[dest]  # the stand-in stays in its group
     parts, slots, home, dest, alt_p, alt_s = (x[ok] for x in (parts, slots, home, dest, alt_p, alt_s))
     ok = rack_ok(st, parts, slots, d=home, nracks=nracks) & rack_ok(st, alt_p, alt_s, d=dest, nracks=nracks)
     # Largest savings first; one exchange per partition (rows are read before any move).

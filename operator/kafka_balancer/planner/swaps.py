@@ -120,8 +120,9 @@ def leader_exchange(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d:
             break
         # Each leadership on its own keeps its topic's leader spread; two of the same topic from s
         # would be a second move of it, so such pairs are left out below.
-        fine_a = topic_ok(st, b, s, d, topics=st.ptopic[ap], leaders=ap >= 0, replicas_move=False, cumulative=False)
-        fine_b = topic_ok(st, b, d, s, topics=st.ptopic[bp], leaders=bp >= 0, replicas_move=False, cumulative=False)
+        led_a, led_b = np.ones(ap.size, dtype=np.bool_), np.ones(bp.size, dtype=np.bool_)
+        fine_a = topic_ok(st, b, s, d, topics=st.ptopic[ap], leaders=led_a, replicas_move=False, cumulative=False)
+        fine_b = topic_ok(st, b, d, s, topics=st.ptopic[bp], leaders=led_b, replicas_move=False, cumulative=False)
         ap, aslot, bp, bslot = ap[fine_a], aslot[fine_a], bp[fine_b], bslot[fine_b]
         if ap.size < 2 or bp.size == 0:
             break
