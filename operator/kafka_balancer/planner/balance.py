@@ -176,7 +176,7 @@ def _leader_batch(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: i
     order = _topic_aware_order(st, b, s, d, v=v, q=q, amount=amount, topics=st.ptopic[parts], leaders=leaders)
     parts, slots, v = parts[order], slots[order], v[order]
     topics = st.ptopic[parts]
-    ok = topic_ok(st, b, s, d, topics=topics, leaders=np.ones(parts.size, dtype=np.bool_), replicas_move=False)
+    ok = topic_ok(st, b, s, d, topics=topics, leaders=leaders, replicas_move=False)
     parts, slots, v = parts[ok], slots[ok], v[ok]
     chosen = _choose(st, b, s, d, v=v, q=q, amount=amount)
     st.swap_leader(parts[chosen], slots[chosen])

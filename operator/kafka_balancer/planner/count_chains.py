@@ -67,18 +67,22 @@ def leader_count_chains(st: State, b: Bands) -> int:
     return applied
 
 
-def _ends(st: State, b: Bands) -> list[tuple[int, bool]]:
-    """Brokers to fix: over the band (chains start there) then under it (chains end there)."""
+def _outside(st: State, b: Bands) -> tuple[BoolArray, BoolArray]:
+    """Brokers over the leader-count band, and brokers under it that may lead."""
     load, lo, hi = st.load[:, Q_LEADERS], b.lower[:, Q_LEADERS], b.upper[:, Q_LEADERS]
     finite = np.isfinite(lo) & np.isfinite(hi) & st.active
-    over = np.flatnonzero(finite & (load > hi + 0.5))
-    under = np.flatnonzero(finite & st.can_lead & (load < lo - 0.5))
-    return [(int(s), True) for s in over] + [(int(d), False) for d in under]
+    return finite & (load > hi + 0.5), finite & st.can_lead & (load < lo - 0.5)
+
+
+def _ends(st: State, b: Bands) -> list[tuple[int, bool]]:
+    """Brokers to fix: over the band (chains start there) then under it (chains end there)."""
+    over, under = _outside(st, b)
+    return [(int(s), True) for s in np.flatnonzero(over)] + [(int(d), False) for d in np.flatnonzero(under)]
 
 
 def _out_of_band(st: State, b: Bands, broker: int) -> bool:
-    load = st.load[broker, Q_LEADERS]
-    return bool(load > b.upper[broker, Q_LEADERS] + 0.5 or load < b.lower[broker, Q_LEADERS] - 0.5)
+    over, under = _outside(st, b)
+    return bool(over[broker] or under[broker])
 
 
 def _targets(st: State, b: Bands, forward: bool) -> BoolArray:

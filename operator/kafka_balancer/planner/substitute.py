@@ -41,12 +41,9 @@ def substitute_moves(st: State) -> int:
         made = 0
         moved = _Moved(st, orig)
         for index in indexes:
-            same_topic = index.same_topic
             start, end = index.window(st, b, moved)
             for attempt in range(TRIES):
-                made += _exchange(
-                    st, b, moved, index, pick=start + attempt, end=end, nracks=nracks, same_topic=same_topic
-                )
+                made += _exchange(st, b, moved, index, pick=start + attempt, end=end, nracks=nracks)
         total += made
         if made == 0:
             break
@@ -94,9 +91,7 @@ class _StandIns:
         return start, end
 
 
-def _exchange(
-    st: State, b: Bands, moved: _Moved, index: _StandIns, *, pick: Ints, end: Ints, nracks: Ints, same_topic: bool
-) -> int:
+def _exchange(st: State, b: Bands, moved: _Moved, index: _StandIns, *, pick: Ints, end: Ints, nracks: Ints) -> int:
     """Try the ``pick``-th stand-in for every moved replica; apply the accepted exchanges."""
     has = np.flatnonzero(pick < end)
     parts, slots, home, dest = moved.parts[has], moved.slots[has], moved.home[has], moved.dest[has]
@@ -115,7 +110,7 @@ def _exchange(
     once = np.zeros(2 * parts.size, dtype=np.bool_)
     once[first] = True
     ok = once[: parts.size] & once[parts.size :]
-    if not same_topic:
+    if not index.same_topic:
         ok &= _topics_ok(st, b, parts, slots, alt_p, home=home, dest=dest)
     parts, slots, home, dest, alt_p, alt_s = (x[ok] for x in (parts, slots, home, dest, alt_p, alt_s))
     v_home = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
