@@ -22,17 +22,15 @@ RESOURCE_GOALS = (
 
 
 @pytest.mark.parametrize(
-    ("shape", "bytes_limit", "topic_slack", "exact_leaders"),
+    "shape",
     [
-        ({"brokers": 12, "new_brokers": 3, "partitions": 2000, "rf": 3, "skew": 1.0, "seed": 7}, 1.15, 0.0, True),
-        ({"brokers": 15, "new_brokers": 3, "partitions": 3000, "rf": 3, "skew": 2.0, "seed": 1}, 1.15, 0.0, True),
-        ({"brokers": 18, "new_brokers": 6, "partitions": 3000, "rf": 2.5, "skew": 1.0, "seed": 4}, 1.15, 0.002, False),
+        {"brokers": 12, "new_brokers": 3, "partitions": 2000, "rf": 3, "skew": 1.0, "seed": 7},
+        {"brokers": 15, "new_brokers": 3, "partitions": 3000, "rf": 3, "skew": 2.0, "seed": 1},
+        {"brokers": 18, "new_brokers": 6, "partitions": 3000, "rf": 2.5, "skew": 1.0, "seed": 4},
     ],
     ids=["12b-2k", "15b-3k-skew2", "18b-3k-rf2.5"],
 )
-def test_skewed_cluster_with_new_brokers(
-    shape: dict[str, Any], bytes_limit: float, topic_slack: float, exact_leaders: bool
-) -> None:
+def test_skewed_cluster_with_new_brokers(shape: dict[str, Any]) -> None:
     model = skewed_cluster(**shape)
     brokers, new = int(shape["brokers"]), int(shape["new_brokers"])
     options = PlannerOptions(operation=OperationOptions("add-brokers", brokers=tuple(range(brokers - new, brokers))))
@@ -50,24 +48,17 @@ def test_skewed_cluster_with_new_brokers(
     for goal, stats in summary["goals"].items():
         assert stats["violationAfter"] <= stats["violationBefore"] + 1e-9, (goal, stats)
     assert summary["balancednessAfter"] > 90 > summary["balancednessBefore"]
-    # Every broker-level goal holds, and the per-topic ones too on the first two clusters; on the
-    # mixed-rf one a leader slot or two may stay out of ~1,600 (measured: 0-2, a broker whose network
-    # out sits on its band's edge cannot take the heavy leadership its topic needs). The bytes stay near
-    # the lower bound max(disk above 1.10 x avg, disk below 0.90 x avg): within the 1.15x on
-    # all three (measured 1.08x, 1.06x and 1.12x; docs/performance.md).
-    topic_goals = ("topic-replica-distribution", "topic-leader-distribution")
-    assert [g for g in summary["goalsViolated"] if g not in topic_goals] == [], summary["goalsViolated"]
-    for goal in topic_goals:
-        stats = summary["goals"][goal]
-        assert stats["violationAfter"] <= topic_slack * stats["violationBefore"], (goal, stats)
+    # Every goal holds, the per-topic ones included (on the mixed-rf cluster the last leader slots
+    # need detours, planner/detours.py). The bytes stay near the lower bound max(disk above 1.10 x
+    # avg, disk below 0.90 x avg): within the 1.15x (measured 1.08x, 1.06x and 1.12x;
+    # docs/performance.md).
+    assert summary["goalsViolated"] == [], summary["goalsViolated"]
     ratio = summary["bytesToMove"] / disk_lower_bound(model)
-    assert 1.0 <= ratio <= bytes_limit, ratio
-    # Leadership is free, so leader counts go on to the average rounded (measured on the mixed-rf
-    # cluster: 1.026 / 0.996, where the topic leader spread keeps a few brokers one or more above).
+    assert 1.0 <= ratio <= 1.15, ratio
+    # Leadership is free, so leader counts go on to the average rounded down or up.
     leaders = after["leaders"]
-    if exact_leaders:
-        assert leaders["maxOverAvg"] * leaders["avg"] <= math.ceil(leaders["avg"]) + 1e-6, leaders
-        assert leaders["minOverAvg"] * leaders["avg"] >= math.floor(leaders["avg"]) - 1e-6, leaders
+    assert leaders["maxOverAvg"] * leaders["avg"] <= math.ceil(leaders["avg"]) + 1e-6, leaders
+    assert leaders["minOverAvg"] * leaders["avg"] >= math.floor(leaders["avg"]) - 1e-6, leaders
     # With the seven broker-level goals only (measured 1.10-1.17x).
     broker_level = tuple(g for g in DISTRIBUTION_GOALS if not g.startswith("topic-"))
     lean = plan(model, dataclasses.replace(options, distribution_goals=broker_level)).summary

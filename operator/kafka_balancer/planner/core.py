@@ -16,6 +16,7 @@ from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal, model_fingerprint, proposal_id
 from kafka_balancer.planner.balance import balance_goal
+from kafka_balancer.planner.detours import repair_topic_slots
 from kafka_balancer.planner.goals import (
     GOAL_QUANTITY,
     TOPIC_GOALS,
@@ -168,6 +169,7 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
             # (no data moves) may now find a way for what it left out of band. Briefly: at millions
             # of replicas a full call would take a minute.
             leader_chains(st, compute_bands(st), share=FINAL_CHAINS_SHARE)
+        repair_topic_slots(st)
     st.guarded = frozenset(options.distribution_goals)
     return st
 

@@ -225,6 +225,18 @@ class State:
         self.rep[parts, 0] = new
         self.rep[parts, slots] = old
 
+    def checkpoint(self) -> tuple[Ints, FloatArray, Ints, Ints]:
+        """A copy of the placement and its totals, for :meth:`restore`."""
+        return self.rep.copy(), self.load.copy(), self.tcount.copy(), self.tlead.copy()
+
+    def restore(self, saved: tuple[Ints, FloatArray, Ints, Ints]) -> None:
+        """Go back to a :meth:`checkpoint` (copied again, so it can be restored more than once)."""
+        rep, load, tcount, tlead = saved
+        self.rep[...] = rep
+        self.load[...] = load
+        self.tcount[...] = tcount
+        self.tlead[...] = tlead
+
     # ----- derived ------------------------------------------------------------------------------
     def broker_index_by_slot(self) -> tuple[Ints, Ints]:
         """Flat slot positions sorted by broker, and the start offset of each broker (length B+1)."""

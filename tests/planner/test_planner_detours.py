@@ -1,0 +1,94 @@
+"""Detours for the last per-topic slots: a move that fixes a topic's spread but breaks another band
+(or needs a second move), kept only when what it broke is mended and nothing ends worse."""
+
+from __future__ import annotations
+
+from checks import placement_after
+from kafka_balancer.model import ClusterModel
+from kafka_balancer.model.build import ClusterBuilder
+from kafka_balancer.planner import PlannerOptions, evaluate, plan
+
+GB = 1e9
+
+
+def _topic_counts(model: ClusterModel, placement: dict[tuple[str, int], tuple[int, ...]], topic: str) -> list[int]:
+    counts = [0] * model.num_brokers
+    for (t, _), replicas in placement.items():
+        if t == topic:
+            for b in replicas:
+                counts[b] += 1
+    return counts
+
+
+def test_a_replica_that_racks_pin_to_full_brokers_goes_there_and_one_moves_on() -> None:
+    # 12 brokers in 3 racks (b % 3). Topic t has 9 replicas: at most 1 per broker (band 0..1).
+    # Broker 1 holds two, both of rf-3 partitions whose other replicas sit in racks 0 and 2, so
+    # either must stay in rack 1, where brokers 4, 7 and 10 already hold one (single-replica
+    # partitions, free to go to any rack). No single move fixes broker 1; two do: one of its
+    # replicas to a rack-1 broker, whose own replica of t moves on to a broker without t.
+    builder = ClusterBuilder()
+    for b in range(12):
+        builder.add_broker(b, rack=f"rack-{b % 3}")
+    layout = [[0, 1, 2], [3, 1, 5], [4], [7], [10]]
+    for p, replicas in enumerate(layout):
+        builder.add_partition("t", p, replicas, size_bytes=GB, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    model = builder.build()
+    options = PlannerOptions(distribution_goals=("topic-replica-distribution",))
+    assert not evaluate(model, options).goals["topic-replica-distribution"]["holds"]
+
+    proposal = plan(model, options)
+    summary = proposal.summary
+    assert summary["goalsViolated"] == []
+    assert summary["moves"] == 2
+    after = placement_after(model, proposal.plan)
+    assert max(_topic_counts(model, after, "t")) == 1
+    for replicas in after.values():  # racks still hold: rf-3 partitions on three racks
+        assert len({b % 3 for b in replicas}) == len(replicas)
+
+
+def _leadership_model() -> ClusterModel:
+    # Three brokers, one rack each, network-out 192 on every broker (band 172.8..211.2):
+    # - "big": 3 partitions led by broker 0 (24 network-out each), so broker 0 leads 3 of them
+    #   where the topic's band allows 2;
+    # - "s", "r", "q": 30 partitions each, 10 led by every broker (4 each; band 9..11 per topic);
+    # - "f1", "f2": single-replica ballast of 72 on brokers 1 and 2.
+    builder = ClusterBuilder()
+    for b in range(3):
+        builder.add_broker(b, rack=f"rack-{b}")
+    for p, follower in enumerate([1, 1, 2]):
+        builder.add_partition("big", p, [0, follower], size_bytes=GB, bytes_in_per_sec=0.0, bytes_out_per_sec=24.0)
+    for topic in ("s", "r", "q"):
+        for p in range(30):
+            leader = p // 10
+            follower = 1 if leader == 0 else 0
+            builder.add_partition(
+                topic, p, [leader, follower], size_bytes=GB, bytes_in_per_sec=0.0, bytes_out_per_sec=4.0
+            )
+    builder.add_partition("f1", 0, [1], size_bytes=GB, bytes_in_per_sec=0.0, bytes_out_per_sec=72.0)
+    builder.add_partition("f2", 0, [2], size_bytes=GB, bytes_in_per_sec=0.0, bytes_out_per_sec=72.0)
+    return builder.build()
+
+
+def test_a_leadership_that_breaks_network_out_is_mended_by_smaller_ones_coming_back() -> None:
+    # Moving one "big" leadership off broker 0 takes its network-out to 168, under the band; one
+    # small leadership coming back (4) is not enough, and each small topic lets broker 0 lead only
+    # one more of it. The detour moves the big leadership, then two or three small ones of different
+    # topics back: no data moves, every band holds.
+    model = _leadership_model()
+    options = PlannerOptions(distribution_goals=("network-out-distribution", "topic-leader-distribution"))
+    before = evaluate(model, options)
+    assert before.goals["network-out-distribution"]["holds"]
+    assert not before.goals["topic-leader-distribution"]["holds"]
+
+    proposal = plan(model, options)
+    summary = proposal.summary
+    assert summary["goalsViolated"] == []
+    assert summary["moves"] == 0
+    big = [c for c in proposal.leader_changes if c.topic == "big"]
+    assert len(big) == 1
+    assert big[0].old_leader == 0
+    # Two or three small leaderships of different topics came back to broker 0.
+    back = [c for c in proposal.leader_changes if c.topic in {"s", "r", "q"}]
+    assert len(back) >= 2
+    assert {c.new_leader for c in back} == {0}
+    assert len({c.topic for c in back}) == len(back)
