@@ -24,7 +24,7 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.balance import balance_goal
 from kafka_balancer.planner.goals import GOAL_QUANTITY, bands, topic_brokers
-from kafka_balancer.planner.select import Bands, compute_bands, rack_ok
+from kafka_balancer.planner.select import Bands, band_distance, compute_bands, rack_ok
 from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Ints, State
 from kafka_balancer.planner.tighten import LEADER_GOAL, tighten_leaders
 
@@ -51,6 +51,17 @@ LEADERSHIP: Final = -1
 Step = tuple[int, int, int]  # (partition, slot, destination broker or LEADERSHIP)
 Detour = tuple[Step, ...]
 Saved = tuple[Ints, FloatArray, Ints, Ints]
+
+
+@dataclass
+class _Budget:
+    """Detours left for this call."""
+
+    left: int
+
+    def take(self) -> bool:
+        self.left -= 1
+        return self.left >= 0
 
 
 @dataclass(frozen=True)
@@ -87,7 +98,7 @@ def repair_topic_slots(st: State) -> int:
     b = compute_bands(st)
     nracks = st.group_racks()
     fixed = 0
-    budget = [min(MAX_DETOURS, DETOUR_REPLICAS // max(int((st.rep != NO_BROKER).sum()), 1))]
+    budget = _Budget(min(MAX_DETOURS, DETOUR_REPLICAS // max(int((st.rep != NO_BROKER).sum()), 1)))
     for goal in goals:
         leaders = goal == "topic-leader-distribution"
         cells = _cells(st, b, leaders=leaders)
@@ -110,7 +121,7 @@ def _best_detour(
     *,
     topic: int,
     leaders: bool,
-    budget: list[int],
+    budget: _Budget,
 ) -> int:
     """Try the detours (cheapest first) and keep the one that ends moving fewest bytes, if any
     passes. Returns 1 if one was kept."""
@@ -119,9 +130,8 @@ def _best_detour(
     best: tuple[float, Saved] | None = None
     for estimate, move in moves:
         for leadership_only in (True, False):
-            if budget[0] <= 0:
-                break
-            budget[0] -= 1
+            if not budget.take():
+                return _keep(st, best)
             _detour(st, b, move, start, leadership_only=leadership_only)
             end = _distances(st, b)
             if end.no_worse_than(start) and _topic_distance(end, topic, leaders=leaders) < _topic_distance(
@@ -135,6 +145,10 @@ def _best_detour(
             st.restore(saved)
         if best is not None and best[0] <= base + estimate + 1.0:
             break  # mended without moving more: the moves after this one are estimated dearer
+    return _keep(st, best)
+
+
+def _keep(st: State, best: tuple[float, Saved] | None) -> int:
     if best is None:
         return 0
     st.restore(best[1])
@@ -286,22 +300,17 @@ def _bytes_moved(st: State) -> float:
 def _distances(st: State, b: Bands) -> _Distances:
     load = st.load
     broker = np.zeros((st.model.num_brokers, NUM_Q + 1))
-    lower = np.where(np.isfinite(b.lower), b.lower, -np.inf)
-    broker[:, :NUM_Q] = np.where(np.isfinite(b.upper), np.maximum(load - b.upper, 0), 0)
-    broker[:, :NUM_Q] += np.where(np.isfinite(lower), np.maximum(lower - load, 0), 0)
+    broker[:, :NUM_Q] = band_distance(load, b.lower, b.upper)
     if LEADER_GOAL in st.options.distribution_goals and np.isfinite(b.upper[:, Q_LEADERS]).any():
         lo, hi, _ = bands(st, Q_LEADERS, 1.0)
-        lo, hi = np.where(np.isfinite(b.lower[:, Q_LEADERS]), lo, -np.inf), np.where(np.isfinite(hi), hi, np.inf)
-        leaders = load[:, Q_LEADERS]
-        broker[:, NUM_Q] = np.where(np.isfinite(hi), np.maximum(leaders - hi, 0), 0)
-        broker[:, NUM_Q] += np.where(np.isfinite(lo), np.maximum(lo - leaders, 0), 0)
-    over_limit = np.where(np.isfinite(st.limit), np.maximum(load - st.limit, 0), 0)
+        broker[:, EXACT_LEADERS] = band_distance(load[:, Q_LEADERS], lo, hi)
+    over_limit = band_distance(load, np.full_like(load, -np.inf), st.limit)
     tol = np.abs(np.c_[b.avg, b.avg[:, Q_LEADERS]]) * 1e-9 + 1e-9
     in_group = topic_brokers(st)
     replicas = np.where(in_group, _count_distance(st.tcount, b.topic_lo, b.topic_hi), 0)
     lead_group = in_group & b.topic_leader_on[:, None]
-    leaders_d = np.where(lead_group, _count_distance(st.tlead, b.lead_lo, b.lead_hi), 0)
-    return _Distances(broker, over_limit, replicas, leaders_d, tol)
+    leaders = np.where(lead_group, _count_distance(st.tlead, b.lead_lo, b.lead_hi), 0)
+    return _Distances(broker, over_limit, replicas, leaders, tol)
 
 
 def _count_distance(counts: Ints, lo: FloatArray, hi: FloatArray) -> Ints:

@@ -67,7 +67,7 @@ def compute_bands(st: State) -> Bands:
     return Bands(lower, upper, avg, t_lo, t_hi, l_lo, l_hi, "topic-replica-distribution" in goals, leader_on, spread)
 
 
-def _violation(load: FloatArray, lower: FloatArray, upper: FloatArray) -> FloatArray:
+def band_distance(load: FloatArray, lower: FloatArray, upper: FloatArray) -> FloatArray:
     # Infinite bands (disabled goals, unbalanced groups) give 0 without inf - inf.
     over = np.where(np.isfinite(upper), load - upper, 0.0)
     under = np.where(np.isfinite(lower), lower - load, 0.0)
@@ -89,11 +89,13 @@ class PairCheck:
         self.load_s, self.load_d = st.load[s].copy(), st.load[d].copy()
         self.lo_s, self.hi_s, self.lo_d, self.hi_d = b.lower[s], b.upper[s], b.lower[d], b.upper[d]
         self.limit = st.limit[d]
-        self.before = _violation(self.load_s, self.lo_s, self.hi_s) + _violation(self.load_d, self.lo_d, self.hi_d)
+        self.before = band_distance(self.load_s, self.lo_s, self.hi_s) + band_distance(
+            self.load_d, self.lo_d, self.hi_d
+        )
         self.q, self.amount = q, amount
 
     def __call__(self, moved: FloatArray) -> BoolArray:
-        after = _violation(self.load_s - moved, self.lo_s, self.hi_s) + _violation(
+        after = band_distance(self.load_s - moved, self.lo_s, self.hi_s) + band_distance(
             self.load_d + moved, self.lo_d, self.hi_d
         )
         tol = _tol(self.before)
