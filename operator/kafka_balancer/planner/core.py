@@ -169,7 +169,9 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
             # (no data moves) may now find a way for what it left out of band. Briefly: at millions
             # of replicas a full call would take a minute.
             leader_chains(st, compute_bands(st), share=FINAL_CHAINS_SHARE)
-        repair_topic_slots(st)
+        if repair_topic_slots(st):
+            revert_moves(st)
+            substitute_moves(st)
     st.guarded = frozenset(options.distribution_goals)
     return st
 
