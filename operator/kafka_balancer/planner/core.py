@@ -47,6 +47,8 @@ TOPIC_SPREAD_EARLY_ROUNDS = 12
 # Share of the leader chains' per-call caps for the last call, after the leader counts are finished
 # (the caps only bind on very large clusters: 2.8M replicas, 65 s for the full caps).
 FINAL_CHAINS_SHARE = 0.05
+# And for the chains of the per-topic repeat (2.8M replicas: 21 s for 471 slots with the full caps).
+REPEAT_CHAINS_SHARE = 0.3
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,9 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
         st.guarded = frozenset(options.distribution_goals) | strict
         for goal in TOPIC_GOALS:
             if goal in options.distribution_goals:
-                balance_topic_goal(st, goal, size_cap=1.0, rounds=TOPIC_SPREAD_EARLY_ROUNDS)
+                balance_topic_goal(
+                    st, goal, size_cap=1.0, rounds=TOPIC_SPREAD_EARLY_ROUNDS, chains_share=REPEAT_CHAINS_SHARE
+                )
         revert_moves(st)
         substitute_moves(st)
         tighten_leaders(st)

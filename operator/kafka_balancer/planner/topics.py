@@ -44,8 +44,13 @@ REINDEX: Final = 8
 CHUNK: Final = 16384
 
 
-def balance_topic_goal(st: State, goal: str, *, size_cap: float = SIZE_CAP, rounds: int | None = None) -> int:
-    """Rounds of batched moves until the topic goal holds or nothing can move. Returns moves made."""
+def balance_topic_goal(
+    st: State, goal: str, *, size_cap: float = SIZE_CAP, rounds: int | None = None, chains_share: float = 1.0
+) -> int:
+    """Rounds of batched moves until the topic goal holds or nothing can move. Returns moves made.
+
+    ``chains_share`` scales the per-call caps of the leader chains that follow the rounds.
+    """
     leaders = goal == "topic-leader-distribution"
     nracks = st.group_racks()
     size_rank = np.empty(st.model.num_partitions, dtype=np.int64)
@@ -73,7 +78,7 @@ def balance_topic_goal(st: State, goal: str, *, size_cap: float = SIZE_CAP, roun
         if moved == 0:
             break
     if leaders:
-        total += leader_chains(st, compute_bands(st))
+        total += leader_chains(st, compute_bands(st), share=chains_share)
     return total
 
 
