@@ -6,7 +6,8 @@ from __future__ import annotations
 from checks import placement_after
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.build import ClusterBuilder
-from kafka_balancer.planner import PlannerOptions, evaluate, plan
+from kafka_balancer.planner import GroupOptions, PlannerOptions, evaluate, plan
+from kafka_balancer.planner.groups import merge, plan_group, split
 
 GB = 1e9
 
@@ -20,18 +21,26 @@ def _topic_counts(model: ClusterModel, placement: dict[tuple[str, int], tuple[in
     return counts
 
 
-def test_a_replica_that_racks_pin_to_full_brokers_goes_there_and_one_moves_on() -> None:
-    # 12 brokers in 3 racks (b % 3). Topic t has 9 replicas: at most 1 per broker (band 0..1).
-    # Broker 1 holds two, both of rf-3 partitions whose other replicas sit in racks 0 and 2, so
-    # either must stay in rack 1, where brokers 4, 7 and 10 already hold one (single-replica
-    # partitions, free to go to any rack). No single move fixes broker 1; two do: one of its
-    # replicas to a rack-1 broker, whose own replica of t moves on to a broker without t.
-    builder = ClusterBuilder()
-    for b in range(12):
+# Topic t's replicas on 12 brokers in 3 racks (b % 3): 9 replicas, so at most 1 per broker (band
+# 0..1). Broker 1 holds two, both of rf-3 partitions whose other replicas sit in racks 0 and 2, so
+# either must stay in rack 1, where brokers 4, 7 and 10 already hold one (single-replica partitions,
+# free to go to any rack). No single move fixes broker 1; two do: one of its replicas to a rack-1
+# broker, whose own replica of t moves on to a broker without t.
+RACK_PINNED = [[0, 1, 2], [3, 1, 5], [4], [7], [10]]
+
+
+def _rack_pinned(builder: ClusterBuilder, topic: str, first_broker: int) -> None:
+    for b in range(first_broker, first_broker + 12):
         builder.add_broker(b, rack=f"rack-{b % 3}")
-    layout = [[0, 1, 2], [3, 1, 5], [4], [7], [10]]
-    for p, replicas in enumerate(layout):
-        builder.add_partition("t", p, replicas, size_bytes=GB, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    for p, replicas in enumerate(RACK_PINNED):
+        builder.add_partition(
+            topic, p, [first_broker + r for r in replicas], size_bytes=GB, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3
+        )
+
+
+def test_a_replica_that_racks_pin_to_full_brokers_goes_there_and_one_moves_on() -> None:
+    builder = ClusterBuilder()
+    _rack_pinned(builder, "t", 0)
     model = builder.build()
     options = PlannerOptions(distribution_goals=("topic-replica-distribution",))
     assert not evaluate(model, options).goals["topic-replica-distribution"]["holds"]
@@ -92,3 +101,24 @@ def test_a_leadership_that_breaks_network_out_is_mended_by_smaller_ones_coming_b
     assert len(back) >= 2
     assert {c.new_leader for c in back} == {0}
     assert len({c.topic for c in back}) == len(back)
+
+
+def test_a_group_planned_alone_gets_the_same_detours_as_in_the_whole_cluster() -> None:
+    # Two resource groups, each with the rack-pinned layout above: the detours (their limits, their
+    # mending, the undo pass after them) work one group at a time, so planning the groups apart
+    # and merging gives the same proposal as planning the whole cluster.
+    builder = ClusterBuilder()
+    _rack_pinned(builder, "a-t", 0)
+    _rack_pinned(builder, "b-t", 12)
+    model = builder.build()
+    groups = (
+        GroupOptions("a", tuple(range(12)), topic_patterns=("a-.*",)),
+        GroupOptions("b", tuple(range(12, 24)), topic_patterns=("b-.*",)),
+    )
+    options = PlannerOptions(resource_groups=groups)
+    whole = plan(model, options)
+    assert whole.summary["goals"]["topic-replica-distribution"]["holdsAfter"]
+    targets = [t for job in split(model, options) for t in plan_group(job)]
+    merged = merge(model, options, targets)
+    assert merged.plan == whole.plan
+    assert merged.id == whole.id

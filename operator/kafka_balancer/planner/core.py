@@ -173,9 +173,7 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
             # (no data moves) may now find a way for what it left out of band. Briefly: at millions
             # of replicas a full call would take a minute.
             leader_chains(st, compute_bands(st), share=FINAL_CHAINS_SHARE)
-        if repair_topic_slots(st):
-            revert_moves(st)
-            substitute_moves(st)
+        repair_topic_slots(st)
     st.guarded = frozenset(options.distribution_goals)
     return st
 

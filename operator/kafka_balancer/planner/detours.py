@@ -11,11 +11,15 @@ if, at the end, no broker is further from any band (the rounded leader-count ave
 over a capacity limit, no (topic, broker) count is further from its band, and the topic's spread got
 better; otherwise every move of it is undone.
 
-Each attempt re-runs the goals, so this only runs when a handful of slots is left (MAX_CELLS).
+Each attempt re-runs the goals, so this only runs when a handful of slots is left (MAX_CELLS). It
+works on one resource group at a time, with that group's own limits, so a group planned on its own
+gets the same detours as in the whole cluster.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final
 
@@ -24,8 +28,10 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.balance import balance_goal
 from kafka_balancer.planner.goals import GOAL_QUANTITY, bands, topic_brokers
+from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.select import Bands, band_distance, compute_bands, rack_ok
 from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Ints, State
+from kafka_balancer.planner.substitute import substitute_moves
 from kafka_balancer.planner.tighten import LEADER_GOAL, tighten_leaders
 
 # More cells out of band than this is the vectorised passes' work, not one attempt each.
@@ -91,14 +97,42 @@ class _Distances:
 
 
 def repair_topic_slots(st: State) -> int:
-    """Detours for the (topic, broker) counts still out of band, when there are few. Returns slots fixed."""
+    """Detours for the (topic, broker) counts still out of band, when there are few, one resource
+    group at a time; after a kept detour, the moves no longer needed are undone and smaller
+    stand-ins tried again (a detour's mending often leaves room for both). Returns slots fixed."""
     goals = [g for g in ("topic-replica-distribution", "topic-leader-distribution") if g in st.guarded]
     if not goals or st.model.replicas.shape != st.rep.shape:
         return 0
+    fixed = 0
+    for group in np.flatnonzero(st.groups.balanced).tolist():
+        # Alone, as when the group is planned on its own: its limits and mending stay its own.
+        with _only_group(st, group):
+            in_group = _group_detours(st, goals)
+            if in_group:
+                revert_moves(st)
+                substitute_moves(st)
+        fixed += in_group
+    return fixed
+
+
+@contextmanager
+def _only_group(st: State, group: int) -> Iterator[None]:
+    """Plan only ``group``: the other groups get no bands and none of their partitions may move."""
+    balanced, movable = st.groups.balanced, st.movable
+    st.groups.balanced = balanced & (np.arange(balanced.size) == group)
+    st.movable = movable & (st.groups.partition == group)
+    try:
+        yield
+    finally:
+        st.groups.balanced, st.movable = balanced, movable
+
+
+def _group_detours(st: State, goals: Sequence[str]) -> int:
     b = compute_bands(st)
     nracks = st.group_racks()
+    replicas = int((st.rep[st.movable] != NO_BROKER).sum())
+    budget = _Budget(min(MAX_DETOURS, DETOUR_REPLICAS // max(replicas, 1)))
     fixed = 0
-    budget = _Budget(min(MAX_DETOURS, DETOUR_REPLICAS // max(int((st.rep != NO_BROKER).sum()), 1)))
     for goal in goals:
         leaders = goal == "topic-leader-distribution"
         cells = _cells(st, b, leaders=leaders)
