@@ -99,7 +99,8 @@ class _Distances:
 def repair_topic_slots(st: State) -> int:
     """Detours for the (topic, broker) counts still out of band, when there are few, one resource
     group at a time; after a kept detour, the moves no longer needed are undone and smaller
-    stand-ins tried again (a detour's mending often leaves room for both). Returns slots fixed."""
+    stand-ins tried again (a detour's mending often leaves room for both), and the leader counts
+    finished again. Returns slots fixed."""
     goals = [g for g in ("topic-replica-distribution", "topic-leader-distribution") if g in st.guarded]
     if not goals or st.model.replicas.shape != st.rep.shape:
         return 0
@@ -111,6 +112,7 @@ def repair_topic_slots(st: State) -> int:
             if in_group:
                 revert_moves(st)
                 substitute_moves(st)
+                tighten_leaders(st)  # moved leaders that went home changed the leader counts
         fixed += in_group
     return fixed
 
