@@ -5,8 +5,9 @@ After every pass, a few (topic, broker) counts can stay out of their band becaus
 fixes each of them (a leadership to a follower, a replica to a broker without the topic) takes a
 broker just past some other band's edge, and no single exchange carries the right amount back: a
 large partition's leadership takes more network-out from its leader than that broker has to spare,
-say. Here that move is made anyway, then the broker-level goals run again, leadership only first
-(free), then with replica moves, and the leader counts are finished again. The detour is kept only
+say. Here that move is made anyway, then the goals of the quantities it pushed out of band run
+again, leadership only first (free), then with replica moves, and the leader counts are finished
+again. The detour is kept only
 if, at the end, no broker is further from any band (the rounded leader-count average included) or
 over a capacity limit, no (topic, broker) count is further from its band, and the topic's spread got
 better; otherwise every move of it is undone.
@@ -40,8 +41,8 @@ MAX_CELLS: Final = 24
 MEND_ROUNDS: Final = 3
 # The column of the rounded leader-count average in :class:`_Distances`.
 EXACT_LEADERS: Final = NUM_Q
-# Detours per call (each re-runs goals over the whole cluster): at most MAX_DETOURS, and fewer on
-# large clusters so that the time spent stays about the same (DETOUR_REPLICAS / replicas; 320k
+# Detours per resource group (each re-runs goals over the group): at most MAX_DETOURS, and fewer on
+# large groups so that the time spent stays about the same (DETOUR_REPLICAS / replicas; 320k
 # replicas: 12 detours, about 2 s on 2 cores).
 MAX_DETOURS: Final = 16
 DETOUR_REPLICAS: Final = 4_000_000
