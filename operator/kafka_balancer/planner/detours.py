@@ -28,12 +28,13 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.balance import balance_goal
-from kafka_balancer.planner.goals import GOAL_QUANTITY, bands, topic_brokers
-from kafka_balancer.planner.revert import revert_moves
+from kafka_balancer.planner.goals import GOAL_QUANTITY, bands, count_distance, topic_brokers
+from kafka_balancer.planner.revert import arrived_replicas, revert_moves
 from kafka_balancer.planner.select import Bands, band_distance, compute_bands, rack_ok
-from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Ints, State
+from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Checkpoint, Ints, State
 from kafka_balancer.planner.substitute import substitute_moves
 from kafka_balancer.planner.tighten import LEADER_GOAL, tighten_leaders
+from kafka_balancer.planner.topics import topic_spread
 
 # More cells out of band than this is the vectorised passes' work, not one attempt each.
 MAX_CELLS: Final = 24
@@ -57,7 +58,6 @@ DESTS_PER_REPLICA: Final = 2
 LEADERSHIP: Final = -1
 Step = tuple[int, int, int]  # (partition, slot, destination broker or LEADERSHIP)
 Detour = tuple[Step, ...]
-Saved = tuple[Ints, FloatArray, Ints, Ints]
 
 
 @dataclass
@@ -164,13 +164,12 @@ def _best_detour(
     passes. Returns 1 if one was kept."""
     saved = st.checkpoint()
     base = _bytes_moved(st)
-    best: tuple[float, Saved] | None = None
+    best: tuple[float, Checkpoint] | None = None
     for estimate, move in moves:
         for leadership_only in (True, False):
             if not budget.take():
                 return _keep(st, best)
-            _detour(st, b, move, start, leadership_only=leadership_only)
-            end = _distances(st, b)
+            end = _detour(st, b, move, start, leadership_only=leadership_only)
             if end.no_worse_than(start) and _topic_distance(end, topic, leaders=leaders) < _topic_distance(
                 start, topic, leaders=leaders
             ):
@@ -185,7 +184,7 @@ def _best_detour(
     return _keep(st, best)
 
 
-def _keep(st: State, best: tuple[float, Saved] | None) -> int:
+def _keep(st: State, best: tuple[float, Checkpoint] | None) -> int:
     if best is None:
         return 0
     st.restore(best[1])
@@ -194,16 +193,9 @@ def _keep(st: State, best: tuple[float, Saved] | None) -> int:
 
 def _cells(st: State, b: Bands, *, leaders: bool) -> list[tuple[int, int, bool]]:
     """(topic, broker, over) for each count out of its band, in a fixed order."""
-    counts = st.tlead if leaders else st.tcount
-    lo, hi = (b.lead_lo, b.lead_hi) if leaders else (b.topic_lo, b.topic_hi)
-    in_group = topic_brokers(st)
-    if leaders:
-        in_group &= b.topic_leader_on[:, None]
-    receiver = st.can_lead if leaders else st.can_host
-    over = in_group & (counts > hi[:, None])
-    under = in_group & (counts < lo[:, None]) & receiver[None, :]
-    ts, xs = np.nonzero(over | under)
-    return [(int(t), int(x), bool(over[t, x])) for t, x in zip(ts, xs, strict=True)]
+    spread = topic_spread(st, b, leaders=leaders)
+    ts, xs = np.nonzero(spread.over | spread.under)
+    return [(int(t), int(x), bool(spread.over[t, x])) for t, x in zip(ts, xs, strict=True)]
 
 
 def _direct_moves(
@@ -308,9 +300,9 @@ def _allowed(st: State, p: int, k: int, nracks: Ints) -> BoolArray:
     return ok
 
 
-def _detour(st: State, b: Bands, move: Detour, start: _Distances, *, leadership_only: bool) -> None:
+def _detour(st: State, b: Bands, move: Detour, start: _Distances, *, leadership_only: bool) -> _Distances:
     """Make ``move``, then let the goals of the quantities it pushed out of band mend them (each
-    goal's moves may push another quantity out: a few rounds)."""
+    goal's moves may push another quantity out: a few rounds). Returns the distances at the end."""
     for p, slot, dst in move:
         if dst == LEADERSHIP:
             st.swap_leader(np.array([p]), np.array([slot]))
@@ -318,19 +310,20 @@ def _detour(st: State, b: Bands, move: Detour, start: _Distances, *, leadership_
             st.move(np.array([p]), np.array([slot]), np.array([dst], dtype=np.int32))
     goals = st.options.distribution_goals
     for _ in range(MEND_ROUNDS):
-        worse = _distances(st, b).worse_quantities(start)
+        end = _distances(st, b)
+        worse = end.worse_quantities(start)
         if not worse:
-            return
+            return end
         for goal in goals:
             if goal in GOAL_QUANTITY and GOAL_QUANTITY[goal] in worse:
                 balance_goal(st, goal, leadership_only=leadership_only)
         if {Q_LEADERS, EXACT_LEADERS} & worse:
             tighten_leaders(st)
+    return _distances(st, b)
 
 
 def _bytes_moved(st: State) -> float:
-    orig = st.model.replicas
-    arrived = (st.rep != NO_BROKER) & ~(st.rep[:, :, None] == orig[:, None, :]).any(axis=2)
+    arrived = arrived_replicas(st.rep, st.model.replicas)
     return float((st.model.size_bytes * arrived.sum(axis=1)).sum())
 
 
@@ -344,15 +337,10 @@ def _distances(st: State, b: Bands) -> _Distances:
     over_limit = band_distance(load, np.full_like(load, -np.inf), st.limit)
     tol = np.abs(np.c_[b.avg, b.avg[:, Q_LEADERS]]) * 1e-9 + 1e-9
     in_group = topic_brokers(st)
-    replicas = np.where(in_group, _count_distance(st.tcount, b.topic_lo, b.topic_hi), 0)
+    replicas = np.where(in_group, count_distance(st.tcount, b.topic_lo, b.topic_hi), 0)
     lead_group = in_group & b.topic_leader_on[:, None]
-    leaders = np.where(lead_group, _count_distance(st.tlead, b.lead_lo, b.lead_hi), 0)
+    leaders = np.where(lead_group, count_distance(st.tlead, b.lead_lo, b.lead_hi), 0)
     return _Distances(broker, over_limit, replicas, leaders, tol)
-
-
-def _count_distance(counts: Ints, lo: FloatArray, hi: FloatArray) -> Ints:
-    out: Ints = (np.maximum(counts - hi[:, None], 0) + np.maximum(lo[:, None] - counts, 0)).astype(np.int64)
-    return out
 
 
 def _topic_distance(d: _Distances, t: int, *, leaders: bool) -> int:

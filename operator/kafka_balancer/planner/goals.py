@@ -130,8 +130,13 @@ def goal_violation(st: State, goal: str) -> float:
     in_group = topic_brokers(st)
     if goal == "topic-leader-distribution":
         in_group &= topic_leader_applies(st)[:, None]
-    v = np.maximum(counts - hi[:, None], 0) + np.maximum(lo[:, None] - counts, 0)
-    return float(np.sum(np.where(in_group, v, 0)))
+    return float(np.sum(np.where(in_group, count_distance(counts, lo, hi), 0)))
+
+
+def count_distance(counts: Ints, lo: FloatArray, hi: FloatArray) -> Ints:
+    """(T, B): how far each per-topic count is outside its topic's band (lo, hi per topic)."""
+    out: Ints = (np.maximum(counts - hi[:, None], 0) + np.maximum(lo[:, None] - counts, 0)).astype(np.int64)
+    return out
 
 
 def rack_violations(st: State) -> Ints:

@@ -51,8 +51,7 @@ def moved_replicas(st: State, orig: Ints) -> tuple[Ints, Ints, Ints]:
     """(partition, slot, original broker) for each replica that arrived where the partition was not,
     paired with a broker the partition left (one per partition) that may take it back."""
     rep = st.rep
-    valid = rep != NO_BROKER
-    arrived = valid & ~(rep[:, :, None] == orig[:, None, :]).any(axis=2)
+    arrived = arrived_replicas(rep, orig)
     left = (orig != NO_BROKER) & ~(orig[:, :, None] == rep[:, None, :]).any(axis=2)
     rows = np.flatnonzero(arrived.any(axis=1) & left.any(axis=1) & st.movable)
     slot = np.argmax(arrived[rows], axis=1).astype(np.int64)
@@ -60,6 +59,12 @@ def moved_replicas(st: State, orig: Ints) -> tuple[Ints, Ints, Ints]:
     ok = st.can_host[home] & (st.groups.broker[home] == st.groups.partition[rows])
     ok &= (slot != 0) | st.can_lead[home]
     return rows[ok].astype(np.int64), slot[ok], home[ok]
+
+
+def arrived_replicas(rep: Ints, orig: Ints) -> BoolArray:
+    """(P, width): replicas on a broker that did not hold their partition originally."""
+    out: BoolArray = (rep != NO_BROKER) & ~(rep[:, :, None] == orig[:, None, :]).any(axis=2)
+    return out
 
 
 def _candidates(st: State, orig: Ints) -> tuple[Ints, Ints, Ints]:

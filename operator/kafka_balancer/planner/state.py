@@ -27,6 +27,8 @@ Ints = npt.NDArray[np.signedinteger[Any]]
 Q_REPLICAS, Q_DISK, Q_NET_IN, Q_NET_OUT, Q_CPU, Q_LEADERS, Q_LEADER_IN = range(7)
 NUM_Q: Final = 7
 QUANTITY_NAMES: Final = ("replicas", "disk", "network-in", "network-out", "cpu", "leaders", "leader-bytes-in")
+# A copy of the placement and its totals: (rep, load, tcount, tlead).
+Checkpoint = tuple[Ints, FloatArray, Ints, Ints]
 COUNT_QUANTITIES: Final = frozenset({Q_REPLICAS, Q_LEADERS})
 
 # CPU estimate when a partition's leader CPU is not measured: cores per byte/s. Produce (in) is
@@ -225,11 +227,11 @@ class State:
         self.rep[parts, 0] = new
         self.rep[parts, slots] = old
 
-    def checkpoint(self) -> tuple[Ints, FloatArray, Ints, Ints]:
+    def checkpoint(self) -> Checkpoint:
         """A copy of the placement and its totals, for :meth:`restore`."""
         return self.rep.copy(), self.load.copy(), self.tcount.copy(), self.tlead.copy()
 
-    def restore(self, saved: tuple[Ints, FloatArray, Ints, Ints]) -> None:
+    def restore(self, saved: Checkpoint) -> None:
         """Go back to a :meth:`checkpoint` (copied again, so it can be restored more than once)."""
         rep, load, tcount, tlead = saved
         self.rep[...] = rep

@@ -83,7 +83,7 @@ def balance_topic_goal(
 
 
 @dataclass(frozen=True)
-class _Spread:
+class TopicSpread:
     """One round's per-topic counts (T, B) and which brokers are over, under, or may give."""
 
     counts: Ints
@@ -93,7 +93,7 @@ class _Spread:
     hi: Ints
 
 
-def _spread(st: State, b: Bands, *, leaders: bool) -> _Spread:
+def topic_spread(st: State, b: Bands, *, leaders: bool) -> TopicSpread:
     counts = st.tlead if leaders else st.tcount
     lo, hi = (b.lead_lo, b.lead_hi) if leaders else (b.topic_lo, b.topic_hi)
     receiver = st.can_lead if leaders else st.can_host
@@ -105,10 +105,10 @@ def _spread(st: State, b: Bands, *, leaders: bool) -> _Spread:
     # A broker gives when it is over the band, or when another broker is under and it can spare one.
     short = under.any(axis=1, keepdims=True)
     gives = over | (in_group & short & (counts - 1 >= lo[:, None]) & (counts > 0))
-    return _Spread(counts, over, under, gives, hi.astype(np.int64))
+    return TopicSpread(counts, over, under, gives, hi.astype(np.int64))
 
 
-def _offers(st: State, spread: _Spread, *, leaders: bool, size_rank: Ints, per_source: int) -> tuple[Ints, Ints]:
+def _offers(st: State, spread: TopicSpread, *, leaders: bool, size_rank: Ints, per_source: int) -> tuple[Ints, Ints]:
     """The smallest movable replica slots of each giving (topic, broker): ``per_source`` plus as many
     as the broker holds above the topic's band (so that one round can bring it down)."""
     rep = st.rep
@@ -141,7 +141,7 @@ def _proposals(
     ``for_swaps``: SWAP_OFFERS per (topic, source) and no uniqueness; the swap pass picks among them
     by how well a partner fits, then keeps one per (topic, broker).
     """
-    spread = _spread(st, b, leaders=leaders)
+    spread = topic_spread(st, b, leaders=leaders)
     per_source = SWAP_OFFERS if for_swaps else OFFERS_PER_SOURCE
     parts, slots = _offers(st, spread, leaders=leaders, size_rank=size_rank, per_source=per_source)
     if for_swaps:
@@ -209,7 +209,7 @@ def _first(*keys: Ints) -> BoolArray:
     return out
 
 
-def _receivers(st: State, spread: _Spread, topics: Ints) -> Ints:
+def _receivers(st: State, spread: TopicSpread, topics: Ints) -> Ints:
     """Per topic and rack, the DESTS_PER_RACK allowed brokers holding fewest of the topic: (T, R x K).
 
     Choosing among these instead of every broker keeps the per-offer work independent of the
@@ -235,7 +235,7 @@ def _receivers(st: State, spread: _Spread, topics: Ints) -> Ints:
 
 
 def _replica_dest(
-    st: State, p: Ints, k: Ints, spread: _Spread, *, cands: Ints, nracks: Ints, pick: Ints, fill: FloatArray
+    st: State, p: Ints, k: Ints, spread: TopicSpread, *, cands: Ints, nracks: Ints, pick: Ints, fill: FloatArray
 ) -> tuple[Ints, BoolArray]:
     """For each offered replica, the ``pick``-th (0 = best) allowed broker holding fewest of its topic
     (and whether it exists)."""
@@ -268,7 +268,7 @@ def _replica_dest(
     return dest[n, j], feas[n, j]
 
 
-def _leader_dest(st: State, p: Ints, spread: _Spread) -> tuple[Ints, BoolArray]:
+def _leader_dest(st: State, p: Ints, spread: TopicSpread) -> tuple[Ints, BoolArray]:
     """For each offered leadership, the slot of the follower whose broker leads fewest of the topic."""
     counts, over, under, hi = spread.counts, spread.over, spread.under, spread.hi
     rows = st.rep[p]
