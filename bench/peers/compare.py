@@ -49,12 +49,14 @@ def judge(model: ClusterModel, before: Assignment, after: Assignment) -> dict[st
     replicas: Counter[int] = Counter(dict.fromkeys(rack, 0))
     disk: Counter[int] = Counter(dict.fromkeys(rack, 0))
     leaders: Counter[int] = Counter(dict.fromkeys(rack, 0))
+    per_topic: Counter[tuple[str, int]] = Counter()
     crowded = moves = 0
     moved_bytes = 0.0
     for key, reps in after.items():
         for b in reps:
             replicas[b] += 1
             disk[b] += int(sizes[key])
+            per_topic[(key[0], b)] += 1
         leaders[reps[0]] += 1
         if max(Counter(rack[b] for b in reps).values()) > math.ceil(len(reps) / nracks):
             crowded += 1
@@ -67,6 +69,7 @@ def judge(model: ClusterModel, before: Assignment, after: Assignment) -> dict[st
         return round(max(c.values()) / avg, 3) if avg else 1.0
 
     return {
+        "topicSlotsOut": _topic_slots_out(per_topic, list(rack)),
         "replicaSpread": spread(replicas),
         "sizeSpread": spread(disk),
         "leaderSpread": spread(leaders),
@@ -74,6 +77,20 @@ def judge(model: ClusterModel, before: Assignment, after: Assignment) -> dict[st
         "moves": moves,
         "bytesMoved": moved_bytes,
     }
+
+
+def _topic_slots_out(per_topic: Counter[tuple[str, int]], brokers: list[int]) -> int:
+    """(topic, broker) replica counts outside the topic's band: [floor(0.9 x avg), ceil(1.1 x avg)] of the
+    topic's replicas over all brokers (kafka-balancer's topic-replica-distribution goal at its default)."""
+    totals: Counter[str] = Counter()
+    for (topic, _), n in per_topic.items():
+        totals[topic] += n
+    out = 0
+    for topic, total in totals.items():
+        avg = total / len(brokers)
+        lo, hi = math.floor(avg * 0.9 + 1e-9), math.ceil(avg * 1.1 - 1e-9)
+        out += sum(max(0, lo - per_topic[(topic, b)]) + max(0, per_topic[(topic, b)] - hi) for b in brokers)
+    return out
 
 
 def run_peer(name: str, source: Path, workdir: Path) -> tuple[Assignment, float, float]:
@@ -115,13 +132,16 @@ def compare(partitions: int, skip: set[str], thresholds: list[float]) -> None:
     print(
         f"\n{partitions:,} partitions, {model.num_replicas:,} replicas, {brokers} brokers ({brokers // 4} new), 3 racks"
     )
-    columns = "wall s | CPU s | replica max/avg | size max/avg | leader max/avg | rack violations | moves | TB moved"
+    columns = (
+        "wall s | CPU s | replica max/avg | size max/avg | leader max/avg | topic slots out | rack violations "
+        "| moves | TB moved"
+    )
     print(f"| tool | {columns} |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, seconds, cpu, r in rows:
         print(
             f"| {name} | {seconds:.2f} | {cpu:.2f} | {r['replicaSpread']} | {r['sizeSpread']} | {r['leaderSpread']} | "
-            f"{r['rackViolations']} | {r['moves']:,} | {r['bytesMoved'] / 1e12:.1f} |",
+            f"{r['topicSlotsOut']:,} | {r['rackViolations']} | {r['moves']:,} | {r['bytesMoved'] / 1e12:.1f} |",
             flush=True,
         )
 

@@ -1,5 +1,6 @@
 """The free finishing steps: leader counts evened out to the rounded average (directly or along a
-chain of brokers), and moved replicas replaced by smaller stand-ins of the same topic."""
+chain of brokers), moved replicas replaced by smaller stand-ins of the same topic, and by replicas
+that arrived on their broker during planning (one move fewer)."""
 
 from __future__ import annotations
 
@@ -85,3 +86,32 @@ def test_no_stand_in_when_the_disk_difference_would_leave_the_band() -> None:
     disk = st.load[:, Q_DISK].copy()
     assert substitute_moves(st) == 0
     assert np.array_equal(st.load[:, Q_DISK], disk)
+
+
+def _moves(st: State, model: ClusterModel) -> int:
+    return sum(len(set(st.rep[p].tolist()) - set(model.replicas[p].tolist())) for p in range(model.num_partitions))
+
+
+def test_a_replica_that_arrived_takes_the_place_of_one_that_left() -> None:
+    # Planned: p0 0 -> 1 and p1 1 -> 2 (counts 2/1/0 -> 1/1/1). Broker 1 gets one replica and gives
+    # one: p1 can stay home and p0 go straight to broker 2, the same counts with one move.
+    model = one_rack_per_broker([("t", 0, [0], 1e9), ("t", 1, [1], 1e9), ("t", 2, [0], 1e9)], brokers=3)
+    options = PlannerOptions(hard_goals=(), distribution_goals=("replica-distribution", "disk-distribution"))
+    st = _state(model, options)
+    st.move(np.array([0, 1]), np.array([0, 0]), np.array([1, 2], dtype=np.int32))
+    assert _moves(st, model) == 2
+    assert substitute_moves(st, arrived=True) == 1
+    assert st.rep[:, 0].tolist() == [2, 1, 0]
+    assert st.load[:, Q_REPLICAS].tolist() == [1, 1, 1]
+    assert _moves(st, model) == 1
+
+
+def test_no_arrived_stand_in_whose_partition_is_already_on_the_destination() -> None:
+    # p0 (on 0 and 2) moved 0 -> 1, p1 moved 1 -> 2: sending p0's replica on to broker 2 would put
+    # both of its replicas there, so both moves stay.
+    model = one_rack_per_broker([("t", 0, [0, 2], 1e9), ("t", 1, [1], 1e9), ("t", 2, [0], 1e9)], brokers=3)
+    options = PlannerOptions(hard_goals=(), distribution_goals=("replica-distribution",))
+    st = _state(model, options)
+    st.move(np.array([0, 1]), np.array([0, 0]), np.array([1, 2], dtype=np.int32))
+    assert substitute_moves(st, arrived=True) == 0
+    assert _moves(st, model) == 2

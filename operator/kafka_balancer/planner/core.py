@@ -174,6 +174,10 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
             # of replicas a full call would take a minute.
             leader_chains(st, compute_bands(st), share=FINAL_CHAINS_SHARE)
         repair_topic_slots(st)
+        # Shortcuts (docs/goals.md, step 10): a replica that arrived on a broker takes the place of
+        # one that left it, one move fewer each. After the detours: run before them, it left them
+        # fewer ways out (a mixed-rf seed kept a topic slot out of band).
+        substitute_moves(st, arrived=True)
     st.guarded = frozenset(options.distribution_goals)
     return st
 

@@ -1,12 +1,14 @@
-"""Smaller stand-ins: replace a moved replica by a smaller one of the same topic from the same broker.
+"""Stand-ins: replace a moved replica by another replica from the same broker.
 
 A replica that went from broker ``a`` to ``n`` may have been chosen for a goal that no longer needs
 all of its bytes. Another replica of the same topic on ``a``, with the same role (leader or
 follower) and fewer bytes, moving to ``n`` instead, keeps every replica and leader count and every
 topic's spread as they are and moves fewer bytes; only the traffic and disk loads of ``a`` and ``n``
-shift by the difference. Each exchange (the moved replica goes home, the stand-in goes to ``n``) is
-accepted only where no broker ends further from any guarded band or over a capacity limit and the
-racks still hold.
+shift by the difference. A replica that itself arrived on ``a`` during planning (from ``z``) can
+stand in at any size: it then goes from ``z`` straight to ``n``, and the plan has one move fewer
+and the bytes of the replica that goes home less to copy. Each exchange (the moved replica goes
+home, the stand-in goes to ``n``) is accepted only where no broker ends further from any guarded
+band or over a capacity limit and the racks still hold.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
-from kafka_balancer.planner.revert import moved_replicas
+from kafka_balancer.planner.revert import arrived_replicas, moved_replicas
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands, rack_ok
 from kafka_balancer.planner.state import Q_DISK, Ints, State
 from kafka_balancer.planner.topic_swaps import within_budget
@@ -26,15 +28,16 @@ ROUNDS: Final = 4
 TRIES: Final = 4
 
 
-def substitute_moves(st: State) -> int:
-    """Rounds of exchanging moved replicas for smaller stand-ins. Returns exchanges made."""
+def substitute_moves(st: State, *, arrived: bool = False) -> int:
+    """Rounds of exchanging moved replicas for stand-ins: smaller ones that stayed where they were,
+    or (``arrived``) any that arrived during planning. Returns exchanges made."""
     orig = st.model.replicas
     if orig.shape != st.rep.shape:
         return 0  # the replication factor changed: the original slots do not line up
     nracks = st.group_racks()
     # Same-topic stand-ins first (no topic count changes), then any topic within its band. The
     # indexes are built once (a sort of every replica); entries that moved since are skipped.
-    indexes = [_StandIns(st, orig, same_topic=True), _StandIns(st, orig, same_topic=False)]
+    indexes = [_StandIns(st, orig, same_topic=same_topic, arrived=arrived) for same_topic in (True, False)]
     total = 0
     for _ in range(ROUNDS):
         b = compute_bands(st)
@@ -59,13 +62,15 @@ class _Moved:
 
 
 class _StandIns:
-    """Replicas still where they started, sorted by (topic if ``same_topic``, broker, role, size)."""
+    """Replicas still where they started (or, if ``arrived``, those moved where their partition was
+    not), sorted by (topic if ``same_topic``, broker, role, size)."""
 
-    def __init__(self, st: State, orig: Ints, *, same_topic: bool) -> None:
+    def __init__(self, st: State, orig: Ints, *, same_topic: bool, arrived: bool) -> None:
         self.same_topic = same_topic
+        self.arrived = arrived
         rep = st.rep
-        stayed = (rep != NO_BROKER) & (rep == orig) & st.movable[:, None]
-        parts, slots = np.nonzero(stayed)
+        here = arrived_replicas(rep, orig) if arrived else (rep != NO_BROKER) & (rep == orig)
+        parts, slots = np.nonzero(here & st.movable[:, None])
         size = st.model.size_bytes
         self.sizes = np.unique(size[parts])
         self.n = np.int64(self.sizes.size + 1)
@@ -98,13 +103,15 @@ def _exchange(st: State, b: Bands, moved: _Moved, index: _StandIns, *, pick: Int
     alt_p, alt_s = index.parts[pick[has]], index.slots[pick[has]]
     rep, size = st.rep, st.model.size_bytes
     # Both sides still as indexed (earlier exchanges of this round may have moved them).
-    ok = (rep[parts, slots] == dest) & (rep[alt_p, alt_s] == home) & (size[alt_p] < size[parts])
+    ok = (rep[parts, slots] == dest) & (rep[alt_p, alt_s] == home)
+    ok &= index.arrived | (size[alt_p] < size[parts])  # an arrived stand-in saves a whole move
     ok &= ~(rep[alt_p] == dest[:, None]).any(axis=1) & ~(rep[parts] == home[:, None]).any(axis=1)
     ok &= st.groups.partition[alt_p] == st.groups.broker[dest]  # the stand-in stays in its group
     parts, slots, home, dest, alt_p, alt_s = (x[ok] for x in (parts, slots, home, dest, alt_p, alt_s))
     ok = rack_ok(st, parts, slots, d=home, nracks=nracks) & rack_ok(st, alt_p, alt_s, d=dest, nracks=nracks)
     # Largest savings first; one exchange per partition (rows are read before any move).
-    order = np.flatnonzero(ok)[np.argsort((size[alt_p] - size[parts])[ok], kind="stable")]
+    saved = size[parts] if index.arrived else size[parts] - size[alt_p]
+    order = np.flatnonzero(ok)[np.argsort(-saved[ok], kind="stable")]
     parts, slots, home, dest, alt_p, alt_s = (x[order] for x in (parts, slots, home, dest, alt_p, alt_s))
     _, first = np.unique(np.r_[parts, alt_p], return_index=True)
     once = np.zeros(2 * parts.size, dtype=np.bool_)
