@@ -1,18 +1,26 @@
-"""How few bytes any plan could move with the per-topic goals too: a linear-programming estimate.
+"""How few bytes any plan could move with the per-topic goals too: a linear-programming lower bound.
 
-    .venv/bin/pip install scipy      # once; only this estimate needs it
+    .venv/bin/pip install scipy      # once; only this bound needs it
     .venv/bin/python -m bench.planner_floor            # the four quality clusters of bench.planner
+    .venv/bin/python -m bench.planner_floor --shape mixed-rf --seeds 1-8
 
 The issue's lower bound counts disk only: max(disk above 1.10 x avg, disk below 0.90 x avg). A plan
 that must also bring every topic's replica count per broker into its band moves at least what this
-LP finds: variables are each topic's final replica count per broker (fractional), each topic's
-partitions count at the topic's mean size, constraints are the topic bands, the broker replica-count
-and disk bands, and rack spread (per topic, at most one replica per partition in each rack); the
-cost is the bytes arriving on each broker. It is a relaxation (fractional counts, mean sizes,
-no network/leader goals), so it estimates the floor, not a plan; printed over the disk-only bound.
+LP finds. It is a relaxation of the real problem, so its optimum is a true lower bound: every plan
+that holds the topic bands, the broker replica-count and disk bands and rack spread is a feasible
+point of it with the same cost. Per (topic, broker) cell it has the final count x, the replicas
+that leave k and arrive u (x = count - k + u), the bytes that leave L and arrive A. What makes it
+valid with real, unequal partition sizes: k replicas of a cell take at least the k smallest and at
+most the k largest of its sizes with them (L between those two piecewise-linear envelopes), an
+arriving replica is between the topic's smallest and largest partition, and each topic's arriving
+bytes equal its leaving bytes. Rack spread: per topic and rack at most one replica per partition.
+Cost: the bytes that leave (= the bytes a plan copies). Leader and network goals are left out, and
+counts are fractional, which can only lower the bound. Printed over the disk-only bound.
 """
 
 from __future__ import annotations
+
+import argparse
 
 import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
@@ -25,72 +33,143 @@ CASES = [
     {"brokers": 24, "new_brokers": 6, "partitions": 20000, "rf": 3, "seed": 2, "skew": 1.0},
     {"brokers": 30, "new_brokers": 6, "partitions": 20000, "rf": 2.5, "seed": 4, "skew": 2.0},
 ]
+# The other seeds' shapes (docs/performance.md, "Other seeds").
+SHAPES = {
+    "12": {"brokers": 12, "new_brokers": 3, "partitions": 2000, "rf": 3, "skew": 1.0},
+    "15": {"brokers": 15, "new_brokers": 3, "partitions": 5000, "rf": 3, "skew": 2.0},
+    "mixed-rf": {"brokers": 30, "new_brokers": 6, "partitions": 20000, "rf": 2.5, "skew": 2.0},
+}
 THRESHOLD = 1.10
+
+
+class _Rows:
+    """Sparse inequality (or equality) rows, ``sum(coef * var) <= rhs``, added in vectorised blocks."""
+
+    def __init__(self) -> None:
+        self.rows: list[np.ndarray] = []
+        self.cols: list[np.ndarray] = []
+        self.vals: list[np.ndarray] = []
+        self.rhs: list[np.ndarray] = []
+        self.count = 0
+
+    def add(self, terms: list[tuple[np.ndarray, np.ndarray | float]], rhs: np.ndarray) -> None:
+        """One row per entry of ``rhs``; each term is (variable index per row, coefficient per row)."""
+        index = np.arange(rhs.size) + self.count
+        for var, coef in terms:
+            self.rows.append(index)
+            self.cols.append(np.asarray(var))
+            self.vals.append(np.broadcast_to(np.asarray(coef, dtype=np.float64), index.shape))
+        self.rhs.append(np.asarray(rhs, dtype=np.float64))
+        self.count += rhs.size
+
+    def grouped(self, groups: np.ndarray, var: np.ndarray, coef: np.ndarray | float, rhs: np.ndarray) -> None:
+        """One row per group id (0..len(rhs)-1): the sum over members of coef * var <= rhs."""
+        self.rows.append(groups + self.count)
+        self.cols.append(var)
+        self.vals.append(np.broadcast_to(np.asarray(coef, dtype=np.float64), var.shape))
+        self.rhs.append(np.asarray(rhs, dtype=np.float64))
+        self.count += rhs.size
+
+    def matrix(self, columns: int) -> tuple[object, np.ndarray]:
+        from scipy.sparse import coo_matrix
+
+        shape = (self.count, columns)
+        a = coo_matrix((np.concatenate(self.vals), (np.concatenate(self.rows), np.concatenate(self.cols))), shape=shape)
+        return a.tocsr(), np.concatenate(self.rhs)
 
 
 def floor_over_bound(model: ClusterModel, racks: int = 3) -> float:
     try:
         from scipy.optimize import linprog
-        from scipy.sparse import coo_matrix, csr_matrix, hstack, identity, vstack
     except ImportError as exc:  # pragma: no cover - a bench-only dependency
         raise SystemExit("bench.planner_floor needs scipy: .venv/bin/pip install scipy") from exc
     nb, nt = model.num_brokers, len(model.topics)
     valid = model.replicas != NO_BROKER
     part = np.repeat(np.arange(model.num_partitions), valid.sum(axis=1))
-    counts = np.zeros((nt, nb))
-    np.add.at(counts, (model.partition_topic[part], model.replicas[valid]), 1)
-    partitions = np.bincount(model.partition_topic, minlength=nt).astype(np.float64)
-    size = np.bincount(model.partition_topic, weights=model.size_bytes, minlength=nt) / np.maximum(partitions, 1)
-    total = counts.sum(axis=1)
-    avg_t = total / nb
-    lo_t, hi_t = np.floor(avg_t * (2 - THRESHOLD) + 1e-9), np.ceil(avg_t * THRESHOLD - 1e-9)
-    disk = (counts * size[:, None]).sum(axis=0)
-    avg_disk, avg_count = disk.sum() / nb, counts.sum() / nb
+    unit = disk_lower_bound(model) or 1.0  # bytes in units of the disk-only bound: sane LP numbers
+    size = model.size_bytes[part] / unit
+    cell_of = model.partition_topic[part].astype(np.int64) * nb + model.replicas[valid]
     n = nt * nb
-    cell = np.arange(n)
-    broker, topic = cell % nb, cell // nb
-    rack = np.arange(nb) % racks
-    zero = csr_matrix((nb, n))
-    per_broker = coo_matrix((np.ones(n), (broker, cell)), shape=(nb, n))
-    disk_rows = coo_matrix((np.repeat(size, nb), (broker, cell)), shape=(nb, n))
-    per_rack = coo_matrix((np.ones(n), (topic * racks + rack[broker], cell)), shape=(nt * racks, n))
-    # Variables: final counts x (n), then arrivals u (n) with u >= x - counts.
-    a_ub = vstack(
-        [
-            hstack([identity(n), -identity(n)]),
-            hstack([per_broker, zero]),
-            hstack([-per_broker, zero]),
-            hstack([disk_rows, zero]),
-            hstack([-disk_rows, zero]),
-            hstack([per_rack, csr_matrix((nt * racks, n))]),
-        ]
-    ).tocsr()
-    b_ub = np.concatenate(
-        [
-            counts.ravel(),
-            np.full(nb, np.ceil(avg_count * THRESHOLD - 1e-9)),
-            -np.full(nb, np.floor(avg_count * (2 - THRESHOLD) + 1e-9)),
-            np.full(nb, avg_disk * THRESHOLD),
-            -np.full(nb, avg_disk * (2 - THRESHOLD)),
-            np.repeat(partitions, racks),
-        ]
-    )
-    a_eq = hstack([coo_matrix((np.ones(n), (topic, cell)), shape=(nt, n)), csr_matrix((nt, n))]).tocsr()
-    bounds = [(lo_t[t], hi_t[t]) for t in topic.tolist()] + [(0.0, None)] * n
-    cost = np.concatenate([np.zeros(n), np.repeat(size, nb)])
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=total, bounds=bounds, method="highs")
+    counts = np.bincount(cell_of, minlength=n).astype(np.float64)
+    disk0 = np.bincount(model.replicas[valid], weights=size, minlength=nb)
+    topic, broker = np.arange(n) // nb, np.arange(n) % nb
+    total_t = np.bincount(topic, weights=counts, minlength=nt)
+    avg_t = total_t / nb
+    lo_t, hi_t = np.floor(avg_t * (2 - THRESHOLD) + 1e-9), np.ceil(avg_t * THRESHOLD - 1e-9)
+    psize = model.size_bytes / unit
+    smallest = np.full(nt, np.inf)
+    largest = np.zeros(nt)
+    np.minimum.at(smallest, model.partition_topic, psize)
+    np.maximum.at(largest, model.partition_topic, psize)
+    avg_disk, avg_count = disk0.sum() / nb, counts.sum() / nb
+    x, k, u, out, arr = (np.arange(n) + i * n for i in range(5))  # variable blocks
+
+    # The j-th smallest (and largest) replica of each cell, with the sum of those before it.
+    order = np.lexsort((size, cell_of))
+    c_sorted, s_sorted = cell_of[order], size[order]
+    first = np.searchsorted(c_sorted, c_sorted, side="left")
+    rank = np.arange(c_sorted.size) - first
+    before_small = np.cumsum(s_sorted) - s_sorted
+    before_small -= before_small[first]
+    order_desc = np.lexsort((-size, cell_of))
+    l_sorted = size[order_desc]
+    before_large = np.cumsum(l_sorted) - l_sorted
+    before_large -= before_large[first]
+
+    ub = _Rows()
+    # L >= sum of the j smallest + (k - j) x the (j+1)-th smallest, for every j (convex envelope).
+    ub.add([(out[c_sorted], -1.0), (k[c_sorted], s_sorted)], -(before_small - s_sorted * rank))
+    # L <= sum of the j largest + (k - j) x the (j+1)-th largest (concave envelope).
+    ub.add([(out[c_sorted], 1.0), (k[c_sorted], -l_sorted)], before_large - l_sorted * rank)
+    # Arriving bytes: between the topic's smallest and largest partition per replica.
+    ub.add([(arr, 1.0), (u, -largest[topic])], np.zeros(n))
+    ub.add([(arr, -1.0), (u, smallest[topic])], np.zeros(n))
+    # Broker replica-count and disk bands.
+    ub.grouped(broker, x, 1.0, np.full(nb, np.ceil(avg_count * THRESHOLD - 1e-9)))
+    ub.grouped(broker, x, -1.0, -np.full(nb, np.floor(avg_count * (2 - THRESHOLD) + 1e-9)))
+    disk_rows = np.r_[broker, broker]
+    ub.grouped(disk_rows, np.r_[out, arr], np.r_[-np.ones(n), np.ones(n)], avg_disk * THRESHOLD - disk0)
+    ub.grouped(disk_rows, np.r_[out, arr], np.r_[np.ones(n), -np.ones(n)], disk0 - avg_disk * (2 - THRESHOLD))
+    # Rack spread: per topic and rack at most one replica per partition.
+    partitions_t = np.bincount(model.partition_topic, minlength=nt).astype(np.float64)
+    ub.grouped(topic * racks + broker % racks, x, 1.0, np.repeat(partitions_t, racks))
+
+    eq = _Rows()
+    eq.add([(x, 1.0), (k, 1.0), (u, -1.0)], counts)  # x = count - k + u
+    eq.grouped(np.r_[topic, topic], np.r_[k, u], np.r_[np.ones(n), -np.ones(n)], np.zeros(nt))  # replicas of a topic
+    eq.grouped(np.r_[topic, topic], np.r_[out, arr], np.r_[np.ones(n), -np.ones(n)], np.zeros(nt))  # and its bytes
+
+    a_ub, b_ub = ub.matrix(5 * n)
+    a_eq, b_eq = eq.matrix(5 * n)
+    bounds = np.zeros((5 * n, 2))
+    bounds[:, 1] = np.inf
+    bounds[x, 0], bounds[x, 1] = lo_t[topic], hi_t[topic]
+    bounds[k, 1] = counts
+    cost = np.zeros(5 * n)
+    cost[out] = 1.0
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs")
     if res.status != 0:
         raise SystemExit(f"LP not solved: {res.message}")
-    return float(res.fun / disk_lower_bound(model))
+    return float(res.fun)
+
+
+def _seeds(text: str) -> list[int]:
+    low, _, high = text.partition("-")
+    return list(range(int(low), int(high or low) + 1))
 
 
 def main() -> None:
-    print("brokers (new) | partitions | skew | LP floor with per-topic goals / disk-only bound")
-    for case in CASES:
-        model = skewed_cluster(**case)
-        ratio = floor_over_bound(model)
+    parser = argparse.ArgumentParser(prog="bench.planner_floor")
+    parser.add_argument("--shape", choices=sorted(SHAPES), help="other seeds of one shape instead of the four")
+    parser.add_argument("--seeds", type=_seeds, default=_seeds("1-8"), help="e.g. 1-8 (with --shape)")
+    args = parser.parse_args()
+    cases = [{**SHAPES[args.shape], "seed": s} for s in args.seeds] if args.shape else CASES
+    print("brokers (new) | partitions | skew | seed | LP floor with per-topic goals / disk-only bound")
+    for case in cases:
+        ratio = floor_over_bound(skewed_cluster(**case))
         print(
-            f"{case['brokers']} ({case['new_brokers']}) | {case['partitions']:,} | {case['skew']} | {ratio:.3f}",
+            f"{case['brokers']} ({case['new_brokers']}) | {case['partitions']:,} | {case['skew']} | {case['seed']} "
+            f"| {ratio:.3f}",
             flush=True,
         )
 

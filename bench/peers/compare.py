@@ -93,6 +93,19 @@ def _topic_slots_out(per_topic: Counter[tuple[str, int]], brokers: list[int]) ->
     return out
 
 
+def fewest_moves_for_even_counts(model: ClusterModel) -> int:
+    """Replica moves any plan needs to bring every broker to the average replica count rounded down
+    or up (the best replica max/avg there is): each broker below the rounded-down average must
+    receive the difference, each one above the rounded-up average must give it away."""
+    counts = Counter(dict.fromkeys((b.id for b in model.brokers()), 0))
+    for p in model.partitions():
+        counts.update(p.replicas)
+    avg = sum(counts.values()) / len(counts)
+    short = sum(max(0, math.floor(avg) - c) for c in counts.values())
+    excess = sum(max(0, c - math.ceil(avg)) for c in counts.values())
+    return max(short, excess)
+
+
 def run_peer(name: str, source: Path, workdir: Path) -> tuple[Assignment, float, float]:
     venv, script, mode = PEERS[name]
     python = HERE / ".venvs" / venv / "bin" / "python"
@@ -144,6 +157,8 @@ def compare(partitions: int, skip: set[str], thresholds: list[float]) -> None:
             f"{r['topicSlotsOut']:,} | {r['rackViolations']} | {r['moves']:,} | {r['bytesMoved'] / 1e12:.1f} |",
             flush=True,
         )
+    fewest = fewest_moves_for_even_counts(model)
+    print(f"fewest replica moves for even replica counts (average rounded down or up): {fewest:,}")
 
 
 def main() -> None:
