@@ -28,7 +28,7 @@ from kafka_balancer.planner.goals import (
 from kafka_balancer.planner.hard import bad_slots, enforce_capacity, evacuate, fix_leadership, precheck
 from kafka_balancer.planner.operations import change_replication_factor, move_topics
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
-from kafka_balancer.planner.revert import revert_moves
+from kafka_balancer.planner.revert import arrived_replicas, revert_moves
 from kafka_balancer.planner.select import compute_bands
 from kafka_balancer.planner.state import QUANTITY_NAMES, Ints, State, resolve_groups
 from kafka_balancer.planner.substitute import substitute_moves
@@ -265,8 +265,7 @@ def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, 
         for p in lead_changed.tolist()
     )
     fo, ff = orig[changed], final[changed]
-    added = (ff != NO_BROKER) & ~(ff[:, :, None] == fo[:, None, :]).any(axis=2)
-    per_part = added.sum(axis=1)
+    per_part = arrived_replicas(ff, fo).sum(axis=1)
     moves = int(per_part.sum())
     bytes_to_move = float((model.size_bytes[changed] * per_part).sum())
     opts = options.to_dict()
