@@ -1,15 +1,19 @@
-"""The free finishing steps: leader counts evened out to the rounded average (directly or along a
-chain of brokers), moved replicas replaced by smaller stand-ins of the same topic, and by replicas
-that arrived on their broker during planning (one move fewer)."""
+"""The free finishing steps: leader counts evened out to the rounded average (directly, along a
+chain of brokers, or after leadership trades that make room), moved replicas replaced by smaller
+stand-ins of the same topic, and by replicas that arrived on their broker during planning (one move
+fewer)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from checks import one_rack_per_broker
-from kafka_balancer.model import ClusterModel
-from kafka_balancer.planner import PlannerOptions, evaluate, plan
-from kafka_balancer.planner.state import Q_DISK, Q_REPLICAS, State, resolve_groups
+from kafka_balancer.model import ClusterBuilder, ClusterModel
+from kafka_balancer.planner import PlannerOptions, evaluate, plan, tighten
+from kafka_balancer.planner.select import compute_bands
+from kafka_balancer.planner.state import Q_DISK, Q_NET_OUT, Q_REPLICAS, State, resolve_groups
 from kafka_balancer.planner.substitute import substitute_moves
+from kafka_balancer.planner.swaps import leader_trade
 
 
 def _leaders_after(model: ClusterModel, proposal_leaders: dict[tuple[str, int], int]) -> list[int]:
@@ -115,3 +119,68 @@ def test_no_arrived_stand_in_whose_partition_is_already_on_the_destination() -> 
     st.move(np.array([0, 1]), np.array([0, 0]), np.array([1, 2], dtype=np.int32))
     assert substitute_moves(st, arrived=True) == 0
     assert _moves(st, model) == 2
+
+
+def _network_out_crowded(medium: float) -> ClusterModel:
+    """Three brokers, every partition on all three. Broker 0 leads 11 partitions and broker 1 10,
+    each sending 1 MB/s out; broker 2 leads 9 that send ``medium`` MB/s each."""
+    builder = ClusterBuilder()
+    for b in range(3):
+        builder.add_broker(b, rack=f"rack-{b}")
+    leaders = [0] * 11 + [1] * 10 + [2] * 9
+    for p, lead in enumerate(leaders):
+        replicas = [lead, (lead + 1) % 3, (lead + 2) % 3]
+        out = medium * 1e6 if lead == 2 else 1e6
+        builder.add_partition("t", p, replicas, size_bytes=1e9, bytes_in_per_sec=0.0, bytes_out_per_sec=out)
+    return builder.build()
+
+
+def test_a_leadership_trade_makes_room_for_the_last_leader_count_step() -> None:
+    # Broker 2 leads 9 partitions against an average of 10, and its network out (9 x 1.34 = 12.06
+    # against a band top of 12.12) has no room for one more leadership, however light; nor has a
+    # 2-for-1 exchange or a chain (each ends with broker 2 leading one more). Trading three of its
+    # 1.34 MB/s leaderships for 1 MB/s ones of broker 1 (counts unchanged) frees the room: then one
+    # leadership can come over from broker 0, and every count is 10. No data moves.
+    model = _network_out_crowded(1.34)
+    options = PlannerOptions(distribution_goals=("network-out-distribution", "leader-count-distribution"))
+    assert all(g["holds"] for g in evaluate(model, options).goals.values())
+    proposal = plan(model, options)
+    assert proposal.summary["moves"] == 0
+    leaders = {(c.topic, c.partition): c.new_leader for c in proposal.leader_changes}
+    assert _leaders_after(model, leaders) == [10, 10, 10]
+    assert proposal.summary["goals"]["network-out-distribution"]["holdsAfter"]
+    assert len(proposal.leader_changes) > 1  # the trades, then the move
+
+
+def test_without_the_trades_the_crowded_broker_stays_one_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The same cluster with the room-making trades switched off: the counts stay 11/10/9.
+    monkeypatch.setattr(tighten, "make_room", lambda _st: 0)
+    model = _network_out_crowded(1.34)
+    options = PlannerOptions(distribution_goals=("network-out-distribution", "leader-count-distribution"))
+    proposal = plan(model, options)
+    leaders = {(c.topic, c.partition): c.new_leader for c in proposal.leader_changes}
+    assert _leaders_after(model, leaders) == [11, 10, 9]
+
+
+def test_a_leadership_trade_keeps_each_topic_leader_spread() -> None:
+    # Topic a's three partitions are led 2/1/0 by brokers 0/1/2 (its band is 0..2), topic b's 1/0/2.
+    # Broker 0 taking the heavy leadership of a2 from broker 1 for a light one of its own would make
+    # it lead three of topic a. With the topic-leader goal guarded no such trade is made; with no
+    # goal guarded the same call trades (every trade on offer gives broker 0 a third of topic a).
+    builder = ClusterBuilder()
+    for b in range(3):
+        builder.add_broker(b, rack=f"rack-{b}")
+    heavy, light = 5e6, 1e6
+    layout = [("a", 0, 0, heavy), ("a", 1, 0, heavy), ("a", 2, 1, heavy)]
+    layout += [("b", 0, 0, light), ("b", 1, 2, light), ("b", 2, 2, light)]
+    for topic, p, lead, out in layout:
+        replicas = [lead, (lead + 1) % 3, (lead + 2) % 3]
+        builder.add_partition(topic, p, replicas, size_bytes=1e9, bytes_in_per_sec=1e3, bytes_out_per_sec=out)
+    model = builder.build()
+    options = PlannerOptions(distribution_goals=("network-out-distribution", "topic-leader-distribution"))
+    for guarded, trades in ((frozenset({"topic-leader-distribution"}), False), (frozenset(), True)):
+        st = _state(model, options)
+        st.guarded = guarded
+        moved = leader_trade(st, compute_bands(st), st.broker_index_by_slot(), 1, d=0, q=Q_NET_OUT, amount=1e9)
+        assert (moved > 0) == trades, (guarded, moved)
+        assert int(st.tlead[0, 0]) == (3 if trades else 2)  # topic a's leaders on broker 0

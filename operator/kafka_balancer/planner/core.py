@@ -15,7 +15,7 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal, model_fingerprint, proposal_id
-from kafka_balancer.planner.balance import balance_goal
+from kafka_balancer.planner.balance import LEADER_FIRST, balance_goal
 from kafka_balancer.planner.detours import repair_topic_slots
 from kafka_balancer.planner.goals import (
     GOAL_QUANTITY,
@@ -32,7 +32,7 @@ from kafka_balancer.planner.revert import arrived_replicas, revert_moves
 from kafka_balancer.planner.select import compute_bands
 from kafka_balancer.planner.state import QUANTITY_NAMES, Ints, State, resolve_groups
 from kafka_balancer.planner.substitute import substitute_moves
-from kafka_balancer.planner.tighten import tighten_leaders
+from kafka_balancer.planner.tighten import leaders_off_average, tighten_leaders
 from kafka_balancer.planner.topic_chains import leader_chains
 from kafka_balancer.planner.topics import balance_topic_goal
 
@@ -178,8 +178,30 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
         # one that left it, one move fewer each. After the detours: run before them, it left them
         # fewer ways out (a mixed-rf seed kept a topic slot out of band).
         substitute_moves(st, arrived=True)
+        _finish_by_leadership(st, strict)
     st.guarded = frozenset(options.distribution_goals)
     return st
+
+
+def _finish_by_leadership(st: State, strict: frozenset[str]) -> None:
+    """Leadership moves and trades (no data moves) for the leader-borne goals still out of band.
+
+    Such a goal can end its own turn short (its brokers' other loads at their edges then) and the
+    passes after it only keep it from getting worse; the moves they made since may have opened a
+    way. Every goal is guarded, so nothing that holds breaks.
+    """
+    st.guarded = frozenset(st.options.distribution_goals) | strict
+    short = [
+        g
+        for g in goal_order(st.options)
+        if g in GOAL_QUANTITY and GOAL_QUANTITY[g] in LEADER_FIRST and goal_violation(st, g) > 1e-9
+    ]
+    for goal in short:
+        balance_goal(st, goal, leadership_only=True)
+    if leaders_off_average(st):
+        # The passes since the leader counts were finished (topic-leader chains, detours) and the
+        # moves above may have moved some off the rounded average.
+        tighten_leaders(st)
 
 
 def _check_operation(st: State) -> None:

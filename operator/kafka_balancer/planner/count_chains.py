@@ -67,7 +67,7 @@ def leader_count_chains(st: State, b: Bands) -> int:
     return applied
 
 
-def _outside(st: State, b: Bands) -> tuple[BoolArray, BoolArray]:
+def outside_leader_band(st: State, b: Bands) -> tuple[BoolArray, BoolArray]:
     """Brokers over the leader-count band, and brokers under it that may lead."""
     load, lo, hi = st.load[:, Q_LEADERS], b.lower[:, Q_LEADERS], b.upper[:, Q_LEADERS]
     finite = np.isfinite(lo) & np.isfinite(hi) & st.active
@@ -76,12 +76,12 @@ def _outside(st: State, b: Bands) -> tuple[BoolArray, BoolArray]:
 
 def _ends(st: State, b: Bands) -> list[tuple[int, bool]]:
     """Brokers to fix: over the band (chains start there) then under it (chains end there)."""
-    over, under = _outside(st, b)
+    over, under = outside_leader_band(st, b)
     return [(int(s), True) for s in np.flatnonzero(over)] + [(int(d), False) for d in np.flatnonzero(under)]
 
 
 def _out_of_band(st: State, b: Bands, broker: int) -> bool:
-    over, under = _outside(st, b)
+    over, under = outside_leader_band(st, b)
     return bool(over[broker] or under[broker])
 
 

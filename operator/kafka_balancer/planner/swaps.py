@@ -151,7 +151,8 @@ def leader_exchange(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d:
 def leader_trade(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: int, q: int, amount: float) -> float:
     """Shift a leader-borne load (leader bytes-in, network out, CPU) from ``s`` to ``d`` without
     changing either broker's leader count: ``d`` takes a heavy leadership from ``s`` and hands a
-    light one back. No data moves. Each trade must pass the pair check. Returns the amount moved."""
+    light one back. No data moves. Each trade must pass the pair check and, once the topic-leader
+    goal is guarded, keep both topics' leader spread. Returns the amount moved."""
     if not (st.can_lead[d] and st.can_lead[s]):
         return 0.0
     left = amount
@@ -160,6 +161,29 @@ def leader_trade(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: in
             break
         ap, aslot = leader_candidates(st, index, s, d)
         bp, bslot = leader_candidates(st, index, d, s)
+        if b.topic_leader_on.any():
+            # Each side alone (a trade of two leaderships of one topic changes nothing for it).
+            fine_a = topic_ok(
+                st,
+                b,
+                s,
+                d,
+                topics=st.ptopic[ap],
+                leaders=np.ones(ap.size, dtype=np.bool_),
+                replicas_move=False,
+                cumulative=False,
+            )
+            fine_b = topic_ok(
+                st,
+                b,
+                d,
+                s,
+                topics=st.ptopic[bp],
+                leaders=np.ones(bp.size, dtype=np.bool_),
+                replicas_move=False,
+                cumulative=False,
+            )
+            ap, aslot, bp, bslot = ap[fine_a], aslot[fine_a], bp[fine_b], bslot[fine_b]
         if ap.size == 0 or bp.size == 0:
             break
         va, vb = st.lead[ap] - st.follow[ap], st.lead[bp] - st.follow[bp]

@@ -6,16 +6,36 @@ traffic and leaders. The balance goals also stop as soon as every broker is insi
 moving more would cost bytes. Leadership moves cost none, so after the last goal the leader counts
 go (again) into their band and then on towards the group's average rounded down or up, under the
 guard of every goal: no broker gets further from any band, no topic's leader spread gets worse.
+Where a broker's leader-borne traffic sits at its band's edge, one-for-one leadership trades first
+make room for the leaderships it must take or give (:func:`make_room`).
 """
 
 from __future__ import annotations
 
+from typing import Final
+
+import numpy as np
+
 from kafka_balancer.planner.balance import balance_goal
-from kafka_balancer.planner.count_chains import leader_count_chains
-from kafka_balancer.planner.select import compute_bands
-from kafka_balancer.planner.state import Q_LEADERS, State
+from kafka_balancer.planner.count_chains import leader_count_chains, outside_leader_band
+from kafka_balancer.planner.select import Bands, compute_bands
+from kafka_balancer.planner.state import Q_CPU, Q_LEADER_IN, Q_LEADERS, Q_NET_OUT, Ints, State
+from kafka_balancer.planner.swaps import leader_trade
 
 LEADER_GOAL = "leader-count-distribution"
+
+
+def leaders_off_average(st: State) -> bool:
+    """Whether some broker's leader count is outside its group's average rounded down or up."""
+    if LEADER_GOAL not in st.options.distribution_goals:
+        return False
+    before = st.exact
+    try:
+        st.exact = frozenset({Q_LEADERS})
+        over, under = outside_leader_band(st, compute_bands(st))
+    finally:
+        st.exact = before
+    return bool((over | under).any())
 
 
 def tighten_leaders(st: State) -> int:
@@ -32,6 +52,72 @@ def tighten_leaders(st: State) -> int:
             rounds += balance_goal(st, LEADER_GOAL, leadership_only=True)
             # What direct moves cannot do (no shared partition fits), chains through other brokers can.
             leader_count_chains(st, compute_bands(st))
+            for _ in range(ROOM_ROUNDS):
+                if not make_room(st):
+                    break
+                rounds += balance_goal(st, LEADER_GOAL, leadership_only=True)
+                leader_count_chains(st, compute_bands(st))
     finally:
         st.exact = frozenset()
     return rounds
+
+
+# Rounds of making room and moving leaderships again.
+ROOM_ROUNDS: Final = 8
+# Partner brokers tried per blocked broker and load (those with the most room in it first).
+ROOM_PARTNERS: Final = 6
+# A load this close to its band's edge (share of the half-band) blocks leaderships there.
+ROOM_EDGE: Final = 0.9
+
+
+def make_room(st: State) -> int:
+    """Trade leaderships one for one (counts unchanged, no data moves) so that brokers still outside
+    the leader-count band have room in their leader-borne loads for the leaderships they must
+    take or give.
+
+    A broker short of leaders whose network out (or CPU, leader bytes-in) is at its band's top
+    cannot take one more leadership, however light; trading a heavy leadership of its own for a
+    light one of a partner with room lowers that load first. The same the other way for a broker
+    over the count whose load is at the band's bottom. Returns how many trades with a partner moved
+    some load.
+    """
+    b = compute_bands(st)
+    over, under = outside_leader_band(st, b)
+    if not (over | under).any():
+        return 0
+    index = st.broker_index_by_slot()
+    leadership = st.lead - st.follow  # what a leadership carries on top of a follower replica
+    traded = 0
+    for q in (Q_NET_OUT, Q_CPU, Q_LEADER_IN):
+        carried = leadership[:, q][leadership[:, q] > 0]
+        if carried.size == 0:
+            continue
+        typical = float(np.median(carried))
+        half = np.maximum(b.upper[:, q] - b.avg[:, q], 1e-12)
+        position = (st.load[:, q] - b.avg[:, q]) / half  # -1 at the band's bottom, 1 at its top
+        short = (b.lower[:, Q_LEADERS] - st.load[:, Q_LEADERS]) * typical
+        spare = (st.load[:, Q_LEADERS] - b.upper[:, Q_LEADERS]) * typical
+        for broker in np.flatnonzero(under & (position >= ROOM_EDGE)).tolist():
+            partners = np.argsort(position, kind="stable")[:ROOM_PARTNERS]
+            traded += _trade(st, b, index, broker, partners, q=q, need=float(short[broker]), sheds=True)
+        for broker in np.flatnonzero(over & (position <= -ROOM_EDGE)).tolist():
+            partners = np.argsort(-position, kind="stable")[:ROOM_PARTNERS]
+            traded += _trade(st, b, index, broker, partners, q=q, need=float(spare[broker]), sheds=False)
+    return traded
+
+
+def _trade(
+    st: State, b: Bands, index: tuple[Ints, Ints], broker: int, partners: Ints, *, q: int, need: float, sheds: bool
+) -> int:
+    """Trade ``need`` of ``q`` away from ``broker`` (``sheds``) or onto it, partner by partner."""
+    traded = 0
+    for partner in partners.tolist():
+        if need <= 0:
+            break
+        if partner == broker:
+            continue
+        s, d = (broker, partner) if sheds else (partner, broker)
+        moved = leader_trade(st, b, index, s, d=d, q=q, amount=need)
+        need -= moved
+        traded += moved > 0
+    return traded
