@@ -103,6 +103,13 @@ def swap_batch(
     return amount - left
 
 
+def _keeps_leader_spread(st: State, b: Bands, parts: Ints, frm: int, to: int) -> BoolArray:
+    """Leaderships of ``parts`` that, each moved alone from ``frm`` to ``to``, keep their topic's
+    leader spread (all of them while the topic-leader goal is not guarded)."""
+    leaders = np.ones(parts.size, dtype=np.bool_)
+    return topic_ok(st, b, frm, to, topics=st.ptopic[parts], leaders=leaders, replicas_move=False, cumulative=False)
+
+
 def leader_exchange(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: int, q: int, amount: float) -> float:
     """Shift leader *count* from ``s`` to ``d`` when plain leadership moves would crowd ``d``'s traffic.
 
@@ -120,9 +127,7 @@ def leader_exchange(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d:
             break
         # Each leadership on its own keeps its topic's leader spread; two of the same topic from s
         # would be a second move of it, so such pairs are left out below.
-        led_a, led_b = np.ones(ap.size, dtype=np.bool_), np.ones(bp.size, dtype=np.bool_)
-        fine_a = topic_ok(st, b, s, d, topics=st.ptopic[ap], leaders=led_a, replicas_move=False, cumulative=False)
-        fine_b = topic_ok(st, b, d, s, topics=st.ptopic[bp], leaders=led_b, replicas_move=False, cumulative=False)
+        fine_a, fine_b = _keeps_leader_spread(st, b, ap, s, d), _keeps_leader_spread(st, b, bp, d, s)
         ap, aslot, bp, bslot = ap[fine_a], aslot[fine_a], bp[fine_b], bslot[fine_b]
         if ap.size < 2 or bp.size == 0:
             break
@@ -161,29 +166,9 @@ def leader_trade(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: in
             break
         ap, aslot = leader_candidates(st, index, s, d)
         bp, bslot = leader_candidates(st, index, d, s)
-        if b.topic_leader_on.any():
-            # Each side alone (a trade of two leaderships of one topic changes nothing for it).
-            fine_a = topic_ok(
-                st,
-                b,
-                s,
-                d,
-                topics=st.ptopic[ap],
-                leaders=np.ones(ap.size, dtype=np.bool_),
-                replicas_move=False,
-                cumulative=False,
-            )
-            fine_b = topic_ok(
-                st,
-                b,
-                d,
-                s,
-                topics=st.ptopic[bp],
-                leaders=np.ones(bp.size, dtype=np.bool_),
-                replicas_move=False,
-                cumulative=False,
-            )
-            ap, aslot, bp, bslot = ap[fine_a], aslot[fine_a], bp[fine_b], bslot[fine_b]
+        # Each side alone (a trade of two leaderships of one topic changes nothing for it).
+        fine_a, fine_b = _keeps_leader_spread(st, b, ap, s, d), _keeps_leader_spread(st, b, bp, d, s)
+        ap, aslot, bp, bslot = ap[fine_a], aslot[fine_a], bp[fine_b], bslot[fine_b]
         if ap.size == 0 or bp.size == 0:
             break
         va, vb = st.lead[ap] - st.follow[ap], st.lead[bp] - st.follow[bp]
