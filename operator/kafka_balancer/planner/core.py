@@ -28,9 +28,9 @@ from kafka_balancer.planner.goals import (
 from kafka_balancer.planner.hard import bad_slots, enforce_capacity, evacuate, fix_leadership, precheck
 from kafka_balancer.planner.operations import change_replication_factor, move_topics
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
-from kafka_balancer.planner.revert import arrived_replicas, revert_moves
+from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.select import compute_bands
-from kafka_balancer.planner.state import QUANTITY_NAMES, Ints, State, resolve_groups
+from kafka_balancer.planner.state import QUANTITY_NAMES, Ints, State, arrived_replicas, resolve_groups
 from kafka_balancer.planner.substitute import substitute_moves
 from kafka_balancer.planner.tighten import leaders_off_average, tighten_leaders
 from kafka_balancer.planner.topic_chains import leader_chains

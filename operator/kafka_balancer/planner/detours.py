@@ -29,9 +29,9 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.balance import balance_goal
 from kafka_balancer.planner.goals import GOAL_QUANTITY, bands, count_distance, topic_brokers
-from kafka_balancer.planner.revert import arrived_replicas, revert_moves
+from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.select import Bands, band_distance, compute_bands, rack_ok
-from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Checkpoint, Ints, State
+from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Checkpoint, Ints, State, arrived_replicas
 from kafka_balancer.planner.substitute import substitute_moves
 from kafka_balancer.planner.tighten import LEADER_GOAL, tighten_leaders
 from kafka_balancer.planner.topics import topic_spread

@@ -27,6 +27,7 @@ from kafka_balancer.planner.state import (
     QUANTITY_NAMES,
     Ints,
     State,
+    arrived_replicas,
 )
 
 GOAL_QUANTITY: Final = {
@@ -181,7 +182,7 @@ def _excluded_hold(st: State, original: Ints) -> bool:
     rep = st.rep
     valid = rep != NO_BROKER
     safe = np.maximum(rep, 0)
-    new_here = valid & ~(rep[:, :, None] == original[:, None, :]).any(axis=2)
+    new_here = arrived_replicas(rep, original)
     if np.any(new_here & ~st.can_host[safe]):
         return False
     leader = rep[:, 0]

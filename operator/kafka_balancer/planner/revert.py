@@ -14,9 +14,9 @@ from typing import Final
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.model.cluster import BoolArray
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands, rack_ok
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.state import Ints, State, arrived_replicas
 from kafka_balancer.planner.topic_swaps import within_budget
 
 ROUNDS: Final = 6
@@ -52,19 +52,13 @@ def moved_replicas(st: State, orig: Ints) -> tuple[Ints, Ints, Ints]:
     paired with a broker the partition left (one per partition) that may take it back."""
     rep = st.rep
     arrived = arrived_replicas(rep, orig)
-    left = (orig != NO_BROKER) & ~(orig[:, :, None] == rep[:, None, :]).any(axis=2)
+    left = arrived_replicas(orig, rep)  # original replicas no longer where they were
     rows = np.flatnonzero(arrived.any(axis=1) & left.any(axis=1) & st.movable)
     slot = np.argmax(arrived[rows], axis=1).astype(np.int64)
     home = orig[rows, np.argmax(left[rows], axis=1)].astype(np.int64)
     ok = st.can_host[home] & (st.groups.broker[home] == st.groups.partition[rows])
     ok &= (slot != 0) | st.can_lead[home]
     return rows[ok].astype(np.int64), slot[ok], home[ok]
-
-
-def arrived_replicas(rep: Ints, orig: Ints) -> BoolArray:
-    """(P, width): replicas on a broker that did not hold their partition originally."""
-    out: BoolArray = (rep != NO_BROKER) & ~(rep[:, :, None] == orig[:, None, :]).any(axis=2)
-    return out
 
 
 def _candidates(st: State, orig: Ints) -> tuple[Ints, Ints, Ints]:

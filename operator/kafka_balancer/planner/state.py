@@ -42,6 +42,12 @@ UNGROUPED: Final = "(ungrouped)"
 WHOLE_CLUSTER: Final = "cluster"
 
 
+def arrived_replicas(rep: Ints, orig: Ints) -> BoolArray:
+    """(P, width): replicas of ``rep`` on a broker that did not hold their partition in ``orig``."""
+    out: BoolArray = (rep != NO_BROKER) & ~(rep[:, :, None] == orig[:, None, :]).any(axis=2)
+    return out
+
+
 def partition_loads(model: ClusterModel, rf: Ints) -> tuple[FloatArray, FloatArray]:
     """Per-partition (leader, follower) load rows over the seven quantities."""
     count = model.num_partitions

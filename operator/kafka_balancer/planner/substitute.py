@@ -18,9 +18,9 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
-from kafka_balancer.planner.revert import arrived_replicas, moved_replicas
+from kafka_balancer.planner.revert import moved_replicas
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands, rack_ok
-from kafka_balancer.planner.state import Q_DISK, Ints, State
+from kafka_balancer.planner.state import Q_DISK, Ints, State, arrived_replicas
 from kafka_balancer.planner.topic_swaps import within_budget
 
 ROUNDS: Final = 4

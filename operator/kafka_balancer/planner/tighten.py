@@ -87,6 +87,9 @@ def make_room(st: State) -> int:
         return 0
     index = st.broker_index_by_slot()
     leadership = st.lead - st.follow  # what a leadership carries on top of a follower replica
+    # Leaderships each broker must take (short) or give (spare); trades leave the counts as they are.
+    short = b.lower[:, Q_LEADERS] - st.load[:, Q_LEADERS]
+    spare = st.load[:, Q_LEADERS] - b.upper[:, Q_LEADERS]
     traded = 0
     for q in (Q_NET_OUT, Q_CPU, Q_LEADER_IN):
         carried = leadership[:, q][leadership[:, q] > 0]
@@ -95,14 +98,14 @@ def make_room(st: State) -> int:
         typical = float(np.median(carried))
         half = np.maximum(b.upper[:, q] - b.avg[:, q], 1e-12)
         position = (st.load[:, q] - b.avg[:, q]) / half  # -1 at the band's bottom, 1 at its top
-        short = (b.lower[:, Q_LEADERS] - st.load[:, Q_LEADERS]) * typical
-        spare = (st.load[:, Q_LEADERS] - b.upper[:, Q_LEADERS]) * typical
         for broker in np.flatnonzero(under & (position >= ROOM_EDGE)).tolist():
             partners = np.argsort(position, kind="stable")[:ROOM_PARTNERS]
-            traded += _trade(st, b, index, broker, partners, q=q, need=float(short[broker]), sheds=True)
+            need = float(short[broker]) * typical
+            traded += _trade(st, b, index, broker, partners, q=q, need=need, sheds=True)
         for broker in np.flatnonzero(over & (position <= -ROOM_EDGE)).tolist():
             partners = np.argsort(-position, kind="stable")[:ROOM_PARTNERS]
-            traded += _trade(st, b, index, broker, partners, q=q, need=float(spare[broker]), sheds=False)
+            need = float(spare[broker]) * typical
+            traded += _trade(st, b, index, broker, partners, q=q, need=need, sheds=False)
     return traded
 
 
