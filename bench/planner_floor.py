@@ -20,6 +20,12 @@ counts are fractional, which can only lower the bound. Printed over the disk-onl
 ``--integer`` solves it with whole replica counts (a mixed-integer program, HiGHS branch and cut;
 about 2 minutes per 20k-partition cluster) and prints the MIP's best bound: still a valid floor,
 and the gap to the LP shows what fractional counts were worth.
+
+``--by-rf`` splits each topic's cells by partition replication factor and uses that a partition
+with one replica per rack (rf = racks) keeps one per rack: its replicas, up to relabelling which one
+went where (same bytes), only change broker inside their rack, so that class's replicas and bytes
+are conserved per rack and arrivals are priced from the sizes in that rack. A tighter model, still
+a relaxation; about 15 minutes per 20k-partition cluster (the LP doubles in size).
 """
 
 from __future__ import annotations
@@ -82,32 +88,52 @@ class _Rows:
         return a.tocsr(), np.concatenate(self.rhs)
 
 
-def floor_over_bound(model: ClusterModel, racks: int = 3, *, integer: bool = False) -> float:
+def floor_over_bound(model: ClusterModel, racks: int = 3, *, integer: bool = False, by_rf: bool = False) -> float:
     try:
         from scipy.optimize import Bounds, LinearConstraint, linprog, milp
     except ImportError as exc:  # pragma: no cover - a bench-only dependency
         raise SystemExit("bench.planner_floor needs scipy: .venv/bin/pip install scipy") from exc
     nb, nt = model.num_brokers, len(model.topics)
     valid = model.replicas != NO_BROKER
-    part = np.repeat(np.arange(model.num_partitions), valid.sum(axis=1))
+    part_rf = valid.sum(axis=1)
+    part = np.repeat(np.arange(model.num_partitions), part_rf)
     # Bytes in units of the mean replica: coefficients near 1. In units of the disk-only bound they
     # go down to 1e-7, and HiGHS' MIP presolve then called a feasible model (a real plan is a
     # point of it) infeasible.
     unit = float(model.size_bytes[part].mean()) or 1.0
     size = model.size_bytes[part] / unit
-    cell_of = model.partition_topic[part].astype(np.int64) * nb + model.replicas[valid]
-    n = nt * nb
+    rack_of = np.unique(np.asarray(model.broker_racks), return_inverse=True)[1]
+    # Cells: (topic, class, broker). One class per topic, or with --by-rf one per replication factor.
+    rfs, part_class = np.unique(part_rf, return_inverse=True) if by_rf else (part_rf[:1], np.zeros_like(part_rf))
+    classes = rfs.size
+    tclass_of_part = model.partition_topic.astype(np.int64) * classes + part_class
+    cell_of = tclass_of_part[part] * nb + model.replicas[valid]
+    n = nt * classes * nb
     counts = np.bincount(cell_of, minlength=n).astype(np.float64)
     disk0 = np.bincount(model.replicas[valid], weights=size, minlength=nb)
-    topic, broker = np.arange(n) // nb, np.arange(n) % nb
+    tclass, broker = np.arange(n) // nb, np.arange(n) % nb
+    topic = tclass // classes
     total_t = np.bincount(topic, weights=counts, minlength=nt)
     avg_t = total_t / nb
     lo_t, hi_t = np.floor(avg_t * (2 - THRESHOLD) + 1e-9), np.ceil(avg_t * THRESHOLD - 1e-9)
-    psize = model.size_bytes / unit
-    smallest = np.full(nt, np.inf)
-    largest = np.zeros(nt)
-    np.minimum.at(smallest, model.partition_topic, psize)
-    np.maximum.at(largest, model.partition_topic, psize)
+    # Where a class's replicas may go. A partition with one replica per rack keeps one per rack, so
+    # (up to relabelling which replica went where, same bytes) each of its replicas stays in its
+    # rack: that class's replicas and bytes are conserved per rack. Otherwise per topic and class.
+    one_per_rack = np.zeros(classes, dtype=np.bool_)
+    if by_rf:
+        racks_held = np.zeros((model.num_partitions, racks), dtype=np.int64)
+        np.add.at(racks_held, (part, rack_of[model.replicas[valid]]), 1)
+        spans = (racks_held == 1).all(axis=1)
+        one_per_rack = np.array([bool((rfs[c] == racks) and spans[part_class == c].all()) for c in range(classes)])
+    in_rack = one_per_rack[tclass % classes]
+    pool = tclass * (racks + 1) + np.where(in_rack, rack_of[broker], racks)
+    pool = np.unique(pool, return_inverse=True)[1]
+    pools = int(pool.max()) + 1
+    smallest = np.full(pools, np.inf)
+    largest = np.zeros(pools)
+    np.minimum.at(smallest, pool[cell_of], size)
+    np.maximum.at(largest, pool[cell_of], size)
+    smallest[~np.isfinite(smallest)] = 0.0  # a pool nothing starts in: nothing can arrive there either
     avg_disk, avg_count = disk0.sum() / nb, counts.sum() / nb
     x, k, u, out, arr = (np.arange(n) + i * n for i in range(5))  # variable blocks
 
@@ -128,29 +154,33 @@ def floor_over_bound(model: ClusterModel, racks: int = 3, *, integer: bool = Fal
     ub.add([(out[c_sorted], -1.0), (k[c_sorted], s_sorted)], -(before_small - s_sorted * rank))
     # L <= sum of the j largest + (k - j) x the (j+1)-th largest (concave envelope).
     ub.add([(out[c_sorted], 1.0), (k[c_sorted], -l_sorted)], before_large - l_sorted * rank)
-    # Arriving bytes: between the topic's smallest and largest partition per replica.
-    ub.add([(arr, 1.0), (u, -largest[topic])], np.zeros(n))
-    ub.add([(arr, -1.0), (u, smallest[topic])], np.zeros(n))
+    # Arriving bytes: between the smallest and largest partition of the pool per replica.
+    ub.add([(arr, 1.0), (u, -largest[pool])], np.zeros(n))
+    ub.add([(arr, -1.0), (u, smallest[pool])], np.zeros(n))
     # Broker replica-count and disk bands.
     ub.grouped(broker, x, 1.0, np.full(nb, np.ceil(avg_count * THRESHOLD - 1e-9)))
     ub.grouped(broker, x, -1.0, -np.full(nb, np.floor(avg_count * (2 - THRESHOLD) + 1e-9)))
     disk_rows = np.r_[broker, broker]
     ub.grouped(disk_rows, np.r_[out, arr], np.r_[-np.ones(n), np.ones(n)], avg_disk * THRESHOLD - disk0)
     ub.grouped(disk_rows, np.r_[out, arr], np.r_[np.ones(n), -np.ones(n)], disk0 - avg_disk * (2 - THRESHOLD))
-    # Rack spread: per topic and rack at most one replica per partition.
-    partitions_t = np.bincount(model.partition_topic, minlength=nt).astype(np.float64)
-    ub.grouped(topic * racks + broker % racks, x, 1.0, np.repeat(partitions_t, racks))
+    if classes > 1:  # the topic band holds the sum over the classes of (topic, broker)
+        ub.grouped(topic * nb + broker, x, 1.0, np.repeat(hi_t, nb))
+        ub.grouped(topic * nb + broker, x, -1.0, -np.repeat(lo_t, nb))
+    # Rack spread: per topic (and class) and rack at most one replica per partition.
+    partitions_tc = np.bincount(tclass_of_part, minlength=nt * classes).astype(np.float64)
+    ub.grouped(tclass * racks + rack_of[broker], x, 1.0, np.repeat(partitions_tc, racks))
 
     eq = _Rows()
     eq.add([(x, 1.0), (k, 1.0), (u, -1.0)], counts)  # x = count - k + u
-    eq.grouped(np.r_[topic, topic], np.r_[k, u], np.r_[np.ones(n), -np.ones(n)], np.zeros(nt))  # replicas of a topic
-    eq.grouped(np.r_[topic, topic], np.r_[out, arr], np.r_[np.ones(n), -np.ones(n)], np.zeros(nt))  # and its bytes
+    eq.grouped(np.r_[pool, pool], np.r_[k, u], np.r_[np.ones(n), -np.ones(n)], np.zeros(pools))  # replicas of a pool
+    eq.grouped(np.r_[pool, pool], np.r_[out, arr], np.r_[np.ones(n), -np.ones(n)], np.zeros(pools))  # and its bytes
 
     a_ub, b_ub = ub.matrix(5 * n)
     a_eq, b_eq = eq.matrix(5 * n)
     bounds = np.zeros((5 * n, 2))
     bounds[:, 1] = np.inf
-    bounds[x, 0], bounds[x, 1] = lo_t[topic], hi_t[topic]
+    if classes == 1:
+        bounds[x, 0], bounds[x, 1] = lo_t[topic], hi_t[topic]
     bounds[k, 1] = counts
     cost = np.zeros(5 * n)
     cost[out] = 1.0
@@ -182,11 +212,12 @@ def main() -> None:
     parser.add_argument("--shape", choices=sorted(SHAPES), help="other seeds of one shape instead of the four")
     parser.add_argument("--seeds", type=_seeds, default=_seeds("1-8"), help="e.g. 1-8 (with --shape)")
     parser.add_argument("--integer", action="store_true", help="whole replica counts (MIP; its best bound)")
+    parser.add_argument("--by-rf", action="store_true", help="cells per replication factor; full-rack ones per rack")
     args = parser.parse_args()
     cases = [{**SHAPES[args.shape], "seed": s} for s in args.seeds] if args.shape else CASES
     print("brokers (new) | partitions | skew | seed | LP floor with per-topic goals / disk-only bound")
     for case in cases:
-        ratio = floor_over_bound(skewed_cluster(**case), integer=args.integer)
+        ratio = floor_over_bound(skewed_cluster(**case), integer=args.integer, by_rf=args.by_rf)
         print(
             f"{case['brokers']} ({case['new_brokers']}) | {case['partitions']:,} | {case['skew']} | {case['seed']} "
             f"| {ratio:.3f}",
