@@ -88,7 +88,7 @@ class _Rows:
         return a.tocsr(), np.concatenate(self.rhs)
 
 
-def floor_over_bound(model: ClusterModel, racks: int = 3, *, integer: bool = False, by_rf: bool = False) -> float:
+def floor_over_bound(model: ClusterModel, *, integer: bool = False, by_rf: bool = False) -> float:
     try:
         from scipy.optimize import Bounds, LinearConstraint, linprog, milp
     except ImportError as exc:  # pragma: no cover - a bench-only dependency
@@ -103,8 +103,9 @@ def floor_over_bound(model: ClusterModel, racks: int = 3, *, integer: bool = Fal
     unit = float(model.size_bytes[part].mean()) or 1.0
     size = model.size_bytes[part] / unit
     rack_of = np.unique(np.asarray(model.broker_racks), return_inverse=True)[1]
+    racks = int(rack_of.max()) + 1
     # Cells: (topic, class, broker). One class per topic, or with --by-rf one per replication factor.
-    rfs, part_class = np.unique(part_rf, return_inverse=True) if by_rf else (part_rf[:1], np.zeros_like(part_rf))
+    rfs, part_class = np.unique(part_rf, return_inverse=True) if by_rf else (np.ones(1), np.zeros_like(part_rf))
     classes = rfs.size
     tclass_of_part = model.partition_topic.astype(np.int64) * classes + part_class
     cell_of = tclass_of_part[part] * nb + model.replicas[valid]
