@@ -105,8 +105,8 @@ def floor_over_bound(model: ClusterModel, *, integer: bool = False, by_rf: bool 
     rack_of = np.unique(np.asarray(model.broker_racks), return_inverse=True)[1]
     racks = int(rack_of.max()) + 1
     # Cells: (topic, class, broker). One class per topic, or with --by-rf one per replication factor.
-    rfs, part_class = np.unique(part_rf, return_inverse=True) if by_rf else (np.ones(1), np.zeros_like(part_rf))
-    classes = rfs.size
+    part_class = np.unique(part_rf, return_inverse=True)[1] if by_rf else np.zeros_like(part_rf)
+    classes = int(part_class.max(initial=0)) + 1
     tclass_of_part = model.partition_topic.astype(np.int64) * classes + part_class
     cell_of = tclass_of_part[part] * nb + model.replicas[valid]
     n = nt * classes * nb
@@ -124,8 +124,8 @@ def floor_over_bound(model: ClusterModel, *, integer: bool = False, by_rf: bool 
     if by_rf:
         racks_held = np.zeros((model.num_partitions, racks), dtype=np.int64)
         np.add.at(racks_held, (part, rack_of[model.replicas[valid]]), 1)
-        spans = (racks_held == 1).all(axis=1)
-        one_per_rack = np.array([bool((rfs[c] == racks) and spans[part_class == c].all()) for c in range(classes)])
+        spans = (racks_held == 1).all(axis=1)  # exactly one replica in every rack (so rf = racks)
+        one_per_rack = np.bincount(part_class[~spans], minlength=classes) == 0
     in_rack = one_per_rack[tclass % classes]
     pool = tclass * (racks + 1) + np.where(in_rack, rack_of[broker], racks)
     pool = np.unique(pool, return_inverse=True)[1]
