@@ -14,7 +14,7 @@ from emulator_fixtures import six_broker_model
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.port import LEADER_THROTTLE_RATE, KafkaUnavailableError, TopicPartition
-from kafka_balancer.sandbox import EmulatedCluster
+from kafka_balancer.sandbox import EmulatedCluster, GroupSeed, MemberSeed
 
 Start = Callable[..., EmulatedCluster]
 
@@ -62,5 +62,53 @@ def test_kafka_python_calls_follow_restarts_and_a_new_controller(emulator: Start
         tp = TopicPartition("orders", 3)  # replicas [4, 5, 6]
         assert adapter.alter_reassignments({tp: [2, 5, 6]}) == {tp: None}
         assert adapter.list_reassignments()[tp].adding == (2,)
+    finally:
+        adapter.close()
+
+
+# librdkafka describes the cluster with Metadata.
+METADATA, DESCRIBE_CONFIGS, LIST_OFFSETS, LIST_GROUPS, DESCRIBE_GROUPS = 3, 32, 2, 16, 15
+INCREMENTAL_ALTER_CONFIGS = 44
+
+
+def test_reads_are_sent_again_when_a_connection_drops_mid_request(emulator: Start) -> None:
+    """A broker that dies while answering a read costs one more request, not a failed call."""
+    cluster = emulator(six_broker_model(topics={"orders": 6}))
+    member = MemberSeed("m1", "c", "/127.0.0.1", ("orders",), {"orders": [0, 1]})
+    cluster.seed_group(GroupSeed("billing", members=(member,), offsets={("orders", 0): 0}))
+    adapter = KafkaAdapter(ConnectionSpec(cluster.bootstrap_servers, request_timeout_s=5))
+    try:
+        reads: list[tuple[int, Callable[[], object]]] = [
+            (METADATA, lambda: adapter.describe_cluster().controller_id),
+            (DESCRIBE_CONFIGS, lambda: adapter.topic_configs(["orders"])["orders"]["min.insync.replicas"]),
+            (LIST_OFFSETS, lambda: adapter.log_end_offsets([TopicPartition("orders", 0)])),
+            (LIST_GROUPS, adapter.consumer_groups),
+            (DESCRIBE_GROUPS, adapter.consumer_groups),
+        ]
+        coordinator = cluster.group_coordinator("billing")
+        for api_key, read in reads:
+            expected = read()
+            before = cluster.request_count(api_key)
+            # ListGroups goes to every broker: drop the one from the broker that has the group.
+            cluster.drop_requests(api_key, broker_id=coordinator if api_key == LIST_GROUPS else None)
+            assert read() == expected
+            # The dropped one and the one answered (librdkafka adds Metadata requests of its own).
+            assert cluster.request_count(api_key) - before >= 2
+    finally:
+        adapter.close()
+
+
+def test_a_write_whose_connection_drops_is_not_sent_again(emulator: Start) -> None:
+    """A write may have taken effect before the connection closed: the caller decides, by name."""
+    cluster = emulator(six_broker_model(topics={"orders": 6}))
+    adapter = KafkaAdapter(ConnectionSpec(cluster.bootstrap_servers, request_timeout_s=5))
+    try:
+        before = cluster.request_count(INCREMENTAL_ALTER_CONFIGS)
+        cluster.drop_requests(INCREMENTAL_ALTER_CONFIGS)
+        with pytest.raises(KafkaUnavailableError) as lost:
+            adapter.alter_topic_configs({"orders": {"retention.ms": "1000"}})
+        assert lost.value.name == "_TRANSPORT"
+        assert cluster.request_count(INCREMENTAL_ALTER_CONFIGS) - before == 1
+        assert adapter.topic_configs(["orders"])["orders"]["retention.ms"] != "1000"
     finally:
         adapter.close()

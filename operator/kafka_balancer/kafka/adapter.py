@@ -9,6 +9,7 @@ Every error Kafka returns becomes a :class:`KafkaError` named as Kafka names it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 import weakref
@@ -179,6 +180,20 @@ class KafkaAdapter:
                     with contextlib.suppress(KafkaException):
                         self._admin.list_topics(timeout=max(0.1, deadline - now))
 
+    def _read(self, read: Callable[[], T]) -> T:
+        """Run an idempotent read, once more if the broker answering it went away mid-request.
+
+        librdkafka fails the request in flight on a connection that closes (a broker stopping or
+        restarting) instead of sending it to another broker; by the second try it knows that
+        broker is down. Writes are never re-sent: they may have taken effect."""
+        try:
+            return read()
+        except KafkaUnavailableError as err:
+            if err.name != "_TRANSPORT":
+                raise
+            log.info("re-sending a read after a lost connection: %s", err)
+            return read()
+
     def _kafka_python(self) -> KafkaAdminClient:
         if self._kp is None:
             # kafka-python reports a failed login only as a bootstrap timeout; librdkafka names it.
@@ -209,7 +224,7 @@ class KafkaAdapter:
 
     # ----- read ------------------------------------------------------------------------------
     def describe_cluster(self) -> ClusterDescription:
-        result = self._result(self._admin.describe_cluster())
+        result = self._read(lambda: self._result(self._admin.describe_cluster()))
         controller = result.controller.id if result.controller is not None else None
         brokers = tuple(
             sorted(
@@ -308,12 +323,20 @@ class KafkaAdapter:
         wanted = {CkTopicPartition(tp.topic, tp.partition): latest for tp in partitions}
         if not wanted:
             return {}
-        futures = self._admin.list_offsets(wanted)
-        out: dict[TopicPartition, int] = {}
-        for ck, future in futures.items():
-            tp = TopicPartition(ck.topic, ck.partition)
-            out[tp] = int(self._result(future, tp).offset)
-        return out
+
+        def read() -> dict[TopicPartition, int]:
+            out: dict[TopicPartition, int] = {}
+            for ck, future in self._admin.list_offsets(wanted).items():
+                tp = TopicPartition(ck.topic, ck.partition)
+                offset = int(self._result(future, tp).offset)
+                if offset < 0:
+                    # librdkafka answers OFFSET_INVALID (-1001), not an error, when the connection
+                    # to the leader drops mid-request: a lost answer, not an offset.
+                    raise KafkaUnavailableError("_TRANSPORT", f"no log end offset (librdkafka gave {offset})", tp)
+                out[tp] = offset
+            return out
+
+        return self._read(read)
 
     def _describe_configs(self, rtype: Any, names: Iterable[str]) -> dict[str, dict[str, Any]]:
         resources = [ConfigResource(rtype, str(n)) for n in names]
@@ -321,9 +344,11 @@ class KafkaAdapter:
         out: dict[str, dict[str, Any]] = {}
         for batch in batches:
             if batch:
-                futures = self._admin.describe_configs(batch)
-                out.update({res.name: self._result(future) for res, future in futures.items()})
+                out.update(self._read(functools.partial(self._configs_of, batch)))
         return out
+
+    def _configs_of(self, batch: list[Any]) -> dict[str, dict[str, Any]]:
+        return {res.name: self._result(future) for res, future in self._admin.describe_configs(batch).items()}
 
     def _batches(self, rtype: Any, resources: list[Any]) -> list[list[Any]]:
         """Group config resources into calls: librdkafka takes one BROKER resource per call
@@ -365,9 +390,14 @@ class KafkaAdapter:
         }
 
     def consumer_groups(self) -> list[ConsumerGroupInfo]:
+        return self._read(self._consumer_groups)
+
+    def _consumer_groups(self) -> list[ConsumerGroupInfo]:
         listing = self._result(self._admin.list_consumer_groups())
-        for err in listing.errors:
-            log.warning("listing consumer groups: %s", err)
+        if listing.errors:
+            # A broker that did not answer may coordinate groups: a partial list would read as
+            # groups gone and their committed offsets as consumption going backwards.
+            raise _from_confluent(listing.errors[0])
         group_ids = sorted(g.group_id for g in listing.valid)
         if not group_ids:
             return []

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.sandbox import operations
 from kafka_balancer.sandbox.apis import build_router
+from kafka_balancer.sandbox.apis_cluster import coordinator_for
 from kafka_balancer.sandbox.replication import ReplicationOptions, tick
 from kafka_balancer.sandbox.sasl import MECHANISMS, SaslServer
 from kafka_balancer.sandbox.server import BrokerListener
@@ -213,6 +214,17 @@ class EmulatedCluster:
             if part.reassignment is None:
                 raise ValueError(f"no reassignment in progress for {topic}-{partition}")
             part.reassignment.stuck = stuck
+
+    def drop_requests(self, api_key: int, count: int = 1, broker_id: int | None = None) -> None:
+        """The next ``count`` requests of this API (to this broker, or to any) close their
+        connection unanswered, as when the broker dies mid-request (whether it acted is unknown)."""
+        with self.state.lock:
+            self.state.dropped[(broker_id, api_key)] += count
+
+    def group_coordinator(self, group_id: str) -> int:
+        """The broker that FindCoordinator names for this group."""
+        with self.state.lock:
+            return coordinator_for(self.state, group_id)
 
     # ----- load and groups -------------------------------------------------------------------
     def set_rates(self, rates: Sequence[tuple[str, int, float, float]]) -> None:

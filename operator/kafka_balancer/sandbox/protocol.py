@@ -120,6 +120,11 @@ class Router:
         with self.state.lock:
             self.state.requests[api_key] += 1
             self.state.requests_by_broker[(broker_id, api_key)] += 1
+            for fault in ((broker_id, api_key), (None, api_key)):
+                if self.state.dropped[fault] > 0:
+                    self.state.dropped[fault] -= 1
+                    log.info("broker %d: dropping API key %d (fault), closing connection", broker_id, api_key)
+                    return None
         api = self.apis.get(api_key)
         if api is None:
             # Loud on purpose: a client sending an API we do not emulate is a gap to close.

@@ -125,6 +125,8 @@ class ClusterState:
         self.reassigning: dict[tuple[str, int], PartitionState] = {}
         self.requests: Counter[int] = Counter()  # api key -> requests served, all brokers
         self.requests_by_broker: Counter[tuple[int, int]] = Counter()  # (broker id, api key)
+        # (broker id or None for any, api key) -> requests still to drop (connection closed)
+        self.dropped: Counter[tuple[int | None, int]] = Counter()
         self.tick_listeners: list[TickListener] = []
         self.completed: list[tuple[str, int, float]] = []  # (topic, partition, clock) of finished moves
         # Encoded responses that only depend on metadata (e.g. Metadata for all topics), valid
