@@ -92,6 +92,7 @@ def test_reads_are_sent_again_when_a_connection_drops_mid_request(emulator: Star
             # ListGroups goes to every broker: drop the one from the broker that has the group.
             cluster.drop_requests(api_key, broker_id=coordinator if api_key == LIST_GROUPS else None)
             assert read() == expected
+            assert not +cluster.state.dropped  # the fault fired: the read survived a dropped request
             # The dropped one and the one answered (librdkafka adds Metadata requests of its own).
             assert cluster.request_count(api_key) - before >= 2
     finally:
