@@ -98,14 +98,14 @@ def make_room(st: State) -> int:
         typical = float(np.median(carried))
         half = np.maximum(b.upper[:, q] - b.avg[:, q], 1e-12)
         position = (st.load[:, q] - b.avg[:, q]) / half  # -1 at the band's bottom, 1 at its top
+        most_room_below = np.argsort(position, kind="stable")[:ROOM_PARTNERS]
+        most_room_above = np.argsort(-position, kind="stable")[:ROOM_PARTNERS]
         for broker in np.flatnonzero(under & (position >= ROOM_EDGE)).tolist():
-            partners = np.argsort(position, kind="stable")[:ROOM_PARTNERS]
             need = float(short[broker]) * typical
-            traded += _trade(st, b, index, broker, partners, q=q, need=need, sheds=True)
+            traded += _trade(st, b, index, broker, most_room_below, q=q, need=need, sheds=True)
         for broker in np.flatnonzero(over & (position <= -ROOM_EDGE)).tolist():
-            partners = np.argsort(-position, kind="stable")[:ROOM_PARTNERS]
             need = float(spare[broker]) * typical
-            traded += _trade(st, b, index, broker, partners, q=q, need=need, sheds=False)
+            traded += _trade(st, b, index, broker, most_room_above, q=q, need=need, sheds=False)
     return traded
 
 
