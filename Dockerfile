@@ -17,13 +17,13 @@ ENV PATH=/opt/kafka-balancer/bin:$PATH
 
 WORKDIR /src
 # pyproject.toml first so the dependency layer is cached while only the code changes.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY operator ./operator
 # The SparkApplication engine runs the analysis with the package's own cli/analyze.py as its main file,
 # at local:///opt/kafka-balancer/kafka_balancer/... (analysis/spark_application.py): link the installed
 # package there instead of hard-coding the site-packages path, which names the Python version.
 RUN pip install --upgrade pip \
-    && pip install . \
+    && pip install -c constraints.txt . \
     && python -m compileall -q /opt/kafka-balancer \
     && ln -s "$(python -c 'import kafka_balancer, os; print(os.path.dirname(kafka_balancer.__file__))')" \
         /opt/kafka-balancer/kafka_balancer

@@ -8,11 +8,12 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-# Rebuilt only when pyproject.toml changes; the stamp keeps repeated runs fast.
-$(STAMP): pyproject.toml
+# Rebuilt only when pyproject.toml or constraints.txt changes; the stamp keeps repeated runs fast.
+# constraints.txt holds the versions last tested, so a fresh clone installs what passed.
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 lint: venv
