@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.planner quality            # goals and bytes vs the lower bound
     .venv/bin/python -m bench.planner scale --partitions 130000 --brokers 96 --rf 2.46
     .venv/bin/python -m bench.planner table              # time vs replicas, each size in its own process
+    .venv/bin/python -m bench.planner seeds --shape mixed-rf --seeds 1-8   # one shape, many seeds
 
 Each scale run is a fresh process so that the peak RSS it reports is that size's own.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import resource
 import subprocess
@@ -20,7 +22,7 @@ from typing import Any
 
 from kafka_balancer.planner import OperationOptions, PlannerOptions, plan
 
-from bench.synthetic import disk_lower_bound, skewed_cluster
+from bench.synthetic import SHAPES, disk_lower_bound, seed_range, skewed_cluster
 
 COUNT_RESOURCES = {"replicas", "leaders"}
 
@@ -67,7 +69,18 @@ def run_case(
             if g in summary["goals"]
         },
         "spreadAfter": _spread(summary),
+        "leadersRounded": _leaders_rounded(summary),
     }
+
+
+def _leaders_rounded(summary: dict[str, Any]) -> bool:
+    """Every broker's leader count at the group average rounded down or up."""
+    for group in summary["groups"].values():
+        leaders = group["after"]["leaders"]
+        avg = leaders["avg"]
+        if leaders["maxOverAvg"] * avg > math.ceil(avg) + 1e-6 or leaders["minOverAvg"] * avg < math.floor(avg) - 1e-6:
+            return False
+    return True
 
 
 def quality(args: argparse.Namespace) -> None:
@@ -114,6 +127,32 @@ def table(args: argparse.Namespace) -> None:
         )
 
 
+def seeds(args: argparse.Namespace) -> None:
+    """Bytes over the disk-only bound and the goals not held, seed by seed, for one shape."""
+    shape = SHAPES[args.shape]
+    print(f"shape {args.shape}: {shape}")
+    print("| seed | plan s | moves | bytes/bound | goals not held | leader counts at the rounded average |")
+    print("|---:|---:|---:|---:|---|---|")
+    over = []
+    for seed in args.seeds:
+        r = run_case(
+            brokers=shape["brokers"],
+            new=shape["new_brokers"],
+            partitions=shape["partitions"],
+            rf=shape["rf"],
+            seed=seed,
+            skew=shape["skew"],
+        )
+        if r["bytesOverBound"] is not None and r["bytesOverBound"] > args.limit:
+            over.append(seed)
+        print(
+            f"| {seed} | {r['planSeconds']} | {r['moves']:,} | {r['bytesOverBound']} | "
+            f"{', '.join(r['goalsViolated']) or '-'} | {'yes' if r['leadersRounded'] else 'no'} |",
+            flush=True,
+        )
+    print(f"seeds over {args.limit}x the bound: {', '.join(map(str, over)) or 'none'}")
+
+
 def _topic_slots(result: dict[str, Any]) -> str:
     spread = result["topicSpread"]
     return " / ".join(f"{int(a):,} -> {int(b):,}" for a, b in spread.values())
@@ -134,6 +173,11 @@ def main() -> None:
     # 1.3M replicas on 270 brokers is ~4,800 per broker: above Kafka's 4,000 guidance, as in the reports.
     s.add_argument("--max-replicas", type=int, default=12000)
     s.set_defaults(func=scale)
+    e = sub.add_parser("seeds")
+    e.add_argument("--shape", choices=sorted(SHAPES), default="mixed-rf")
+    e.add_argument("--seeds", type=seed_range, default=seed_range("1-8"), help="e.g. 1-8")
+    e.add_argument("--limit", type=float, default=1.15, help="bytes/bound the issue allows")
+    e.set_defaults(func=seeds)
     t = sub.add_parser("table")
     t.add_argument("--sizes", type=int, default=4)
     t.set_defaults(func=table)

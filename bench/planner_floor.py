@@ -35,7 +35,7 @@ import argparse
 import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 
-from bench.synthetic import disk_lower_bound, skewed_cluster
+from bench.synthetic import SHAPES, disk_lower_bound, seed_range, skewed_cluster
 
 CASES = [
     {"brokers": 12, "new_brokers": 3, "partitions": 2000, "rf": 3, "seed": 7, "skew": 1.0},
@@ -43,12 +43,6 @@ CASES = [
     {"brokers": 24, "new_brokers": 6, "partitions": 20000, "rf": 3, "seed": 2, "skew": 1.0},
     {"brokers": 30, "new_brokers": 6, "partitions": 20000, "rf": 2.5, "seed": 4, "skew": 2.0},
 ]
-# The other seeds' shapes (docs/performance.md, "Other seeds").
-SHAPES = {
-    "12": {"brokers": 12, "new_brokers": 3, "partitions": 2000, "rf": 3, "skew": 1.0},
-    "15": {"brokers": 15, "new_brokers": 3, "partitions": 5000, "rf": 3, "skew": 2.0},
-    "mixed-rf": {"brokers": 30, "new_brokers": 6, "partitions": 20000, "rf": 2.5, "skew": 2.0},
-}
 THRESHOLD = 1.10
 
 
@@ -203,15 +197,10 @@ def floor_over_bound(model: ClusterModel, *, integer: bool = False, by_rf: bool 
     return float(res.fun) / bound_units
 
 
-def _seeds(text: str) -> list[int]:
-    low, _, high = text.partition("-")
-    return list(range(int(low), int(high or low) + 1))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(prog="bench.planner_floor")
     parser.add_argument("--shape", choices=sorted(SHAPES), help="other seeds of one shape instead of the four")
-    parser.add_argument("--seeds", type=_seeds, default=_seeds("1-8"), help="e.g. 1-8 (with --shape)")
+    parser.add_argument("--seeds", type=seed_range, default=seed_range("1-8"), help="e.g. 1-8 (with --shape)")
     parser.add_argument("--integer", action="store_true", help="whole replica counts (MIP; its best bound)")
     parser.add_argument("--by-rf", action="store_true", help="cells per replication factor; full-rack ones per rack")
     args = parser.parse_args()

@@ -11,6 +11,20 @@ from __future__ import annotations
 import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 
+# Shapes whose seeds 1-8 docs/performance.md reports ("Other seeds"): `bench.planner seeds` plans them,
+# `bench.planner_floor --shape` bounds them.
+SHAPES = {
+    "12": {"brokers": 12, "new_brokers": 3, "partitions": 2000, "rf": 3, "skew": 1.0},
+    "15": {"brokers": 15, "new_brokers": 3, "partitions": 5000, "rf": 3, "skew": 2.0},
+    "mixed-rf": {"brokers": 30, "new_brokers": 6, "partitions": 20000, "rf": 2.5, "skew": 2.0},
+}
+
+
+def seed_range(text: str) -> list[int]:
+    """``"1-8"`` -> [1, ..., 8]; ``"3"`` -> [3]."""
+    low, _, high = text.partition("-")
+    return list(range(int(low), int(high or low) + 1))
+
 
 def _frozen(array: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
     array.flags.writeable = False
