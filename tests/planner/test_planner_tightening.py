@@ -1,7 +1,7 @@
 """The free finishing steps: leader counts evened out to the rounded average (directly, along a
 chain of brokers, or after leadership trades that make room), moved replicas replaced by smaller
 stand-ins of the same topic, and by replicas that arrived on their broker during planning (one move
-fewer)."""
+fewer), on the broker they left or on a third one."""
 
 from __future__ import annotations
 
@@ -119,6 +119,61 @@ def test_no_arrived_stand_in_whose_partition_is_already_on_the_destination() -> 
     st.move(np.array([0, 1]), np.array([0, 0]), np.array([1, 2], dtype=np.int32))
     assert substitute_moves(st, arrived=True) == 0
     assert _moves(st, model) == 2
+
+
+def _topic_counts(st: State) -> list[int]:
+    return [int(c) for c in st.tcount[0]]
+
+
+def test_a_smaller_replica_from_a_third_broker_stands_in() -> None:
+    # Topic t: 9 partitions over 4 brokers (average 2.25, band 2..3). Planned: the 10 GB p0 from
+    # broker 0 to 2. Broker 0 holds no other replica to stand in, but broker 3 has two to spare
+    # (broker 1 none): p0 goes home and a 1 GB replica goes from 3 to 2 instead, a tenth of the bytes.
+    layout = [[0], [1], [1], [2], [2], [3], [3], [3], [3]]
+    parts = [("t", p, replicas, 10e9 if p == 0 else 1e9) for p, replicas in enumerate(layout)]
+    model = one_rack_per_broker(parts, brokers=4)
+    options = PlannerOptions(hard_goals=(), distribution_goals=("replica-distribution", "topic-replica-distribution"))
+    st = _state(model, options)
+    st.move(np.array([0]), np.array([0]), np.array([2], dtype=np.int32))
+    assert _topic_counts(st) == [0, 2, 3, 4]
+    assert substitute_moves(st) == 0  # nothing left on broker 0 to stand in there
+    assert substitute_moves(st, far=True) == 1
+    assert st.rep[0, 0] == 0  # home again
+    assert _topic_counts(st) == [1, 2, 3, 3]
+    assert _moves(st, model) == 1
+    (moved,) = [p for p in range(model.num_partitions) if st.rep[p, 0] != model.replicas[p, 0]]
+    assert (int(model.replicas[moved, 0]), int(st.rep[moved, 0])) == (3, 2)  # a 1 GB one went 3 -> 2
+    assert model.size_bytes[moved] == 1e9
+
+
+def test_no_stand_in_from_a_broker_at_its_topic_band_bottom() -> None:
+    # Planned: the 10 GB p0 from broker 0 to 2 (counts 2/2/3/2, band 2..3). Brokers 1 and 3 are at
+    # the band's bottom: neither can give a replica of t up, so the move stays.
+    layout = [[0], [0], [0], [1], [1], [2], [2], [3], [3]]
+    parts = [("t", p, replicas, 10e9 if p == 0 else 1e9) for p, replicas in enumerate(layout)]
+    model = one_rack_per_broker(parts, brokers=4)
+    options = PlannerOptions(hard_goals=(), distribution_goals=("topic-replica-distribution",))
+    st = _state(model, options)
+    st.move(np.array([0]), np.array([0]), np.array([2], dtype=np.int32))
+    assert _topic_counts(st) == [2, 2, 3, 2]
+    assert substitute_moves(st, far=True) == 0
+    assert st.rep[0, 0] == 2
+
+
+def test_a_replica_that_arrived_elsewhere_goes_on_instead() -> None:
+    # Planned: p0 0 -> 2 and p6 3 -> 1 (counts 3/2/1/4 -> 2/3/2/3, band 2..3). p6 can go from 3
+    # straight to 2 while p0 stays home: 3/2/2/3, one move instead of two.
+    layout = [[0], [0], [0], [1], [1], [2], [3], [3], [3], [3]]
+    model = one_rack_per_broker([("t", p, replicas, 1e9) for p, replicas in enumerate(layout)], brokers=4)
+    options = PlannerOptions(hard_goals=(), distribution_goals=("replica-distribution", "topic-replica-distribution"))
+    st = _state(model, options)
+    st.move(np.array([0, 6]), np.array([0, 0]), np.array([2, 1], dtype=np.int32))
+    assert _moves(st, model) == 2
+    assert substitute_moves(st, arrived=True) == 0  # broker 2 took nothing that left it
+    assert substitute_moves(st, far=True) == 1
+    assert st.rep[[0, 6], 0].tolist() == [0, 2]
+    assert _topic_counts(st) == [3, 2, 2, 3]
+    assert _moves(st, model) == 1
 
 
 def _network_out_crowded(medium: float) -> ClusterModel:

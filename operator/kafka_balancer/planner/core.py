@@ -178,6 +178,8 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
         # one that left it, one move fewer each. After the detours: run before them, it left them
         # fewer ways out (a mixed-rf seed kept a topic slot out of band).
         substitute_moves(st, arrived=True)
+        # Stand-ins from afar, last: run before the detours, they left a mixed-rf seed a topic slot out of band.
+        substitute_moves(st, far=True)
         _finish_by_leadership(st, strict)
     st.guarded = frozenset(options.distribution_goals)
     return st
