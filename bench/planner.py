@@ -22,7 +22,7 @@ from typing import Any
 
 from kafka_balancer.planner import OperationOptions, PlannerOptions, plan
 
-from bench.synthetic import SHAPES, disk_lower_bound, seed_range, skewed_cluster
+from bench.synthetic import SCALE_ROWS, SHAPES, disk_lower_bound, seed_range, skewed_cluster
 
 COUNT_RESOURCES = {"replicas", "leaders"}
 
@@ -108,7 +108,7 @@ def scale(args: argparse.Namespace) -> None:
 
 
 def table(args: argparse.Namespace) -> None:
-    sizes = [(20000, 24, 2.5), (65000, 48, 2.46), (130000, 96, 2.46), (433000, 270, 3.0), (933000, 270, 3.0)]
+    sizes = SCALE_ROWS
     print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
     columns = "partitions | brokers | replicas | wall s | CPU s | peak RSS MiB | moves | bytes/bound | balancedness"
     print(f"| {columns} | goals not held | topic replica / leader slots out of band |")

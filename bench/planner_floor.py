@@ -3,6 +3,7 @@
     .venv/bin/pip install scipy      # once; only this bound needs it
     .venv/bin/python -m bench.planner_floor            # the four quality clusters of bench.planner
     .venv/bin/python -m bench.planner_floor --shape mixed-rf --seeds 1-8
+    .venv/bin/python -m bench.planner_floor --scale-rows 2   # the scale table's first two rows
 
 The issue's lower bound counts disk only: max(disk above 1.10 x avg, disk below 0.90 x avg). A plan
 that must also bring every topic's replica count per broker into its band moves at least what this
@@ -35,7 +36,7 @@ import argparse
 import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 
-from bench.synthetic import SHAPES, disk_lower_bound, seed_range, skewed_cluster
+from bench.synthetic import SCALE_ROWS, SHAPES, disk_lower_bound, scale_row, seed_range, skewed_cluster
 
 CASES = [
     {"brokers": 12, "new_brokers": 3, "partitions": 2000, "rf": 3, "seed": 7, "skew": 1.0},
@@ -203,8 +204,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=seed_range, default=seed_range("1-8"), help="e.g. 1-8 (with --shape)")
     parser.add_argument("--integer", action="store_true", help="whole replica counts (MIP; its best bound)")
     parser.add_argument("--by-rf", action="store_true", help="cells per replication factor; full-rack ones per rack")
+    parser.add_argument("--scale-rows", type=int, default=0, help="the first N rows of `bench.planner table` instead")
     args = parser.parse_args()
     cases = [{**SHAPES[args.shape], "seed": s} for s in args.seeds] if args.shape else CASES
+    if args.scale_rows:
+        cases = [scale_row(*row) for row in SCALE_ROWS[: args.scale_rows]]
     print("brokers (new) | partitions | skew | seed | LP floor with per-topic goals / disk-only bound")
     for case in cases:
         ratio = floor_over_bound(skewed_cluster(**case), integer=args.integer, by_rf=args.by_rf)

@@ -19,6 +19,16 @@ SHAPES = {
     "mixed-rf": {"brokers": 30, "new_brokers": 6, "partitions": 20000, "rf": 2.5, "skew": 2.0},
 }
 
+# The scale table's rows (`bench.planner table`): partitions, brokers, replication factor; skew 1,
+# seed 1, brokers // 12 of them new. `bench.planner_floor --scale-rows N` bounds the first N.
+SCALE_ROWS = [(20000, 24, 2.5), (65000, 48, 2.46), (130000, 96, 2.46), (433000, 270, 3.0), (933000, 270, 3.0)]
+
+
+def scale_row(partitions: int, brokers: int, rf: float) -> dict[str, float | int]:
+    """skewed_cluster arguments of one scale-table row."""
+    new = brokers // 12
+    return {"brokers": brokers, "new_brokers": new, "partitions": partitions, "rf": rf, "skew": 1.0, "seed": 1}
+
 
 def seed_range(text: str) -> list[int]:
     """``"1-8"`` -> [1, ..., 8]; ``"3"`` -> [3]."""

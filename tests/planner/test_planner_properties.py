@@ -12,7 +12,7 @@ from kafka_balancer.planner import OperationOptions, PlannerOptions, evaluate, p
 
 
 @st.composite
-def clusters(draw: st.DrawFn) -> tuple[ClusterModel, OperationOptions]:
+def clusters(draw: st.DrawFn, fewest: int = 1, most: int = 10) -> tuple[ClusterModel, OperationOptions]:
     brokers = draw(st.integers(3, 9))
     racks = draw(st.integers(1, 3))
     dead = draw(st.sets(st.integers(0, brokers - 1), max_size=1))
@@ -25,7 +25,7 @@ def clusters(draw: st.DrawFn) -> tuple[ClusterModel, OperationOptions]:
         builder.add_broker(b, rack=f"r{b % racks}", alive=b not in dead)
     topics = draw(st.integers(1, 4))
     for t in range(topics):
-        for p in range(draw(st.integers(1, 10))):
+        for p in range(draw(st.integers(fewest, most))):
             rf = draw(st.integers(1, min(3, hosts)))
             replicas = draw(st.permutations(range(brokers)))[:rf]
             size = draw(st.integers(0, 10**9))
@@ -48,6 +48,19 @@ def _band_distance(values: dict[int, float], brokers: list[int], threshold: floa
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_random_clusters_keep_every_invariant(case: tuple[ClusterModel, OperationOptions]) -> None:
+    _check_every_invariant(case)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(fewest=60, most=100))
+def test_larger_random_clusters_keep_every_invariant_through_the_rebuilding_rounds(
+    case: tuple[ClusterModel, OperationOptions],
+) -> None:
+    # 60-400 partitions: enough of them move (50) for planner/rebuild.py's rounds to run on most.
+    _check_every_invariant(case)
+
+
+def _check_every_invariant(case: tuple[ClusterModel, OperationOptions]) -> None:
     model, op = case
     options = PlannerOptions(operation=op)
     proposal = plan(model, options)

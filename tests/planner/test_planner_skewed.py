@@ -50,8 +50,8 @@ def test_skewed_cluster_with_new_brokers(shape: dict[str, Any]) -> None:
     assert summary["balancednessAfter"] > 90 > summary["balancednessBefore"]
     # Every goal holds, the per-topic ones included (on the mixed-rf cluster the last leader slots
     # need detours, planner/detours.py). The bytes stay near the lower bound max(disk above 1.10 x
-    # avg, disk below 0.90 x avg): within the 1.15x (measured 1.07x, 1.05x and 1.10x;
-    # docs/performance.md).
+    # avg, disk below 0.90 x avg): within the 1.15x (measured 1.05x, 1.04x and 1.05x, and
+    # 1.07x, 1.05x and 1.10x without the rebuilding rounds; docs/performance.md).
     assert summary["goalsViolated"] == [], summary["goalsViolated"]
     ratio = summary["bytesToMove"] / disk_lower_bound(model)
     assert 1.0 <= ratio <= 1.15, ratio
@@ -59,7 +59,7 @@ def test_skewed_cluster_with_new_brokers(shape: dict[str, Any]) -> None:
     leaders = after["leaders"]
     assert leaders["maxOverAvg"] * leaders["avg"] <= math.ceil(leaders["avg"]) + 1e-6, leaders
     assert leaders["minOverAvg"] * leaders["avg"] >= math.floor(leaders["avg"]) - 1e-6, leaders
-    # With the seven broker-level goals only (measured 1.05-1.12x).
+    # With the seven broker-level goals only (measured 1.02-1.07x; 1.05-1.12x without the rounds).
     broker_level = tuple(g for g in DISTRIBUTION_GOALS if not g.startswith("topic-"))
     lean = plan(model, dataclasses.replace(options, distribution_goals=broker_level)).summary
     assert all(lean["goals"][goal]["holdsAfter"] for goal in RESOURCE_GOALS)

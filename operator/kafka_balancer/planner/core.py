@@ -28,6 +28,7 @@ from kafka_balancer.planner.goals import (
 from kafka_balancer.planner.hard import bad_slots, enforce_capacity, evacuate, fix_leadership, precheck
 from kafka_balancer.planner.operations import change_replication_factor, move_topics
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
+from kafka_balancer.planner.rebuild import rebuild_rounds
 from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.select import compute_bands
 from kafka_balancer.planner.state import QUANTITY_NAMES, Ints, State, arrived_replicas, resolve_groups
@@ -143,46 +144,53 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
     if op != "demote-brokers":
         enforce_capacity(st)
     if op not in SHAPE_ONLY:
-        done: list[str] = []
-        topic_spread = "topic-replica-distribution" in options.distribution_goals
-        for goal in goal_order(options):
-            done.append(goal)
-            st.guarded = frozenset(done) | strict
-            if goal in GOAL_QUANTITY:
-                balance_goal(st, goal)
-                if goal == TOPIC_SPREAD_EARLY_AFTER and topic_spread:
-                    # While the brokers still have slack in the later goals' bands, one-way moves can
-                    # even out the topics; at the end only exchanges (twice the bytes) could.
-                    balance_topic_goal(st, "topic-replica-distribution", rounds=TOPIC_SPREAD_EARLY_ROUNDS)
-            else:
-                # Last: exchanges may now use partitions of any size, for what is still out of band.
-                balance_topic_goal(st, goal, size_cap=1.0)
-        # Leadership moves of the last goal free some replica moves of the one before: once more,
-        # briefly (it finishes a few slots; at millions of replicas more rounds would not pay).
-        st.guarded = frozenset(options.distribution_goals) | strict
-        for goal in TOPIC_GOALS:
-            if goal in options.distribution_goals:
-                balance_topic_goal(
-                    st, goal, size_cap=1.0, rounds=TOPIC_SPREAD_EARLY_ROUNDS, chains_share=REPEAT_CHAINS_SHARE
-                )
-        revert_moves(st)
-        substitute_moves(st)
-        tighten_leaders(st)
-        if "topic-leader-distribution" in options.distribution_goals:
-            # The traffic and leader counts changed since the topic-leader goal's turn: its chains
-            # (no data moves) may now find a way for what it left out of band. Briefly: at millions
-            # of replicas a full call would take a minute.
-            leader_chains(st, compute_bands(st), share=FINAL_CHAINS_SHARE)
-        repair_topic_slots(st)
-        # Shortcuts (docs/goals.md, step 10): a replica that arrived on a broker takes the place of
-        # one that left it, one move fewer each. After the detours: run before them, it left them
-        # fewer ways out (a mixed-rf seed kept a topic slot out of band).
-        substitute_moves(st, arrived=True)
-        # Stand-ins from afar, last: run before the detours, they left a mixed-rf seed a topic slot out of band.
-        substitute_moves(st, far=True)
-        _finish_by_leadership(st, strict)
+        _distribute(st, strict)
+        rebuild_rounds(st, lambda again: _distribute(again, strict))
     st.guarded = frozenset(options.distribution_goals)
     return st
+
+
+def _distribute(st: State, strict: frozenset[str]) -> None:
+    """Every distribution goal in turn, then the finishing passes (docs/goals.md, steps 4-11)."""
+    options = st.options
+    done: list[str] = []
+    topic_spread = "topic-replica-distribution" in options.distribution_goals
+    for goal in goal_order(options):
+        done.append(goal)
+        st.guarded = frozenset(done) | strict
+        if goal in GOAL_QUANTITY:
+            balance_goal(st, goal)
+            if goal == TOPIC_SPREAD_EARLY_AFTER and topic_spread:
+                # While the brokers still have slack in the later goals' bands, one-way moves can
+                # even out the topics; at the end only exchanges (twice the bytes) could.
+                balance_topic_goal(st, "topic-replica-distribution", rounds=TOPIC_SPREAD_EARLY_ROUNDS)
+        else:
+            # Last: exchanges may now use partitions of any size, for what is still out of band.
+            balance_topic_goal(st, goal, size_cap=1.0)
+    # Leadership moves of the last goal free some replica moves of the one before: once more,
+    # briefly (it finishes a few slots; at millions of replicas more rounds would not pay).
+    st.guarded = frozenset(options.distribution_goals) | strict
+    for goal in TOPIC_GOALS:
+        if goal in options.distribution_goals:
+            balance_topic_goal(
+                st, goal, size_cap=1.0, rounds=TOPIC_SPREAD_EARLY_ROUNDS, chains_share=REPEAT_CHAINS_SHARE
+            )
+    revert_moves(st)
+    substitute_moves(st)
+    tighten_leaders(st)
+    if "topic-leader-distribution" in options.distribution_goals:
+        # The traffic and leader counts changed since the topic-leader goal's turn: its chains
+        # (no data moves) may now find a way for what it left out of band. Briefly: at millions
+        # of replicas a full call would take a minute.
+        leader_chains(st, compute_bands(st), share=FINAL_CHAINS_SHARE)
+    repair_topic_slots(st)
+    # Shortcuts (docs/goals.md, step 10): a replica that arrived on a broker takes the place of
+    # one that left it, one move fewer each. After the detours: run before them, it left them
+    # fewer ways out (a mixed-rf seed kept a topic slot out of band).
+    substitute_moves(st, arrived=True)
+    # Stand-ins from afar, last: run before the detours, they left a mixed-rf seed a topic slot out of band.
+    substitute_moves(st, far=True)
+    _finish_by_leadership(st, strict)
 
 
 def _finish_by_leadership(st: State, strict: frozenset[str]) -> None:

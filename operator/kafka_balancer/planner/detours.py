@@ -19,8 +19,7 @@ gets the same detours as in the whole cluster.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,7 +30,7 @@ from kafka_balancer.planner.balance import balance_goal
 from kafka_balancer.planner.goals import GOAL_QUANTITY, bands, count_distance, topic_brokers
 from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.select import Bands, band_distance, compute_bands, rack_ok
-from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Checkpoint, Ints, State, arrived_replicas
+from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Checkpoint, Ints, State, arrived_replicas, only_group
 from kafka_balancer.planner.substitute import substitute_moves
 from kafka_balancer.planner.tighten import LEADER_GOAL, tighten_leaders
 from kafka_balancer.planner.topics import topic_spread
@@ -108,7 +107,7 @@ def repair_topic_slots(st: State) -> int:
     fixed = 0
     for group in np.flatnonzero(st.groups.balanced).tolist():
         # Alone, as when the group is planned on its own: its limits and mending stay its own.
-        with _only_group(st, group):
+        with only_group(st, group):
             in_group = _group_detours(st, goals)
             if in_group:
                 revert_moves(st)
@@ -116,18 +115,6 @@ def repair_topic_slots(st: State) -> int:
                 tighten_leaders(st)  # moved leaders that went home changed the leader counts
         fixed += in_group
     return fixed
-
-
-@contextmanager
-def _only_group(st: State, group: int) -> Iterator[None]:
-    """Plan only ``group``: the other groups get no bands and none of their partitions may move."""
-    balanced, movable = st.groups.balanced, st.movable
-    st.groups.balanced = balanced & (np.arange(balanced.size) == group)
-    st.movable = movable & (st.groups.partition == group)
-    try:
-        yield
-    finally:
-        st.groups.balanced, st.movable = balanced, movable
 
 
 def _group_detours(st: State, goals: Sequence[str]) -> int:

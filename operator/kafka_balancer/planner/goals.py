@@ -140,9 +140,10 @@ def count_distance(counts: Ints, lo: FloatArray, hi: FloatArray) -> Ints:
     return out
 
 
-def rack_violations(st: State) -> Ints:
-    """Partitions whose replicas crowd a rack beyond ``ceil(rf / racks in the group)``."""
-    rep = st.rep
+def rack_violations(st: State, rep: Ints | None = None) -> Ints:
+    """Partitions whose replicas crowd a rack beyond ``ceil(rf / racks in the group)`` (in ``rep``,
+    by default the working placement)."""
+    rep = st.rep if rep is None else rep
     valid = rep != NO_BROKER
     racks = np.where(valid, st.rack[np.maximum(rep, 0)], -1)
     rf = valid.sum(axis=1)

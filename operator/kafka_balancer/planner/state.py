@@ -12,6 +12,8 @@ replication traffic out; a follower carries the produce traffic in (replication)
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -260,3 +262,15 @@ class State:
             members = self.can_host & (self.groups.broker == g)
             counts[g] = np.unique(self.rack[members]).size
         return counts
+
+
+@contextmanager
+def only_group(st: State, group: int) -> Iterator[None]:
+    """Plan only ``group``: the other groups get no bands and none of their partitions may move."""
+    balanced, movable = st.groups.balanced, st.movable
+    st.groups.balanced = balanced & (np.arange(balanced.size) == group)
+    st.movable = movable & (st.groups.partition == group)
+    try:
+        yield
+    finally:
+        st.groups.balanced, st.movable = balanced, movable

@@ -217,7 +217,17 @@ def _accept_both(st: State, b: Bands, *legs: tuple[Ints, Ints, FloatArray]) -> B
     """Exchanges made of several moves (each leg: source, destination, load per exchange) accepted
     together: an exchange stays only if every one of its legs does, checked again without the rest.
     Dropping one leg can push another broker out, so when that does not settle in a few passes,
-    the first half of what is left (in preference order) is tried, then its first half, and so on."""
+    the first half of what is left (in preference order) is tried, then its first half, and so on;
+    one resource group at a time, so that a group's exchanges do not depend on another's."""
+    out = np.zeros(legs[0][0].size, dtype=np.bool_)
+    group = st.groups.broker[legs[0][0]]
+    for g in np.unique(group).tolist():
+        mine = np.flatnonzero(group == g)
+        out[mine] = _settle(st, b, [(s[mine], d[mine], v[mine]) for s, d, v in legs])
+    return out
+
+
+def _settle(st: State, b: Bands, legs: list[tuple[Ints, Ints, FloatArray]]) -> BoolArray:
     n = legs[0][0].size
     keep = np.arange(n)
     passes = 0

@@ -16,6 +16,7 @@ from typing import Final
 
 import numpy as np
 
+from kafka_balancer.model.cluster import FloatArray
 from kafka_balancer.planner.balance import balance_goal
 from kafka_balancer.planner.count_chains import leader_count_chains, outside_leader_band
 from kafka_balancer.planner.select import Bands, compute_bands
@@ -92,21 +93,30 @@ def make_room(st: State) -> int:
     spare = st.load[:, Q_LEADERS] - b.upper[:, Q_LEADERS]
     traded = 0
     for q in (Q_NET_OUT, Q_CPU, Q_LEADER_IN):
-        carried = leadership[:, q][leadership[:, q] > 0]
-        if carried.size == 0:
+        typical = _typical_leadership(st, leadership[:, q])
+        if not typical:
             continue
-        typical = float(np.median(carried))
         half = np.maximum(b.upper[:, q] - b.avg[:, q], 1e-12)
         position = (st.load[:, q] - b.avg[:, q]) / half  # -1 at the band's bottom, 1 at its top
         most_room_below = np.argsort(position, kind="stable")[:ROOM_PARTNERS]
         most_room_above = np.argsort(-position, kind="stable")[:ROOM_PARTNERS]
         for broker in np.flatnonzero(under & (position >= ROOM_EDGE)).tolist():
-            need = float(short[broker]) * typical
+            need = float(short[broker]) * typical.get(int(st.groups.broker[broker]), 0.0)
             traded += _trade(st, b, index, broker, most_room_below, q=q, need=need, sheds=True)
         for broker in np.flatnonzero(over & (position <= -ROOM_EDGE)).tolist():
-            need = float(spare[broker]) * typical
+            need = float(spare[broker]) * typical.get(int(st.groups.broker[broker]), 0.0)
             traded += _trade(st, b, index, broker, most_room_above, q=q, need=need, sheds=False)
     return traded
+
+
+def _typical_leadership(st: State, carried: FloatArray) -> dict[int, float]:
+    """Per resource group, the median load a leadership of its movable partitions carries (the
+    group's own: planned alone or with the others, a group trades the same)."""
+    out: dict[int, float] = {}
+    has = st.movable & (carried > 0)
+    for g in np.unique(st.groups.partition[has]).tolist():
+        out[int(g)] = float(np.median(carried[has & (st.groups.partition == g)]))
+    return out
 
 
 def _trade(
