@@ -98,15 +98,23 @@ def make_room(st: State) -> int:
             continue
         half = np.maximum(b.upper[:, q] - b.avg[:, q], 1e-12)
         position = (st.load[:, q] - b.avg[:, q]) / half  # -1 at the band's bottom, 1 at its top
-        most_room_below = np.argsort(position, kind="stable")[:ROOM_PARTNERS]
-        most_room_above = np.argsort(-position, kind="stable")[:ROOM_PARTNERS]
+        room_below = np.argsort(position, kind="stable")
+        room_above = np.argsort(-position, kind="stable")
         for broker in np.flatnonzero(under & (position >= ROOM_EDGE)).tolist():
-            need = float(short[broker]) * typical.get(int(st.groups.broker[broker]), 0.0)
-            traded += _trade(st, b, index, broker, most_room_below, q=q, need=need, sheds=True)
+            group = int(st.groups.broker[broker])
+            need = float(short[broker]) * typical.get(group, 0.0)
+            traded += _trade(st, b, index, broker, _partners(st, room_below, group), q=q, need=need, sheds=True)
         for broker in np.flatnonzero(over & (position <= -ROOM_EDGE)).tolist():
-            need = float(spare[broker]) * typical.get(int(st.groups.broker[broker]), 0.0)
-            traded += _trade(st, b, index, broker, most_room_above, q=q, need=need, sheds=False)
+            group = int(st.groups.broker[broker])
+            need = float(spare[broker]) * typical.get(group, 0.0)
+            traded += _trade(st, b, index, broker, _partners(st, room_above, group), q=q, need=need, sheds=False)
     return traded
+
+
+def _partners(st: State, order: Ints, group: int) -> Ints:
+    """The first ``ROOM_PARTNERS`` brokers of ``order`` in ``group`` (only they share its partitions)."""
+    mine: Ints = order[st.groups.broker[order] == group][:ROOM_PARTNERS]
+    return mine
 
 
 def _typical_leadership(st: State, carried: FloatArray) -> dict[int, float]:
