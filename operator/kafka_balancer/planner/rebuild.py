@@ -85,6 +85,8 @@ def rebuild_rounds(st: State, replan: Callable[[State], None], rounds: int | Non
 
 
 def _rebuild_group(st: State, replan: Callable[[State], None], rounds: int) -> int:
+    if rounds <= 0:
+        return 0  # before the set-up below, which costs seconds at millions of replicas
     orig = st.model.replicas
     size = st.model.size_bytes
     revertible = _revertible(st, orig)
