@@ -21,6 +21,7 @@ from kafka_balancer.planner.goals import (
     GOAL_QUANTITY,
     TOPIC_GOALS,
     balancedness,
+    ended_worse,
     goal_violation,
     hard_goal_status,
     quantity_stats,
@@ -112,7 +113,7 @@ def plan(model: ClusterModel, options: PlannerOptions | None = None) -> Proposal
     strict: frozenset[str] = frozenset()
     while True:
         st = _run(model, options, strict)
-        worse = {g for g, v in start.items() if goal_violation(st, g) > v + 1e-9 * max(1.0, v)}
+        worse = {g for g, v in start.items() if ended_worse(v, goal_violation(st, g))}
         if not worse - strict:
             break
         strict |= worse

@@ -134,6 +134,11 @@ def goal_violation(st: State, goal: str) -> float:
     return float(np.sum(np.where(in_group, count_distance(counts, lo, hi), 0)))
 
 
+def ended_worse(before: float, after: float) -> bool:
+    """Whether a goal's violation grew from ``before`` to ``after`` (beyond float noise)."""
+    return after > before + 1e-9 * max(1.0, before)
+
+
 def count_distance(counts: Ints, lo: FloatArray, hi: FloatArray) -> Ints:
     """(T, B): how far each per-topic count is outside its topic's band (lo, hi per topic)."""
     out: Ints = (np.maximum(counts - hi[:, None], 0) + np.maximum(lo[:, None] - counts, 0)).astype(np.int64)

@@ -23,7 +23,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
-from kafka_balancer.planner.goals import goal_violation, hard_goal_status, rack_violations
+from kafka_balancer.planner.goals import ended_worse, goal_violation, hard_goal_status, rack_violations
 from kafka_balancer.planner.state import Ints, State, arrived_replicas, only_group
 from kafka_balancer.planner.tighten import leaders_off_average
 
@@ -58,7 +58,7 @@ class _Standing:
         )
 
     def allows(self, after: _Standing) -> bool:
-        if any(v > self.violation[g] + 1e-9 * max(1.0, self.violation[g]) for g, v in after.violation.items()):
+        if any(ended_worse(self.violation[g], v) for g, v in after.violation.items()):
             return False
         if any(held and not after.hard[g] for g, held in self.hard.items()):
             return False
