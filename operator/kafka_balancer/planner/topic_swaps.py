@@ -138,14 +138,19 @@ def _first_partition(p: Ints, q: Ints) -> BoolArray:
 
 
 def most_needed(counts: Ints, hi: FloatArray, topics: Ints, src: Ints, *, limit: int = 0) -> Ints:
-    """Indices of at most ``limit`` (default MAX_OFFERS) offers, those whose source holds most above
-    its topic's band first (bounds a round's memory and time at millions of replicas; later rounds
-    take the rest). Kept in their original order."""
+    """Indices of at most ``limit`` (default MAX_OFFERS) offers, taken one topic at a time: each
+    topic's offer whose source holds most above its band, then each topic's second, and so on
+    (bounds a round's memory and time at millions of replicas; later rounds take the rest). Kept in
+    their original order. Most-needed first across topics instead gave one big topic a whole
+    round, and its few destinations could take only a few hundred of the 16,384 offers."""
     limit = limit or MAX_OFFERS
     if topics.size <= limit:
         return np.arange(topics.size)
     excess = counts[topics, src] - hi[topics]
-    out: Ints = np.sort(np.argsort(-excess, kind="stable")[:limit])
+    by_need = np.argsort(-excess, kind="stable")
+    turn = np.empty(topics.size, dtype=np.int64)
+    turn[by_need] = ranks(topics[by_need].astype(np.int64))
+    out: Ints = np.sort(np.lexsort((-excess, turn))[:limit])
     return out
 
 

@@ -42,6 +42,9 @@ DESTS_PER_RACK: Final = 4
 REINDEX: Final = 8
 # Candidates whose destination is chosen at once (bounds the candidates x brokers matrices).
 CHUNK: Final = 16384
+# One-way offers placed per round (at millions of replicas most are refused by one round's bands
+# and per-destination limits; placing them all cost 0.5 s a round at 2.8M replicas).
+ONE_WAY_OFFERS: Final = 4 * MAX_OFFERS
 
 
 def balance_topic_goal(
@@ -144,12 +147,18 @@ def _proposals(
     spread = topic_spread(st, b, leaders=leaders)
     per_source = SWAP_OFFERS if for_swaps else OFFERS_PER_SOURCE
     parts, slots = _offers(st, spread, leaders=leaders, size_rank=size_rank, per_source=per_source)
-    if for_swaps:
-        # The swap pass pairs at most MAX_OFFERS per round: place only the most needed (twice that,
-        # as some find no destination), not every offer of a cluster of millions of replicas.
-        src = st.rep[parts, 0] if leaders else st.rep[parts, slots]
-        top = most_needed(spread.counts, spread.hi.astype(np.float64), st.ptopic[parts], src, limit=2 * MAX_OFFERS)
-        parts, slots = parts[top], slots[top]
+    # Place only the most needed offers (the swap pass pairs at most MAX_OFFERS per round, twice
+    # that as some find no destination), not every offer of a cluster of millions of replicas: a
+    # round's one-way moves are a fraction of its offers anyway; later rounds take the rest.
+    src = st.rep[parts, 0] if leaders else st.rep[parts, slots]
+    top = most_needed(
+        spread.counts,
+        spread.hi.astype(np.float64),
+        st.ptopic[parts],
+        src,
+        limit=2 * MAX_OFFERS if for_swaps else ONE_WAY_OFFERS,
+    )
+    parts, slots = parts[top], slots[top]
     cands = np.zeros((0, 0), dtype=np.int64)
     if not leaders:
         cands = _receivers(st, spread, np.unique(st.ptopic[parts]))
@@ -216,14 +225,16 @@ def _receivers(st: State, spread: TopicSpread, topics: Ints) -> Ints:
     cluster size; per rack, so that a replica that must stay in its rack still finds one.
     """
     nt, nb = spread.counts.shape
-    counts = spread.counts[topics]  # only the topics with offers this round
+    # Ties in count broken by a fixed pseudo-random order per topic: the same first brokers for
+    # every topic would draw a round's offers onto a handful of brokers, whose bands then refuse most.
+    counts = spread.counts[topics].astype(np.float64) + _tie_break(topics, nb)
     k = min(DESTS_PER_RACK, nb)
     out = []
     for r in range(int(st.rack.max(initial=-1)) + 1):
         ok = st.can_host & (st.rack == r)
         if not ok.any():
             continue
-        masked = np.where(ok[None, :], counts, np.iinfo(np.int32).max)
+        masked = np.where(ok[None, :], counts, np.inf)
         if k < nb:
             out.append(np.argpartition(masked, k - 1, axis=1)[:, :k])
         else:
@@ -232,6 +243,18 @@ def _receivers(st: State, spread: TopicSpread, topics: Ints) -> Ints:
     if out:
         cands[topics] = np.concatenate(out, axis=1)
     return cands
+
+
+def _tie_break(topics: Ints, nb: int) -> FloatArray:
+    """(len(topics), nb) values in [0, 0.5), fixed per (topic, broker): a deterministic shuffle
+    (the splitmix64 finaliser of the pair's index, so every broker comes first equally often)."""
+    x = topics.astype(np.uint64)[:, None] * np.uint64(nb) + np.arange(nb, dtype=np.uint64)[None, :]
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    x = x ^ (x >> np.uint64(31))
+    out: FloatArray = (x >> np.uint64(40)).astype(np.float64) / float(1 << 25)
+    return out
 
 
 def _replica_dest(
