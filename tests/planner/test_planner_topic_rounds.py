@@ -1,6 +1,6 @@
 """What keeps a round of the per-topic passes productive at millions of replicas: a batch that needs
-many drop passes still settles, offers are taken one topic at a time, and topics do not all
-send their replicas to the same few brokers."""
+many drop passes still settles, offers are taken one topic at a time, topics do not all send
+their replicas to the same few brokers, and they look for destinations in their own group."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import dataclasses
 
 import numpy as np
 from checks import one_rack_per_broker
-from kafka_balancer.planner import PlannerOptions
+from kafka_balancer.model import ClusterBuilder, ClusterModel
+from kafka_balancer.planner import GroupOptions, PlannerOptions, plan
 from kafka_balancer.planner.select import DROP_PASSES, accept_together, compute_bands
 from kafka_balancer.planner.state import NUM_Q, Q_REPLICAS, State, resolve_groups
 from kafka_balancer.planner.topic_swaps import most_needed
@@ -32,7 +33,7 @@ def test_a_long_chain_of_refused_moves_does_not_sink_the_batch() -> None:
     lower[:, Q_REPLICAS] = 0.0
     bands = dataclasses.replace(bands, upper=upper, lower=lower)
     chain = 30
-    assert chain > 12 and chain < DROP_PASSES  # longer than the old limit, within the new one
+    assert 12 < chain < DROP_PASSES  # longer than the old limit, within the new one
     src = np.r_[np.arange(chain), 38]
     dst = np.r_[np.arange(1, chain + 1), 39]
     v = np.zeros((src.size, NUM_Q))
@@ -62,8 +63,55 @@ def test_topics_break_count_ties_on_different_brokers() -> None:
     topics = np.arange(2000)
     jitter = _tie_break(topics, 60)
     assert jitter.shape == (2000, 60)
-    assert jitter.min() >= 0.0 and jitter.max() < 0.5  # never outweighs one replica of difference
+    assert jitter.min() >= 0.0
+    assert jitter.max() < 0.5  # never outweighs one replica of difference
     first = np.argmin(jitter, axis=1)
     per_broker = np.bincount(first, minlength=60)
-    assert per_broker.min() >= 10 and per_broker.max() <= 70, per_broker
+    assert per_broker.min() >= 10, per_broker
+    assert per_broker.max() <= 70, per_broker
     assert np.array_equal(_tie_break(topics[::7], 60), jitter[::7])
+
+
+def _three_groups_of_small_topics() -> tuple[ClusterModel, tuple[GroupOptions, ...]]:
+    """3 resource groups of 15 brokers (5 per rack), 80 topics of 1-14 partitions each, skewed onto
+    each group's first brokers."""
+    rng = np.random.default_rng(5)
+    builder = ClusterBuilder()
+    per_group = 15
+    for b in range(3 * per_group):
+        builder.add_broker(b, rack=f"rack-{b % 3}")
+    weight = np.arange(per_group) + 1.0
+    groups = []
+    for g in range(3):
+        base = g * per_group
+        for t in range(80):
+            for p in range(int(rng.integers(1, 15))):
+                replicas = []
+                for rack in range(3):
+                    members = np.arange(rack, per_group, 3)
+                    w = weight[members] / weight[members].sum()
+                    replicas.append(base + int(rng.choice(members, p=w)))
+                size = float(1e9 * rng.lognormal(0, 1))
+                builder.add_partition(
+                    f"g{g}-t{t}",
+                    p,
+                    replicas,
+                    size_bytes=size,
+                    bytes_in_per_sec=size / 1e4,
+                    bytes_out_per_sec=size / 5e3,
+                )
+        groups.append(GroupOptions(f"g{g}", tuple(range(base, base + per_group)), topic_patterns=(f"g{g}-.*",)))
+    return builder.build(), tuple(groups)
+
+
+def test_a_topic_looks_for_destinations_among_its_own_groups_brokers() -> None:
+    # With 5 brokers per rack in each group, the 4 emptiest brokers per rack a topic may send a
+    # replica to were also chosen among the other groups' brokers (which hold none of it), where it
+    # may not go: the per-topic replica goal ended out of band. Among its own group's brokers only,
+    # every goal holds, and nothing crosses a group boundary.
+    model, groups = _three_groups_of_small_topics()
+    proposal = plan(model, PlannerOptions(resource_groups=groups))
+    assert proposal.summary["goalsViolated"] == []
+    for target in proposal.plan.partitions:
+        group = int(target.topic[1])
+        assert all(group * 15 <= b < (group + 1) * 15 for b in target.replicas), target

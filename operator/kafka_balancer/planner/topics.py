@@ -228,13 +228,15 @@ def _receivers(st: State, spread: TopicSpread, topics: Ints) -> Ints:
     # Ties in count broken by a fixed pseudo-random order per topic: the same first brokers for
     # every topic would draw a round's offers onto a handful of brokers, whose bands then refuse most.
     counts = spread.counts[topics].astype(np.float64) + _tie_break(topics, nb)
+    # Only the topic's own group's brokers: another group's hold none of it and would take the places.
+    own = st.groups.broker[None, :] == st.groups.topic[topics][:, None]
     k = min(DESTS_PER_RACK, nb)
     out = []
     for r in range(int(st.rack.max(initial=-1)) + 1):
         ok = st.can_host & (st.rack == r)
         if not ok.any():
             continue
-        masked = np.where(ok[None, :], counts, np.inf)
+        masked = np.where(ok[None, :] & own, counts, np.inf)
         if k < nb:
             out.append(np.argpartition(masked, k - 1, axis=1)[:, :k])
         else:
