@@ -10,10 +10,19 @@ from typing import Final
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.goals import CAPACITY_GOALS, EPS
 from kafka_balancer.planner.options import PlanningError
-from kafka_balancer.planner.select import leader_candidates, limits_check, replica_candidates, take
+from kafka_balancer.planner.select import (
+    Bands,
+    compute_bands,
+    fit_order,
+    leader_candidates,
+    limits_check,
+    replica_candidates,
+    take,
+    topic_penalty,
+)
 from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Q_REPLICAS, QUANTITY_NAMES, Ints, State
 
 # Evacuated replicas are placed in chunks of this many per destination broker, so one chunk
@@ -215,6 +224,7 @@ def enforce_capacity(st: State) -> None:
             if over.size == 0:
                 break
             index = st.broker_index_by_slot()
+            bands = compute_bands(st)
             moved = 0.0
             for s in over:
                 group = st.groups.broker == st.groups.broker[s]
@@ -237,7 +247,7 @@ def enforce_capacity(st: State) -> None:
                             break
                     parts, slots = replica_candidates(st, index, int(s), d=int(d), nracks=nracks, leaders_only=False)
                     v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
-                    ordered = np.argsort(-v[:, q], kind="stable")
+                    ordered = _capacity_order(st, bands, int(s), int(d), parts=parts, slots=slots, v=v, q=q)
                     limits = np.maximum(st.limit[d] - st.load[d], 0.0)
                     limits[q] = min(float(room[d]), excess + float(v[:, q].max(initial=0.0)))
                     chosen = take(v[ordered], limits_check(limits))
@@ -247,6 +257,24 @@ def enforce_capacity(st: State) -> None:
             if moved <= 0:
                 break
         _check_capacity(st, goal, q)
+
+
+def _capacity_order(
+    st: State, bands: Bands, s: int, d: int, *, parts: Ints, slots: Ints, v: FloatArray, q: int
+) -> Ints:
+    """Candidates in the order the repair of ``q`` on ``s`` should take them for ``d``.
+
+    Replica counts: every replica weighs the same, so order them as the replica-count goal would
+    (their topics' spread first, then what the other goals want moved). Taken in partition order,
+    a 2.8M-replica cluster's repair put up to 1,991 replicas of its first topic on each new broker
+    against a band of 286, which the per-topic goals could not undo in time.
+    """
+    if q != Q_REPLICAS:
+        out: Ints = np.argsort(-v[:, q], kind="stable")
+        return out
+    penalty = topic_penalty(st, bands, s, d, st.ptopic[parts], leaders=slots == 0, replicas_move=True)
+    excess = float(st.load[s, q] - st.limit[s, q])
+    return fit_order(st, bands, s, d, v=v, q=q, count=excess, penalty=penalty)
 
 
 def _check_capacity(st: State, goal: str, q: int) -> None:
