@@ -4,6 +4,7 @@
     .venv/bin/python -m bench.planner scale --partitions 130000 --brokers 96 --rf 2.46
     .venv/bin/python -m bench.planner table              # time vs replicas, each size in its own process
     .venv/bin/python -m bench.planner seeds --shape mixed-rf --seeds 1-8   # one shape, many seeds
+    .venv/bin/python -m bench.planner capacity --disk-capacity 1.3         # disks near full
 
 Each scale run is a fresh process so that the peak RSS it reports is that size's own.
 """
@@ -22,7 +23,7 @@ from typing import Any
 
 from kafka_balancer.planner import OperationOptions, PlannerOptions, plan
 
-from bench.synthetic import SCALE_ROWS, SHAPES, disk_lower_bound, seed_range, skewed_cluster
+from bench.synthetic import SCALE_ROWS, SHAPES, disk_lower_bound, seed_range, skewed_cluster, with_disk_capacity
 
 COUNT_RESOURCES = {"replicas", "leaders"}
 
@@ -33,10 +34,20 @@ def _spread(summary: dict[str, Any]) -> dict[str, tuple[float, float]]:
 
 
 def run_case(
-    *, brokers: int, new: int, partitions: int, rf: float, seed: int, skew: float, max_replicas: int = 4000
+    *,
+    brokers: int,
+    new: int,
+    partitions: int,
+    rf: float,
+    seed: int,
+    skew: float,
+    max_replicas: int = 4000,
+    disk_capacity: float | None = None,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     model = skewed_cluster(brokers=brokers, new_brokers=new, partitions=partitions, rf=rf, seed=seed, skew=skew)
+    if disk_capacity is not None:
+        model = with_disk_capacity(model, disk_capacity)
     generated = time.perf_counter() - started
     op = OperationOptions("add-brokers", brokers=tuple(range(brokers - new, brokers))) if new else OperationOptions()
     started, cpu = time.perf_counter(), time.process_time()
@@ -153,6 +164,28 @@ def seeds(args: argparse.Namespace) -> None:
     print(f"seeds over {args.limit}x the bound: {', '.join(map(str, over)) or 'none'}")
 
 
+def capacity(args: argparse.Namespace) -> None:
+    """Clusters whose heaviest brokers start above the disk limit (disk capacity = factor x the average use)."""
+    print(f"disk capacity {args.disk_capacity} x the average broker's use (limit {0.8 * args.disk_capacity:.3g}x)")
+    print("| seed | plan s | moves | bytes/bound | goals not held |")
+    print("|---:|---:|---:|---:|---|")
+    for seed in args.seeds:
+        r = run_case(
+            brokers=args.brokers,
+            new=args.new_brokers,
+            partitions=args.partitions,
+            rf=3,
+            seed=seed,
+            skew=1.0,
+            disk_capacity=args.disk_capacity,
+        )
+        print(
+            f"| {seed} | {r['planSeconds']} | {r['moves']:,} | {r['bytesOverBound']} | "
+            f"{', '.join(r['goalsViolated']) or '-'} |",
+            flush=True,
+        )
+
+
 def _topic_slots(result: dict[str, Any]) -> str:
     spread = result["topicSpread"]
     return " / ".join(f"{int(a):,} -> {int(b):,}" for a, b in spread.values())
@@ -178,6 +211,13 @@ def main() -> None:
     e.add_argument("--seeds", type=seed_range, default=seed_range("1-8"), help="e.g. 1-8")
     e.add_argument("--limit", type=float, default=1.15, help="bytes/bound the issue allows")
     e.set_defaults(func=seeds)
+    c = sub.add_parser("capacity")
+    c.add_argument("--partitions", type=int, default=20000)
+    c.add_argument("--brokers", type=int, default=24)
+    c.add_argument("--new-brokers", type=int, default=6)
+    c.add_argument("--disk-capacity", type=float, default=1.3)
+    c.add_argument("--seeds", type=seed_range, default=seed_range("1-4"), help="e.g. 1-4")
+    c.set_defaults(func=capacity)
     t = sub.add_parser("table")
     t.add_argument("--sizes", type=int, default=4)
     t.set_defaults(func=table)

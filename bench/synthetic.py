@@ -8,6 +8,8 @@ uneven broker weights, so the cluster starts far from balanced.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 
@@ -146,3 +148,14 @@ def disk_lower_bound(model: ClusterModel, removed: tuple[int, ...] = (), thresho
     above = np.maximum(live - threshold * avg, 0).sum()
     below = np.maximum((2 - threshold) * avg - live, 0).sum()
     return float(max(above, below) + disk[gone].sum())
+
+
+def with_disk_capacity(model: ClusterModel, factor: float) -> ClusterModel:
+    """``model`` with every broker's disk capacity ``factor`` x the average broker's disk use (new
+    brokers included), so at capacityThreshold 0.8 a factor of 1.3 puts the limit at 1.04x."""
+    valid = model.replicas != NO_BROKER
+    disk = np.bincount(model.replicas[valid], weights=np.repeat(model.size_bytes, valid.sum(axis=1)),
+                       minlength=model.num_brokers)  # fmt: skip
+    capacity = model.capacity.copy()
+    capacity[:, 0] = factor * disk.mean()
+    return dataclasses.replace(model, capacity=capacity)

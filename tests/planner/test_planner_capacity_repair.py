@@ -1,13 +1,20 @@
-"""The replica-capacity repair (before any distribution goal) spreads each topic over the
-receiving brokers instead of handing them whole runs of one topic."""
+"""The capacity repairs (before any distribution goal) leave work the goals can finish: the
+replica-capacity repair spreads each topic over the receiving brokers instead of handing them whole
+runs of one topic, and the disk repair moves no more replicas than the replica-count goal wants
+(falling back to more only when that cannot repair it), of the sizes that goal would pick."""
 
 from __future__ import annotations
 
+import math
+
 from checks import broker_loads, one_rack_per_broker, placement_after
-from kafka_balancer.planner import PlannerOptions, plan
+from kafka_balancer.model import ClusterBuilder, ClusterModel
+from kafka_balancer.planner import OperationOptions, PlannerOptions, plan
 from kafka_balancer.planner.goals import goal_violation
 from kafka_balancer.planner.hard import enforce_capacity
 from kafka_balancer.planner.state import Q_REPLICAS, State, resolve_groups
+
+from bench.synthetic import disk_lower_bound, skewed_cluster, with_disk_capacity
 
 BIG_PARTITIONS = 60
 SMALL_TOPICS = 40
@@ -43,3 +50,66 @@ def test_a_plan_that_starts_over_the_replica_limit_ends_with_every_goal_held() -
     assert proposal.summary["goalsViolated"] == []
     replicas = broker_loads(st.model, placement_after(st.model, proposal.plan))["replicas"]
     assert max(replicas.values()) <= 25
+
+
+def _disk_over_limit(*, big: int, small: int, big_size: float) -> tuple[ClusterModel, float]:
+    """Brokers 0-3 hold ``big`` replicas of ``big_size`` bytes and ``small`` of 1 byte, brokers 4-5
+    are new; every broker's disk limit is 1.04x the average, so 0-3 must shed their excess first.
+    Returns the model and the fewest bytes the repair can move (whole replicas)."""
+    builder = ClusterBuilder()
+    old_disk = big * big_size + small
+    limit = 1.04 * 4 * old_disk / 6
+    for b in range(6):
+        builder.add_broker(b, rack=f"rack-{b}", disk_bytes=limit / 0.8)  # capacityThreshold 0.8
+    p = 0
+    for b in range(4):
+        for size, count, prefix in ((big_size, big, "big"), (1.0, small, "small")):
+            for k in range(count):
+                builder.add_partition(
+                    f"{prefix}-{k % 5}", p, [b], size_bytes=size, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3
+                )
+                p += 1
+    return builder.build(), 4 * math.ceil(old_disk - limit)
+
+
+def test_the_disk_repair_moves_little_more_than_the_excess() -> None:
+    # Shedding the largest replicas first filled the new brokers to their disk limit with a few big
+    # replicas; the replica-count goal then had to bring them small ones in exchange for big ones:
+    # 352 bytes moved where the excess is 320.
+    model, fewest = _disk_over_limit(big=10, small=60, big_size=20.0)
+    proposal = plan(model, PlannerOptions(operation=OperationOptions("add-brokers", brokers=(4, 5))))
+    assert proposal.summary["goalsViolated"] == []
+    assert fewest <= proposal.summary["bytesToMove"] <= fewest + 1
+
+
+def test_a_cluster_near_full_disks_ends_with_every_goal_held() -> None:
+    # Disk capacity 1.3x the average broker's disk (limit 1.04x at capacityThreshold 0.8): 10 of
+    # 18 old brokers start over it. With the largest replicas shed first, the plan left
+    # replica-distribution and both per-topic goals out of band and moved 1.149x the bound.
+    model = with_disk_capacity(skewed_cluster(brokers=24, new_brokers=6, partitions=8000, rf=3, seed=1), 1.3)
+    limit = 0.8 * float(model.capacity[0, 0])
+    before = broker_loads(model, {(p.topic, p.partition): p.replicas for p in model.partitions()})["disk"]
+    assert max(before.values()) > limit
+    proposal = plan(model, PlannerOptions(operation=OperationOptions("add-brokers", brokers=tuple(range(18, 24)))))
+    assert proposal.summary["goalsViolated"] == []
+    assert proposal.summary["bytesToMove"] <= 1.10 * disk_lower_bound(model)
+    after = broker_loads(model, placement_after(model, proposal.plan))["disk"]
+    assert max(after.values()) <= limit
+
+
+def test_a_disk_repair_the_count_cap_cannot_finish_still_finishes() -> None:
+    # Broker 0 holds fewer replicas than the average, so the capped phase moves one replica per
+    # pair and round (at most 40 x 5 = 200), while it must shed 300 to get under its disk limit.
+    builder = ClusterBuilder()
+    builder.add_broker(0, rack="rack-0", disk_bytes=1000 / 0.8)
+    for b in range(1, 6):
+        builder.add_broker(b, rack=f"rack-{b}", disk_bytes=1e6)
+    p = 0
+    for b, count, size in [(0, 400, 10.0)] + [(b, 1000, 0.001) for b in range(1, 6)]:
+        for _ in range(count):
+            builder.add_partition(f"t-{p % 50}", p, [b], size_bytes=size, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+            p += 1
+    model = builder.build()
+    proposal = plan(model, PlannerOptions(max_replicas_per_broker=100_000))
+    disk = broker_loads(model, placement_after(model, proposal.plan))["disk"]
+    assert disk[0] <= 1000 + 1e-6

@@ -212,69 +212,94 @@ def fix_leadership(st: State) -> None:
 
 
 def enforce_capacity(st: State) -> None:
-    """Move load off brokers above a capacity limit onto brokers of the same group with room."""
-    from kafka_balancer.planner.balance import LEADER_FIRST  # noqa: PLC0415 - avoids an import cycle
+    """Move load off brokers above a capacity limit onto brokers of the same group with room.
 
+    Disk and traffic are first moved in no more replicas than the replica-count goal would move
+    between the two brokers (at least one per pair and round), so the repair, which runs before any
+    distribution goal, does not leave brokers too full to take the replicas that goal must bring
+    them; only what that cannot repair is moved without the cap.
+    """
     nracks = st.group_racks()
     for goal, q in CAPACITY_GOALS.items():
         if not st.options.hard(goal) or not np.isfinite(st.limit[:, q]).any():
             continue
-        for _ in range(st.options.max_rounds):
-            over = np.flatnonzero(st.active & (st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9))
-            if over.size == 0:
-                break
-            index = st.broker_index_by_slot()
-            bands = compute_bands(st)
-            moved = 0.0
-            for s in over:
-                group = st.groups.broker == st.groups.broker[s]
-                room = np.where(group & st.can_host, st.limit[:, q] - st.load[:, q], 0.0)
-                for d in np.argsort(-room, kind="stable")[:8]:
-                    excess = float(st.load[s, q] - st.limit[s, q])
-                    if excess <= 0 or room[d] <= 0:
-                        break
-                    limits = np.maximum(st.limit[d] - st.load[d], 0.0)
-                    limits[q] = float(room[d])
-                    if q in LEADER_FIRST and q != Q_REPLICAS:
-                        parts, slots = leader_candidates(st, index, int(s), int(d))
-                        v = st.lead[parts] - st.follow[parts]
-                        ordered = np.argsort(-v[:, q], kind="stable")
-                        chosen = take(v[ordered], limits_check(limits))
-                        st.swap_leader(parts[ordered][chosen], slots[ordered][chosen])
-                        moved += float(v[ordered][chosen, q].sum())
-                        excess = float(st.load[s, q] - st.limit[s, q])
-                        if excess <= 0:
+        for count_cap in (q != Q_REPLICAS, False):
+            for _ in range(st.options.max_rounds):
+                over = np.flatnonzero(st.active & (st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9))
+                if over.size == 0:
+                    break
+                index = st.broker_index_by_slot()
+                bands = compute_bands(st)
+                moved = 0.0
+                for s in over:
+                    group = st.groups.broker == st.groups.broker[s]
+                    room = np.where(group & st.can_host, st.limit[:, q] - st.load[:, q], 0.0)
+                    for d in np.argsort(-room, kind="stable")[:8]:
+                        if st.load[s, q] <= st.limit[s, q] or room[d] <= 0:
                             break
-                    parts, slots = replica_candidates(st, index, int(s), d=int(d), nracks=nracks, leaders_only=False)
-                    v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
-                    ordered = _capacity_order(st, bands, int(s), int(d), parts=parts, slots=slots, v=v, q=q)
-                    limits = np.maximum(st.limit[d] - st.load[d], 0.0)
-                    limits[q] = min(float(room[d]), excess + float(v[:, q].max(initial=0.0)))
-                    chosen = take(v[ordered], limits_check(limits))
-                    picked = ordered[chosen]
-                    st.move(parts[picked], slots[picked], np.full(picked.size, d, dtype=np.int32))
-                    moved += float(v[picked, q].sum())
-            if moved <= 0:
-                break
+                        pair = _Pair(st, bands, index, int(s), int(d), q=q)
+                        moved += pair.repair(room=float(room[d]), nracks=nracks, count_cap=count_cap)
+                if moved <= 0:
+                    break
         _check_capacity(st, goal, q)
 
 
-def _capacity_order(
-    st: State, bands: Bands, s: int, d: int, *, parts: Ints, slots: Ints, v: FloatArray, q: int
-) -> Ints:
-    """Candidates in the order the repair of ``q`` on ``s`` should take them for ``d``.
+class _Pair:
+    """One giving and one receiving broker of a capacity repair round."""
 
-    Replica counts: every replica weighs the same, so order them as the replica-count goal would
-    (their topics' spread first, then what the other goals want moved). Taken in partition order,
-    a 2.8M-replica cluster's repair put up to 1,991 replicas of its first topic on each new broker
-    against a band of 286, which the per-topic goals could not undo in time.
-    """
-    if q != Q_REPLICAS:
-        out: Ints = np.argsort(-v[:, q], kind="stable")
-        return out
-    penalty = topic_penalty(st, bands, s, d, st.ptopic[parts], leaders=slots == 0, replicas_move=True)
-    excess = float(st.load[s, q] - st.limit[s, q])
-    return fit_order(st, bands, s, d, v=v, q=q, count=excess, penalty=penalty)
+    def __init__(self, st: State, bands: Bands, index: tuple[Ints, Ints], s: int, d: int, *, q: int):
+        self.st, self.bands, self.index, self.s, self.d, self.q = st, bands, index, s, d, q
+
+    def repair(self, *, room: float, nracks: Ints, count_cap: bool) -> float:
+        """Move up to the excess of ``q`` from s to d (leadership first where it carries ``q``); returns the amount."""
+        from kafka_balancer.planner.balance import LEADER_FIRST  # noqa: PLC0415 - avoids an import cycle
+
+        st, s, d, q = self.st, self.s, self.d, self.q
+        moved = 0.0
+        if q in LEADER_FIRST and q != Q_REPLICAS:
+            limits = np.maximum(st.limit[d] - st.load[d], 0.0)
+            limits[q] = room
+            parts, slots = leader_candidates(st, self.index, s, d)
+            v = st.lead[parts] - st.follow[parts]
+            ordered = np.argsort(-v[:, q], kind="stable")
+            chosen = take(v[ordered], limits_check(limits))
+            st.swap_leader(parts[ordered][chosen], slots[ordered][chosen])
+            moved += float(v[ordered][chosen, q].sum())
+        excess = float(st.load[s, q] - st.limit[s, q])
+        if excess <= 0:
+            return moved
+        parts, slots = replica_candidates(st, self.index, s, d=d, nracks=nracks, leaders_only=False)
+        v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
+        ordered = self._order(parts, slots, v)
+        limits = np.maximum(st.limit[d] - st.load[d], 0.0)
+        limits[q] = min(room, excess + float(v[:, q].max(initial=0.0)))
+        if count_cap:
+            limits[Q_REPLICAS] = min(limits[Q_REPLICAS], self._count_wanted())
+        picked = ordered[take(v[ordered], limits_check(limits))]
+        st.move(parts[picked], slots[picked], np.full(picked.size, d, dtype=np.int32))
+        return moved + float(v[picked, q].sum())
+
+    def _count_wanted(self) -> float:
+        """Replicas the replica-count goal would move from s to d, at least one."""
+        load, avg = self.st.load[:, Q_REPLICAS], self.bands.avg[:, Q_REPLICAS]
+        return max(min(float(load[self.s] - avg[self.s]), float(avg[self.d] - load[self.d])), 1.0)
+
+    def _order(self, parts: Ints, slots: Ints, v: FloatArray) -> Ints:
+        """Candidates in the order the replica-count goal would move them: their topics' spread first,
+        then replicas whose loads are what the other goals want moved per replica.
+
+        Taken in partition order (replica counts), a 2.8M-replica cluster's repair put up to 1,991
+        replicas of its first topic on each new broker against a band of 286, which the per-topic
+        goals could not undo in time; taken largest first (disk), it filled the new brokers to their
+        disk limit with a few big replicas, leaving nothing the replica-count goal could bring them.
+        """
+        st, s, d = self.st, self.s, self.d
+        penalty = topic_penalty(st, self.bands, s, d, st.ptopic[parts], leaders=slots == 0, replicas_move=True)
+        if self.q == Q_REPLICAS:
+            count = float(st.load[s, Q_REPLICAS] - st.limit[s, Q_REPLICAS])
+        else:
+            count = self._count_wanted()
+        return fit_order(st, self.bands, s, d, v=v, q=Q_REPLICAS, count=max(count, 1.0), penalty=penalty)
 
 
 def _check_capacity(st: State, goal: str, q: int) -> None:
