@@ -114,6 +114,7 @@ def scale(args: argparse.Namespace) -> None:
         seed=args.seed,
         skew=1.0,
         max_replicas=args.max_replicas,
+        disk_capacity=args.disk_capacity,
     )
     print(json.dumps(result))
 
@@ -205,6 +206,7 @@ def main() -> None:
     s.add_argument("--seed", type=int, default=1)
     # 1.3M replicas on 270 brokers is ~4,800 per broker: above Kafka's 4,000 guidance, as in the reports.
     s.add_argument("--max-replicas", type=int, default=12000)
+    s.add_argument("--disk-capacity", type=float, default=None, help="x the average broker's disk use")
     s.set_defaults(func=scale)
     e = sub.add_parser("seeds")
     e.add_argument("--shape", choices=sorted(SHAPES), default="mixed-rf")

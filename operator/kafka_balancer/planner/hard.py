@@ -25,6 +25,11 @@ from kafka_balancer.planner.select import (
 )
 from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Q_REPLICAS, QUANTITY_NAMES, Ints, State
 
+# A capacity repair round offers an over-limit broker's load to this many brokers with most room,
+# and to this many of its own rack (with 8 there too, a 320k-replica cluster with near-full disks
+# ended with replica-distribution out of band; with 1 or 3 every goal held).
+DESTINATIONS: Final = 8
+SAME_RACK_DESTINATIONS: Final = 3
 # Evacuated replicas are placed in chunks of this many per destination broker, so one chunk
 # spreads round-robin over the least-filled brokers and the next chunk sees the new totals.
 CHUNK_PER_BROKER: Final = 4
@@ -234,14 +239,27 @@ def enforce_capacity(st: State) -> None:
                 for s in over:
                     group = st.groups.broker == st.groups.broker[s]
                     room = np.where(group & st.can_host, st.limit[:, q] - st.load[:, q], 0.0)
-                    for d in np.argsort(-room, kind="stable")[:8]:
-                        if st.load[s, q] <= st.limit[s, q] or room[d] <= 0:
+                    for d in _destinations(st, room, int(s)):
+                        if st.load[s, q] <= st.limit[s, q]:
                             break
                         pair = _Pair(st, bands, index, int(s), int(d), q=q)
                         moved += pair.repair(room=float(room[d]), nracks=nracks, count_cap=count_cap)
                 if moved <= 0:
                     break
         _check_capacity(st, goal, q)
+
+
+def _destinations(st: State, room: FloatArray, s: int) -> Ints:
+    """The brokers with most room, and the ones with most room in the rack of ``s``: where every
+    partition already has a replica in each rack, a replica can only move within its rack, and the
+    brokers with most room overall can all be in other racks (at 1.3M replicas with disks near full,
+    the repair then stopped with 5 brokers over their limit and room to spare in their racks)."""
+    by_room = np.argsort(-room, kind="stable")
+    by_room = by_room[room[by_room] > 0]
+    same = by_room[st.rack[by_room] == st.rack[s]][:SAME_RACK_DESTINATIONS]
+    picked = np.union1d(same, by_room[:DESTINATIONS])
+    out: Ints = picked[np.argsort(-room[picked], kind="stable")]
+    return out
 
 
 class _Pair:
