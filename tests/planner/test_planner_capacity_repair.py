@@ -12,7 +12,7 @@ from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.planner import OperationOptions, PlannerOptions, plan
 from kafka_balancer.planner.goals import goal_violation
 from kafka_balancer.planner.hard import enforce_capacity
-from kafka_balancer.planner.state import Q_REPLICAS, State, resolve_groups
+from kafka_balancer.planner.state import Q_DISK, Q_REPLICAS, State, resolve_groups
 
 from bench.synthetic import disk_lower_bound, skewed_cluster, with_disk_capacity
 
@@ -113,3 +113,20 @@ def test_a_disk_repair_the_count_cap_cannot_finish_still_finishes() -> None:
     proposal = plan(model, PlannerOptions(max_replicas_per_broker=100_000))
     disk = broker_loads(model, placement_after(model, proposal.plan))["disk"]
     assert disk[0] <= 1000 + 1e-6
+
+
+def test_the_repair_finds_room_in_the_givers_own_rack() -> None:
+    # Every partition has one replica per rack, so broker 0's can only go to broker 1 (its rack);
+    # the 8 brokers with most room are all in the other two racks.
+    builder = ClusterBuilder()
+    for b, rack, capacity in [(0, 0, 25.0), (1, 0, 100.0)] + [(b, 1 + (b - 2) // 4, 1000.0) for b in range(2, 10)]:
+        builder.add_broker(b, rack=f"rack-{rack}", disk_bytes=capacity)
+    for p in range(40):
+        replicas = [0 if p < 30 else 1, 2 + p % 4, 6 + p % 4]
+        builder.add_partition("t", p, replicas, size_bytes=1.0, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    model = builder.build()
+    options = PlannerOptions(distribution_goals=())
+    st = State(model, options, resolve_groups(model, options))
+    enforce_capacity(st)
+    assert st.load[0, Q_DISK] <= 20.0  # capacityThreshold 0.8 x 25
+    assert st.load[1, Q_DISK] == 20.0
