@@ -8,7 +8,7 @@ from checks import broker_loads, placement_after, rack_spread_ok
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka_balancer.model import ClusterBuilder, ClusterModel
-from kafka_balancer.planner import OperationOptions, PlannerOptions, evaluate, plan
+from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, evaluate, plan
 
 
 @st.composite
@@ -103,3 +103,49 @@ def _check_every_invariant(case: tuple[ClusterModel, OperationOptions]) -> None:
     assert again.id == proposal.id
     assert again.plan == proposal.plan
     assert again.leader_changes == proposal.leader_changes
+
+
+@st.composite
+def clusters_with_full_disks(draw: st.DrawFn) -> tuple[ClusterModel, OperationOptions, dict[int, float]]:
+    """A random rebalance whose disks are near full: each broker's limit (0.8 x capacity) is 1.0-1.25x
+    the average disk use, at least the average plus the largest partition, so the heaviest
+    brokers often start above it and a placement under every limit exists."""
+    model, _ = draw(clusters(fewest=20, most=60))
+    placement = {(p.topic, p.partition): p.replicas for p in model.partitions()}
+    used = broker_loads(model, placement)["disk"]
+    avg = sum(used.values()) / model.num_brokers
+    # Room for the largest partition above the average, so whole replicas can always be packed.
+    largest = max(p.size_bytes for p in model.partitions())
+    limits = {b.id: max(avg * draw(st.floats(1.0, 1.25)), avg + largest, 1.0) for b in model.brokers()}
+    builder = ClusterBuilder()
+    for b in model.brokers():
+        # Every broker alive: with a dead one, evacuation places its replicas before the repair
+        # makes room and fails when the brokers of the rack they need all start over the limit.
+        builder.add_broker(b.id, rack=b.rack, disk_bytes=limits[b.id] / 0.8)
+    for p in model.partitions():
+        builder.add_partition(
+            p.topic, p.partition, list(p.replicas), size_bytes=p.size_bytes, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3
+        )
+    return builder.build(), OperationOptions(), limits
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters_with_full_disks())
+def test_near_full_disks_end_under_their_limits_or_fail_with_the_reason(
+    case: tuple[ClusterModel, OperationOptions, dict[int, float]],
+) -> None:
+    model, op, limits = case
+    try:
+        proposal = plan(model, PlannerOptions(operation=op))
+    except PlanningError as error:
+        failed = error
+    else:
+        failed = None
+    if failed is not None:
+        # Only a hard goal the cluster cannot meet: the disks, or racks too small to spread under the limits.
+        assert failed.reason in {"disk-capacity", "rack-awareness"}, failed
+        return
+    assert all(proposal.summary["hardGoals"].values()), proposal.summary["hardGoals"]
+    disk = broker_loads(model, placement_after(model, proposal.plan))["disk"]
+    for broker, used in disk.items():
+        assert used <= limits[broker] * (1 + 1e-9), (broker, used, limits[broker])
