@@ -139,9 +139,7 @@ def skewed_cluster(
 
 def disk_lower_bound(model: ClusterModel, removed: tuple[int, ...] = (), threshold: float = 1.10) -> float:
     """Bytes any plan must move: max(disk above threshold×avg, disk below (2−threshold)×avg) + removed bytes."""
-    valid = model.replicas != NO_BROKER
-    disk = np.bincount(model.replicas[valid], weights=np.repeat(model.size_bytes, valid.sum(axis=1)),
-                       minlength=model.num_brokers)  # fmt: skip
+    disk = broker_disk(model)
     gone = np.isin(model.broker_ids, removed) | ~model.broker_alive
     live = disk[~gone]
     avg = disk.sum() / live.size
@@ -150,12 +148,16 @@ def disk_lower_bound(model: ClusterModel, removed: tuple[int, ...] = (), thresho
     return float(max(above, below) + disk[gone].sum())
 
 
+def broker_disk(model: ClusterModel) -> np.ndarray:  # type: ignore[type-arg]
+    """Bytes on each broker (by broker index) as the model places them."""
+    valid = model.replicas != NO_BROKER
+    return np.bincount(model.replicas[valid], weights=np.repeat(model.size_bytes, valid.sum(axis=1)),
+                       minlength=model.num_brokers)  # fmt: skip
+
+
 def with_disk_capacity(model: ClusterModel, factor: float) -> ClusterModel:
     """``model`` with every broker's disk capacity ``factor`` x the average broker's disk use (new
     brokers included), so at capacityThreshold 0.8 a factor of 1.3 puts the limit at 1.04x."""
-    valid = model.replicas != NO_BROKER
-    disk = np.bincount(model.replicas[valid], weights=np.repeat(model.size_bytes, valid.sum(axis=1)),
-                       minlength=model.num_brokers)  # fmt: skip
     capacity = model.capacity.copy()
-    capacity[:, 0] = factor * disk.mean()
+    capacity[:, 0] = factor * broker_disk(model).mean()
     return dataclasses.replace(model, capacity=capacity)

@@ -224,13 +224,16 @@ def enforce_capacity(st: State) -> None:
     distribution goal, does not leave brokers too full to take the replicas that goal must bring
     them; only what that cannot repair is moved without the cap.
     """
+    from kafka_balancer.planner.balance import LEADER_FIRST  # noqa: PLC0415 - avoids an import cycle
+
     nracks = st.group_racks()
     for goal, q in CAPACITY_GOALS.items():
         if not st.options.hard(goal) or not np.isfinite(st.limit[:, q]).any():
             continue
+        leadership_first = q in LEADER_FIRST and q != Q_REPLICAS
         for count_cap in (q != Q_REPLICAS, False):
             for _ in range(st.options.max_rounds):
-                over = np.flatnonzero(st.active & (st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9))
+                over = _over_limit(st, q)
                 if over.size == 0:
                     break
                 index = st.broker_index_by_slot()
@@ -243,7 +246,9 @@ def enforce_capacity(st: State) -> None:
                         if st.load[s, q] <= st.limit[s, q]:
                             break
                         pair = _Pair(st, bands, index, int(s), int(d), q=q)
-                        moved += pair.repair(room=float(room[d]), nracks=nracks, count_cap=count_cap)
+                        moved += pair.repair(
+                            room=float(room[d]), nracks=nracks, count_cap=count_cap, leadership_first=leadership_first
+                        )
                 if moved <= 0:
                     break
         _check_capacity(st, goal, q)
@@ -268,13 +273,11 @@ class _Pair:
     def __init__(self, st: State, bands: Bands, index: tuple[Ints, Ints], s: int, d: int, *, q: int):
         self.st, self.bands, self.index, self.s, self.d, self.q = st, bands, index, s, d, q
 
-    def repair(self, *, room: float, nracks: Ints, count_cap: bool) -> float:
+    def repair(self, *, room: float, nracks: Ints, count_cap: bool, leadership_first: bool) -> float:
         """Move up to the excess of ``q`` from s to d (leadership first where it carries ``q``); returns the amount."""
-        from kafka_balancer.planner.balance import LEADER_FIRST  # noqa: PLC0415 - avoids an import cycle
-
         st, s, d, q = self.st, self.s, self.d, self.q
         moved = 0.0
-        if q in LEADER_FIRST and q != Q_REPLICAS:
+        if leadership_first:
             limits = np.maximum(st.limit[d] - st.load[d], 0.0)
             limits[q] = room
             parts, slots = leader_candidates(st, self.index, s, d)
@@ -288,11 +291,12 @@ class _Pair:
             return moved
         parts, slots = replica_candidates(st, self.index, s, d=d, nracks=nracks, leaders_only=False)
         v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
-        ordered = self._order(parts, slots, v)
+        wanted = self._count_wanted()
+        ordered = self._order(parts, slots, v, count=excess if q == Q_REPLICAS else wanted)
         limits = np.maximum(st.limit[d] - st.load[d], 0.0)
         limits[q] = min(room, excess + float(v[:, q].max(initial=0.0)))
         if count_cap:
-            limits[Q_REPLICAS] = min(limits[Q_REPLICAS], self._count_wanted())
+            limits[Q_REPLICAS] = min(limits[Q_REPLICAS], wanted)
         picked = ordered[take(v[ordered], limits_check(limits))]
         st.move(parts[picked], slots[picked], np.full(picked.size, d, dtype=np.int32))
         return moved + float(v[picked, q].sum())
@@ -302,7 +306,7 @@ class _Pair:
         load, avg = self.st.load[:, Q_REPLICAS], self.bands.avg[:, Q_REPLICAS]
         return max(min(float(load[self.s] - avg[self.s]), float(avg[self.d] - load[self.d])), 1.0)
 
-    def _order(self, parts: Ints, slots: Ints, v: FloatArray) -> Ints:
+    def _order(self, parts: Ints, slots: Ints, v: FloatArray, *, count: float) -> Ints:
         """Candidates in the order the replica-count goal would move them: their topics' spread first,
         then replicas whose loads are what the other goals want moved per replica.
 
@@ -313,15 +317,17 @@ class _Pair:
         """
         st, s, d = self.st, self.s, self.d
         penalty = topic_penalty(st, self.bands, s, d, st.ptopic[parts], leaders=slots == 0, replicas_move=True)
-        if self.q == Q_REPLICAS:
-            count = float(st.load[s, Q_REPLICAS] - st.limit[s, Q_REPLICAS])
-        else:
-            count = self._count_wanted()
         return fit_order(st, self.bands, s, d, v=v, q=Q_REPLICAS, count=max(count, 1.0), penalty=penalty)
 
 
+def _over_limit(st: State, q: int) -> Ints:
+    """Active brokers above their limit of ``q``."""
+    over: Ints = np.flatnonzero(st.active & (st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9))
+    return over
+
+
 def _check_capacity(st: State, goal: str, q: int) -> None:
-    over = np.flatnonzero(st.active & (st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9))
+    over = _over_limit(st, q)
     if over.size == 0:
         return
     b = int(over[0])
