@@ -108,20 +108,19 @@ def _check_every_invariant(case: tuple[ClusterModel, OperationOptions]) -> None:
 @st.composite
 def clusters_with_full_disks(draw: st.DrawFn) -> tuple[ClusterModel, OperationOptions, dict[int, float]]:
     """A random rebalance whose disks are near full: each broker's limit (0.8 x capacity) is 1.0-1.25x
-    the average disk use, at least the average plus the largest partition, so the heaviest
-    brokers often start above it and a placement under every limit exists."""
+    the average disk use of the live brokers, at least that average plus the largest partition, so
+    the heaviest brokers often start above it; one broker may be dead."""
     model, _ = draw(clusters(fewest=20, most=60))
     placement = {(p.topic, p.partition): p.replicas for p in model.partitions()}
     used = broker_loads(model, placement)["disk"]
-    avg = sum(used.values()) / model.num_brokers
+    avg = sum(used.values()) / sum(b.alive for b in model.brokers())
     # Room for the largest partition above the average, so whole replicas can always be packed.
     largest = max(p.size_bytes for p in model.partitions())
     limits = {b.id: max(avg * draw(st.floats(1.0, 1.25)), avg + largest, 1.0) for b in model.brokers()}
     builder = ClusterBuilder()
     for b in model.brokers():
-        # Every broker alive: with a dead one, evacuation places its replicas before the repair
-        # makes room and fails when the brokers of the rack they need all start over the limit.
-        builder.add_broker(b.id, rack=b.rack, disk_bytes=limits[b.id] / 0.8)
+        # A dead broker's replicas may have to go where no broker of their rack has room yet.
+        builder.add_broker(b.id, rack=b.rack, alive=b.alive, disk_bytes=limits[b.id] / 0.8)
     for p in model.partitions():
         builder.add_partition(
             p.topic, p.partition, list(p.replicas), size_bytes=p.size_bytes, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3
@@ -142,10 +141,15 @@ def test_near_full_disks_end_under_their_limits_or_fail_with_the_reason(
     else:
         failed = None
     if failed is not None:
-        # Only a hard goal the cluster cannot meet: the disks, or racks too small to spread under the limits.
+        # Only a hard goal the cluster cannot meet (the disks, or racks too small to spread under
+        # the limits), found by the repair: never one the plan broke on the way.
         assert failed.reason in {"disk-capacity", "rack-awareness"}, failed
+        assert "would still break" not in str(failed), failed
         return
     assert all(proposal.summary["hardGoals"].values()), proposal.summary["hardGoals"]
-    disk = broker_loads(model, placement_after(model, proposal.plan))["disk"]
+    placement = placement_after(model, proposal.plan)
+    dead = {b.id for b in model.brokers() if not b.alive}
+    assert not any(set(replicas) & dead for replicas in placement.values())
+    disk = broker_loads(model, placement)["disk"]
     for broker, used in disk.items():
         assert used <= limits[broker] * (1 + 1e-9), (broker, used, limits[broker])

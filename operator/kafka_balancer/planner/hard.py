@@ -11,6 +11,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.capacity_descent import descend
 from kafka_balancer.planner.goals import CAPACITY_GOALS, EPS
 from kafka_balancer.planner.options import PlanningError
 from kafka_balancer.planner.select import (
@@ -33,6 +34,8 @@ SAME_RACK_DESTINATIONS: Final = 3
 # Evacuated replicas are placed in chunks of this many per destination broker, so one chunk
 # spreads round-robin over the least-filled brokers and the next chunk sees the new totals.
 CHUNK_PER_BROKER: Final = 4
+# Descent rounds allowed per round of one-way moves: each round makes one step per over-limit broker.
+DESCENT_STEPS_PER_ROUND: Final = 4
 
 
 def _ids(st: State, brokers: Ints | list[int]) -> str:
@@ -182,20 +185,28 @@ def choose_destinations(st: State, parts: Ints, slots: Ints, dests: Ints, nracks
     lead_slot = slots == 0
     feas &= ~lead_slot[:, None] | st.can_lead[dests][None, :] | ~st.can_lead[dests].any()
     room = st.limit[dests] - st.load[dests]  # (n, Q)
-    feas &= np.all(v[:, None, :] <= room[None, :, :] + 1e-9, axis=2)
+    fits = np.all(v[:, None, :] <= room[None, :, :] + 1e-9, axis=2)
     shift = (np.arange(parts.size)[:, None] + np.arange(n)[None, :]) % n
-    rotated = np.take_along_axis(feas, shift, axis=1)
+    rotated = np.take_along_axis(feas & fits, shift, axis=1)
     found = rotated.any(axis=1)
+    pick: Ints = dests[shift[np.arange(parts.size), np.argmax(rotated, axis=1)]].astype(np.int32)
+    # Where no broker of the right rack has room, the fullest brokers are over their limit and the
+    # capacity repair that follows makes room by moving other replicas: place on the broker left least over.
+    over = ~found & feas.any(axis=1)
+    if over.any():
+        excess = np.maximum(v[over][:, None, :] - room[None, :, :], 0.0) / active_avg
+        cost = np.where(feas[over], excess.sum(axis=2), np.inf)
+        pick[over] = dests[np.argmin(cost, axis=1)]
+        found |= over
     if not found.all():
         p = int(parts[~found][0])
         replicas = [int(st.model.broker_ids[b]) for b in st.rep[p][st.rep[p] >= 0]]
         raise PlanningError(
             "rack-awareness" if st.options.hard("rack-awareness") else "replica-capacity",
             f"partition {st.model.topic_name(p)}-{int(st.model.partition_id[p])} (replicas "
-            f"{replicas}) has no broker among {_ids(st, dests)} that keeps racks "
-            f"spread and capacities under their limits; add a broker in another rack or with free capacity",
+            f"{replicas}) has no broker among {_ids(st, dests)} that keeps its racks spread; "
+            f"add a broker in another rack",
         )
-    pick: Ints = dests[shift[np.arange(parts.size), np.argmax(rotated, axis=1)]].astype(np.int32)
     return pick
 
 
@@ -251,7 +262,25 @@ def enforce_capacity(st: State) -> None:
                         )
                 if moved <= 0:
                     break
+        _descent_repair(st, q, nracks)
         _check_capacity(st, goal, q)
+
+
+def _descent_repair(st: State, q: int, nracks: Ints) -> None:
+    """What one-way moves left above a limit, removed step by step (see :mod:`capacity_descent`)."""
+    for _ in range(st.options.max_rounds * DESCENT_STEPS_PER_ROUND):
+        over = _over_limit(st, q)
+        if over.size == 0:
+            return
+        index = st.broker_index_by_slot()
+        gained = 0.0
+        for s in over.tolist():
+            group = st.groups.broker == st.groups.broker[s]
+            room = np.where(group & st.can_host, st.limit[:, q] - st.load[:, q], 0.0)
+            room[s] = 0.0
+            gained += descend(st, s, q, takers=_destinations(st, room, s), nracks=nracks, index=index)
+        if gained <= 0:
+            return
 
 
 def _destinations(st: State, room: FloatArray, s: int) -> Ints:

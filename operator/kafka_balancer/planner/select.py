@@ -81,7 +81,8 @@ def band_distance(load: FloatArray, lower: FloatArray, upper: FloatArray) -> Flo
 
 class PairCheck:
     """Accepts a cumulative amount moved from ``s`` to ``d`` when, for every goal, the out-of-band
-    distance of ``s`` plus that of ``d`` does not grow, and ``d`` stays under its capacity limits.
+    distance of ``s`` plus that of ``d`` does not grow, and both stay under their capacity limits
+    (an exchange can move a quantity back to ``s``: a swap for network-out can bring it more disk).
 
     Bands are fixed within a round (moves inside a group keep its totals), so a move that does not
     increase the two brokers' distances cannot increase the goal's total: no goal ever gets worse,
@@ -93,6 +94,8 @@ class PairCheck:
         self.load_s, self.load_d = st.load[s].copy(), st.load[d].copy()
         self.lo_s, self.hi_s, self.lo_d, self.hi_d = b.lower[s], b.upper[s], b.lower[d], b.upper[d]
         self.limit = st.limit[d]
+        # s may end no further above a limit than it is (it can start above one it is being relieved of).
+        self.limit_s = np.maximum(st.limit[s], self.load_s)
         self.before = band_distance(self.load_s, self.lo_s, self.hi_s) + band_distance(
             self.load_d, self.lo_d, self.hi_d
         )
@@ -105,6 +108,7 @@ class PairCheck:
         tol = _tol(self.before)
         ok: BoolArray = np.all(after <= self.before + tol, axis=-1)
         ok &= np.all(self.load_d + moved <= self.limit + _tol(self.limit), axis=-1)
+        ok &= np.all(self.load_s - moved <= self.limit_s + _tol(self.limit_s), axis=-1)
         if self.q is not None:
             ok &= moved[..., self.q] <= self.amount * (1 + 1e-9) + 1e-9
         return ok
