@@ -61,8 +61,7 @@ def descend(st: State, s: int, q: int, *, takers: Ints, nracks: Ints, index: tup
         if yp.size == 0:
             continue
         net = xv[:, None, :] - yv[None, :, :]  # (X, Y, Q): what d gains and s loses
-        ok = _fits_elsewhere(st, d, q, net) & (net[..., q] > 0)
-        ok &= np.all(st.load[s] - net <= np.maximum(st.limit[s], st.load[s]) + 1e-9, axis=-1)
+        ok = _fits_elsewhere(st, d, q, net) & _giver_fits(st, s, net) & (net[..., q] > 0)
         gain = np.where(ok, _shrink(net[..., q], excess, room), -np.inf)
         if gain.max() > 0:
             i, j = np.unravel_index(_fewest_bytes(gain, xv[:, None, q] + yv[None, :, q]), gain.shape)
@@ -102,8 +101,8 @@ def _one_for_several(
     run = prefix[ends] - prefix[starts][None, :, :]  # (X, Y, Q)
     net = xv[:, None, :] - run
     valid &= run[..., q] <= hi[:, None] + 1e-9
-    valid &= np.all(st.load[d] + net <= st.limit[d] * (1 + 1e-12) + 1e-9, axis=-1)
-    valid &= np.all(st.load[s] - net <= np.maximum(st.limit[s], st.load[s]) * (1 + 1e-12) + 1e-9, axis=-1)
+    # lo already keeps d under its limit of q.
+    valid &= _fits_elsewhere(st, d, q, net) & _giver_fits(st, s, net)
     if not valid.any():
         return
     moved = np.where(valid, xv[:, None, q] + run[..., q], np.inf)
@@ -123,6 +122,12 @@ def _fits_elsewhere(st: State, d: int, q: int, net: FloatArray) -> BoolArray:
     limit = st.limit[d].copy()
     limit[q] = np.inf
     ok: BoolArray = np.all(st.load[d] + net <= limit * (1 + 1e-12) + 1e-9, axis=-1)
+    return ok
+
+
+def _giver_fits(st: State, s: int, net: FloatArray) -> BoolArray:
+    """The giver ends no further above any limit than it is (it takes replicas back in an exchange)."""
+    ok: BoolArray = np.all(st.load[s] - net <= np.maximum(st.limit[s], st.load[s]) + 1e-9, axis=-1)
     return ok
 
 

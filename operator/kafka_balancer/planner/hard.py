@@ -251,8 +251,7 @@ def enforce_capacity(st: State) -> None:
                 bands = compute_bands(st)
                 moved = 0.0
                 for s in over:
-                    group = st.groups.broker == st.groups.broker[s]
-                    room = np.where(group & st.can_host, st.limit[:, q] - st.load[:, q], 0.0)
+                    room = _room_in_group(st, int(s), q)
                     for d in _destinations(st, room, int(s)):
                         if st.load[s, q] <= st.limit[s, q]:
                             break
@@ -275,12 +274,18 @@ def _descent_repair(st: State, q: int, nracks: Ints) -> None:
         index = st.broker_index_by_slot()
         gained = 0.0
         for s in over.tolist():
-            group = st.groups.broker == st.groups.broker[s]
-            room = np.where(group & st.can_host, st.limit[:, q] - st.load[:, q], 0.0)
-            room[s] = 0.0
-            gained += descend(st, s, q, takers=_destinations(st, room, s), nracks=nracks, index=index)
+            # s itself is over its limit (negative room), so it is never among its own takers.
+            takers = _destinations(st, _room_in_group(st, s, q), s)
+            gained += descend(st, s, q, takers=takers, nracks=nracks, index=index)
         if gained <= 0:
             return
+
+
+def _room_in_group(st: State, s: int, q: int) -> FloatArray:
+    """Room under the limit of ``q`` on every broker that may host in the group of ``s`` (0 elsewhere)."""
+    group = st.groups.broker == st.groups.broker[s]
+    room: FloatArray = np.where(group & st.can_host, st.limit[:, q] - st.load[:, q], 0.0)
+    return room
 
 
 def _destinations(st: State, room: FloatArray, s: int) -> Ints:
