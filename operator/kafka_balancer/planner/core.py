@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal, model_fingerprint, proposal_id
 from kafka_balancer.planner.balance import LEADER_FIRST, balance_goal
 from kafka_balancer.planner.detours import repair_topic_slots
 from kafka_balancer.planner.goals import (
+    CAPACITY_GOALS,
     GOAL_QUANTITY,
     TOPIC_GOALS,
     balancedness,
@@ -27,7 +28,7 @@ from kafka_balancer.planner.goals import (
     quantity_stats,
 )
 from kafka_balancer.planner.hard import bad_slots, enforce_capacity, evacuate, fix_leadership, precheck
-from kafka_balancer.planner.operations import change_replication_factor, move_topics
+from kafka_balancer.planner.operations import change_replication_factor, move_topics, topic_partitions
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
 from kafka_balancer.planner.rebuild import rebuild_rounds
 from kafka_balancer.planner.revert import revert_moves
@@ -134,6 +135,7 @@ def goal_order(options: PlannerOptions) -> list[str]:
 
 def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -> State:
     st = State(model, options, resolve_groups(model, options))
+    free = st.movable  # before the operation pins partitions
     _check_operation(st)
     _apply_operation(st)
     precheck(st)
@@ -143,7 +145,7 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
         evacuate(st, parts, slots, _targets(st))
     fix_leadership(st)
     if op != "demote-brokers":
-        enforce_capacity(st)
+        _repair_capacity(st, free, parts)
     if op not in SHAPE_ONLY:
         _distribute(st, strict)
         rebuild_rounds(st, lambda again: _distribute(again, strict))
@@ -246,6 +248,34 @@ def _apply_operation(st: State) -> None:
             st.movable = np.zeros_like(st.movable)
     elif op.type == "fix-offline-replicas" or op.type in {"demote-brokers"}:
         st.movable = np.zeros_like(st.movable)
+
+
+def _repair_capacity(st: State, free: BoolArray, evacuated: Ints) -> None:
+    """The capacity repair; an operation that pins partitions moves others only where it must.
+
+    A replica re-placed from a dead broker may first settle on another broker of its rack; where
+    the operation's own replicas cannot be arranged under every limit (a dead broker's replica fits
+    nowhere in its rack, say), other replicas of the balanced groups move to make room rather than
+    the plan failing. Topics moved onto explicit brokers stay there.
+    """
+    pinned = st.movable
+    st.movable = pinned.copy()
+    if st.options.operation.type == "fix-offline-replicas":
+        st.movable[evacuated] = True
+        st.arrived_only = True
+    locked = np.zeros_like(pinned)
+    if st.options.operation.type == "move-topics" and st.options.operation.target_group is None:
+        locked[topic_partitions(st, st.options.operation.topics, "operation.topics")] = True
+    fallback = (free | st.movable) & ~locked
+    try:
+        enforce_capacity(st)
+    except PlanningError as error:
+        if error.reason not in CAPACITY_GOALS or not (fallback & ~st.movable).any():
+            raise
+        st.movable, st.arrived_only = fallback, False
+        enforce_capacity(st)
+    finally:
+        st.movable, st.arrived_only = pinned, False
 
 
 def _targets(st: State) -> np.ndarray[Any, np.dtype[np.bool_]] | None:

@@ -311,6 +311,8 @@ def replica_candidates(
     keep &= st.groups.partition[parts] == st.groups.broker[d]
     parts, slots = parts[keep], slots[keep]
     keep = ~(st.rep[parts] == d).any(axis=1)
+    if st.arrived_only:
+        keep &= ~(st.model.replicas[parts] == s).any(axis=1)
     if not st.can_lead[d]:
         keep &= slots != 0
     parts, slots = parts[keep], slots[keep]

@@ -149,6 +149,9 @@ class State:
         if options.topics:
             wanted = np.array([t in set(options.topics) for t in model.topics], dtype=np.bool_)
             self.movable = self.movable & wanted[self.ptopic]
+        # Whether, of the movable partitions, only replicas that arrived in this plan may move
+        # (fix-offline-replicas: a re-placed replica may settle elsewhere, its live peers stay).
+        self.arrived_only = False
         # Distribution goals a move must not make worse (see core.plan: the goals optimized so far).
         self.guarded: frozenset[str] = frozenset(options.distribution_goals)
         # Count quantities whose band is the average rounded down and up (see planner.tighten).
