@@ -5,6 +5,7 @@
     .venv/bin/python -m bench.planner table              # time vs replicas, each size in its own process
     .venv/bin/python -m bench.planner seeds --shape mixed-rf --seeds 1-8   # one shape, many seeds
     .venv/bin/python -m bench.planner capacity --disk-capacity 1.3         # disks near full
+    .venv/bin/python -m bench.planner offline --disk-capacity 1.3          # fix-offline-replicas, disks near full
 
 Each scale run is a fresh process so that the peak RSS it reports is that size's own.
 """
@@ -12,6 +13,7 @@ Each scale run is a fresh process so that the peak RSS it reports is that size's
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import platform
@@ -21,9 +23,18 @@ import sys
 import time
 from typing import Any
 
-from kafka_balancer.planner import OperationOptions, PlannerOptions, plan
+import numpy as np
+from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
 
-from bench.synthetic import SCALE_ROWS, SHAPES, disk_lower_bound, seed_range, skewed_cluster, with_disk_capacity
+from bench.synthetic import (
+    SCALE_ROWS,
+    SHAPES,
+    broker_disk,
+    disk_lower_bound,
+    seed_range,
+    skewed_cluster,
+    with_disk_capacity,
+)
 
 COUNT_RESOURCES = {"replicas", "leaders"}
 
@@ -187,6 +198,43 @@ def capacity(args: argparse.Namespace) -> None:
         )
 
 
+def offline(args: argparse.Namespace) -> None:
+    """fix-offline-replicas at scale: the broker of median disk use dies on an even cluster whose disks
+    are near full (capacity = factor x the average use), so its replicas need room on the others."""
+    model = skewed_cluster(
+        brokers=args.brokers, new_brokers=0, partitions=args.partitions, rf=args.rf, seed=args.seed, skew=0.0
+    )
+    if args.disk_capacity is not None:
+        model = with_disk_capacity(model, args.disk_capacity)
+    disk = broker_disk(model)
+    over = int((disk > 0.8 * model.capacity[:, 0]).sum())
+    victim = int(np.argsort(disk, kind="stable")[disk.size // 2])
+    alive = model.broker_alive.copy()
+    alive[victim] = False
+    model = dataclasses.replace(model, broker_alive=alive)
+    offline_replicas = int((model.replicas == victim).sum())
+    print(
+        f"{model.num_replicas:,} replicas, {over} brokers above the disk limit before broker "
+        f"{int(model.broker_ids[victim])} died with {offline_replicas:,}"
+    )
+    started = time.perf_counter()
+    try:
+        options = PlannerOptions(
+            operation=OperationOptions("fix-offline-replicas"), max_replicas_per_broker=args.max_replicas
+        )
+        proposal = plan(model, options)
+    except PlanningError as error:
+        print(f"failed after {time.perf_counter() - started:.2f} s: {error}")
+        return
+    seconds = time.perf_counter() - started
+    moves = int(proposal.summary["moves"])
+    print(
+        f"planned in {seconds:.2f} s, peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB: "
+        f"{moves:,} replica moves ({moves - offline_replicas:,} beyond the offline replicas, to make room), "
+        f"{proposal.summary['bytesToMove'] / 1e12:,.1f} TB"
+    )
+
+
 def _topic_slots(result: dict[str, Any]) -> str:
     spread = result["topicSpread"]
     return " / ".join(f"{int(a):,} -> {int(b):,}" for a, b in spread.values())
@@ -220,6 +268,14 @@ def main() -> None:
     c.add_argument("--disk-capacity", type=float, default=1.3)
     c.add_argument("--seeds", type=seed_range, default=seed_range("1-4"), help="e.g. 1-4")
     c.set_defaults(func=capacity)
+    o = sub.add_parser("offline")
+    o.add_argument("--partitions", type=int, default=130000)
+    o.add_argument("--brokers", type=int, default=96)
+    o.add_argument("--rf", type=float, default=2.46)
+    o.add_argument("--seed", type=int, default=1)
+    o.add_argument("--disk-capacity", type=float, default=1.3, help="x the average broker's disk use")
+    o.add_argument("--max-replicas", type=int, default=12000)  # as scale
+    o.set_defaults(func=offline)
     t = sub.add_parser("table")
     t.add_argument("--sizes", type=int, default=4)
     t.set_defaults(func=table)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from checks import placement_after, rack_spread_ok
+from checks import broker_loads, placement_after, rack_spread_ok
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.planner import GroupOptions, OperationOptions, PlannerOptions, PlanningError, evaluate, plan
 
@@ -57,17 +57,39 @@ def test_remove_brokers_moves_every_replica_off_and_keeps_racks() -> None:
 def test_remove_brokers_onto_given_targets() -> None:
     model = cluster(brokers=9)
     # Broker 3's replicas share partitions with racks r1 and r2: only a broker of rack r0 keeps them spread.
+    # A hardware swap, every goal on: they land on broker 6 and nothing else moves (the rebalance
+    # that used to follow moved 49 more replicas, some of broker 3's off broker 6 again).
     op = OperationOptions("remove-brokers", brokers=(3,), target_brokers=(6,))
-    proposal = plan(model, PlannerOptions(operation=op, distribution_goals=()))
+    proposal = plan(model, PlannerOptions(operation=op))
     before = {(p.topic, p.partition): p.replicas for p in model.partitions()}
     on_three = {key for key, replicas in before.items() if 3 in replicas}
     assert {(t.topic, t.partition) for t in proposal.plan.partitions} == on_three
     for t in proposal.plan.partitions:
         old = before[(t.topic, t.partition)]
         assert t.replicas == tuple(6 if b == 3 else b for b in old), (old, t.replicas)
+    assert proposal.summary["moves"] == len(on_three)
+    assert all(proposal.summary["hardGoals"].values())
     op = OperationOptions("remove-brokers", brokers=(3,), target_brokers=(4, 5))
     with pytest.raises(PlanningError, match=r"rack-awareness: partition .* has no broker among \[4, 5\]"):
         plan(model, PlannerOptions(operation=op, distribution_goals=()))
+
+
+def test_removing_brokers_onto_full_targets_makes_room_there() -> None:
+    # Broker 6 (rack r0) can take broker 3's replicas only once some of its own move elsewhere.
+    builder = ClusterBuilder()
+    for b, rack in enumerate(["r0", "r1", "r0", "r0"]):
+        builder.add_broker(b, rack=rack, disk_bytes=(1000 if rack == "r1" else 100) / 0.8)
+    builder.add_broker(6, rack="r0", disk_bytes=100 / 0.8)
+    for p, (replicas, size) in enumerate([([3, 1], 40), ([6, 1], 50), ([6, 1], 20), ([0, 1], 10), ([2, 1], 10)]):
+        builder.add_partition("t", p, replicas, size_bytes=size, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    model = builder.build()
+    op = OperationOptions("remove-brokers", brokers=(3,), target_brokers=(6,))
+    proposal = plan(model, PlannerOptions(operation=op))
+    placement = placement_after(model, proposal.plan)
+    assert 6 in placement[("t", 0)]
+    assert broker_loads(model, placement)["disk"][6] <= 100
+    assert placement[("t", 1)] == (6, 1)  # moving the 20 bytes is enough
+    assert all(proposal.summary["hardGoals"].values())
 
 
 def test_demote_moves_leadership_only() -> None:

@@ -178,7 +178,8 @@ class Operation(SpecModel):
     replication_factor: Annotated[int, Field(ge=1)] | None = None
     """New replication factor (change-replication-factor)."""
     target_brokers: list[BrokerId] = Field(default_factory=list)
-    """Brokers to move the topics onto (move-topics), or to limit where removed brokers' replicas go."""
+    """Brokers to move the topics onto (move-topics), or the removed brokers' replicas onto (remove-brokers: then
+    nothing else moves)."""
     target_group: K8sName | None = None
     """ResourceGroup to move the topics into (move-topics)."""
 

@@ -146,7 +146,7 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
     fix_leadership(st)
     if op != "demote-brokers":
         _repair_capacity(st, free, parts)
-    if op not in SHAPE_ONLY:
+    if not _shape_only(options):
         _distribute(st, strict)
         rebuild_rounds(st, lambda again: _distribute(again, strict))
     st.guarded = frozenset(options.distribution_goals)
@@ -246,8 +246,19 @@ def _apply_operation(st: State) -> None:
         if op.target_group is None:
             # Explicit brokers may cross groups: these topics are pinned there, not confined.
             st.movable = np.zeros_like(st.movable)
-    elif op.type == "fix-offline-replicas" or op.type in {"demote-brokers"}:
+    elif _shape_only(st.options):
         st.movable = np.zeros_like(st.movable)
+
+
+def _shape_only(options: PlannerOptions) -> bool:
+    """Whether the plan only changes the cluster's shape (no distribution goals afterwards).
+
+    Removing brokers onto named target brokers is such a change, as a hardware swap: their
+    replicas land on the targets and nothing else moves (a rebalance over the targets and the
+    rest would move replicas from the removed brokers onwards, off the brokers the user named).
+    """
+    op = options.operation
+    return op.type in SHAPE_ONLY or (op.type == "remove-brokers" and bool(op.target_brokers))
 
 
 def _repair_capacity(st: State, free: BoolArray, evacuated: Ints) -> None:
@@ -256,7 +267,7 @@ def _repair_capacity(st: State, free: BoolArray, evacuated: Ints) -> None:
     A replica re-placed from a dead broker may first settle on another broker of its rack; where
     the operation's own replicas cannot be arranged under every limit (a dead broker's replica fits
     nowhere in its rack, say), other replicas of the balanced groups move to make room rather than
-    the plan failing. Topics moved onto explicit brokers stay there.
+    the plan failing. Replicas moved onto explicit brokers (move-topics, remove-brokers) stay there.
     """
     pinned = st.movable
     st.movable = pinned.copy()
@@ -264,16 +275,20 @@ def _repair_capacity(st: State, free: BoolArray, evacuated: Ints) -> None:
         st.movable[evacuated] = True
         st.arrived_only = True
     locked = np.zeros_like(pinned)
-    if st.options.operation.type == "move-topics" and st.options.operation.target_group is None:
-        locked[topic_partitions(st, st.options.operation.topics, "operation.topics")] = True
+    op = st.options.operation
+    if op.type == "move-topics" and op.target_group is None:
+        locked[topic_partitions(st, op.topics, "operation.topics")] = True
+    elif op.type == "remove-brokers" and op.target_brokers:
+        locked[evacuated] = True
     fallback = (free | st.movable) & ~locked
+    fewest_bytes = _shape_only(st.options)
     try:
-        enforce_capacity(st)
+        enforce_capacity(st, fewest_bytes=fewest_bytes)
     except PlanningError as error:
         if error.reason not in CAPACITY_GOALS or not (fallback & ~st.movable).any():
             raise
         st.movable, st.arrived_only = fallback, False
-        enforce_capacity(st)
+        enforce_capacity(st, fewest_bytes=fewest_bytes)
     finally:
         st.movable, st.arrived_only = pinned, False
 

@@ -227,13 +227,15 @@ def fix_leadership(st: State) -> None:
     st.swap_leader(parts.astype(np.int64), slots.astype(np.int64))
 
 
-def enforce_capacity(st: State) -> None:
+def enforce_capacity(st: State, *, fewest_bytes: bool = False) -> None:
     """Move load off brokers above a capacity limit onto brokers of the same group with room.
 
     Disk and traffic are first moved in no more replicas than the replica-count goal would move
     between the two brokers (at least one per pair and round), so the repair, which runs before any
     distribution goal, does not leave brokers too full to take the replicas that goal must bring
-    them; only what that cannot repair is moved without the cap.
+    them; only what that cannot repair is moved without the cap. With ``fewest_bytes`` (no
+    distribution goal follows, so nothing is gained by choosing for it) each pair moves the fewest
+    bytes that cover the excess instead.
     """
     from kafka_balancer.planner.balance import LEADER_FIRST  # noqa: PLC0415 - avoids an import cycle
 
@@ -242,7 +244,7 @@ def enforce_capacity(st: State) -> None:
         if not st.options.hard(goal) or not np.isfinite(st.limit[:, q]).any():
             continue
         leadership_first = q in LEADER_FIRST and q != Q_REPLICAS
-        for count_cap in (q != Q_REPLICAS, False):
+        for count_cap in (q != Q_REPLICAS and not fewest_bytes, False):
             for _ in range(st.options.max_rounds):
                 over = _over_limit(st, q)
                 if over.size == 0:
@@ -257,7 +259,11 @@ def enforce_capacity(st: State) -> None:
                             break
                         pair = _Pair(st, bands, index, int(s), int(d), q=q)
                         moved += pair.repair(
-                            room=float(room[d]), nracks=nracks, count_cap=count_cap, leadership_first=leadership_first
+                            room=float(room[d]),
+                            nracks=nracks,
+                            count_cap=count_cap,
+                            leadership_first=leadership_first,
+                            fewest_bytes=fewest_bytes,
                         )
                 if moved <= 0:
                     break
@@ -307,7 +313,9 @@ class _Pair:
     def __init__(self, st: State, bands: Bands, index: tuple[Ints, Ints], s: int, d: int, *, q: int):
         self.st, self.bands, self.index, self.s, self.d, self.q = st, bands, index, s, d, q
 
-    def repair(self, *, room: float, nracks: Ints, count_cap: bool, leadership_first: bool) -> float:
+    def repair(
+        self, *, room: float, nracks: Ints, count_cap: bool, leadership_first: bool, fewest_bytes: bool = False
+    ) -> float:
         """Move up to the excess of ``q`` from s to d (leadership first where it carries ``q``); returns the amount."""
         st, s, d, q = self.st, self.s, self.d, self.q
         moved = 0.0
@@ -326,9 +334,13 @@ class _Pair:
         parts, slots = replica_candidates(st, self.index, s, d=d, nracks=nracks, leaders_only=False)
         v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
         wanted = self._count_wanted()
-        ordered = self._order(parts, slots, v, count=excess if q == Q_REPLICAS else wanted)
         limits = np.maximum(st.limit[d] - st.load[d], 0.0)
-        limits[q] = min(room, excess + float(v[:, q].max(initial=0.0)))
+        if fewest_bytes:
+            ordered, cover = _fewest_bytes_order(v[:, q], excess)
+            limits[q] = min(room, cover)
+        else:
+            ordered = self._order(parts, slots, v, count=excess if q == Q_REPLICAS else wanted)
+            limits[q] = min(room, excess + float(v[:, q].max(initial=0.0)))
         if count_cap:
             limits[Q_REPLICAS] = min(limits[Q_REPLICAS], wanted)
         picked = ordered[take(v[ordered], limits_check(limits))]
@@ -352,6 +364,22 @@ class _Pair:
         st, s, d = self.st, self.s, self.d
         penalty = topic_penalty(st, self.bands, s, d, st.ptopic[parts], leaders=slots == 0, replicas_move=True)
         return fit_order(st, self.bands, s, d, v=v, q=Q_REPLICAS, count=max(count, 1.0), penalty=penalty)
+
+
+def _fewest_bytes_order(v: FloatArray, excess: float) -> tuple[Ints, float]:
+    """Candidates (their amounts ``v``) in the order that covers ``excess`` with the fewest bytes,
+    and the amount to stop at: the smallest one that covers it alone first, else the largest ones
+    until they do (fewest moves)."""
+    covers = v >= excess
+    if covers.any():
+        # Then the rest largest first, should the covering ones not fit the taker's other limits.
+        order = np.lexsort((np.where(covers, v, -v), ~covers))
+        return order.astype(np.int64), float(v[covers].min())
+    order = np.argsort(-v, kind="stable").astype(np.int64)
+    sums = np.cumsum(v[order])
+    if sums.size == 0:
+        return order, 0.0
+    return order, float(sums[min(int(np.searchsorted(sums, excess - 1e-9)), sums.size - 1)])
 
 
 def _over_limit(st: State, q: int) -> Ints:
