@@ -119,6 +119,50 @@ def test_fix_offline_replicas_replaces_only_dead_replicas() -> None:
     )
 
 
+def _crowded_cluster() -> ClusterModel:
+    """Brokers 0-5 in racks r0-r2, broker 5 dead; t-0 has both replicas in rack r0 (0 and 3), t-1 one offline."""
+    builder = ClusterBuilder()
+    for b in range(6):
+        builder.add_broker(b, rack=f"r{b % 3}", alive=b != 5)
+    for p, replicas in enumerate([[0, 3], [1, 5], [2, 4]]):
+        builder.add_partition("t", p, replicas, size_bytes=10, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    builder.add_partition("u", 0, [0, 1], size_bytes=10, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    return builder.build()
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        OperationOptions("fix-offline-replicas"),
+        OperationOptions("move-topics", topics=("u",), target_brokers=(0, 1, 2, 3)),
+        OperationOptions("move-topics", topics=("t",), target_brokers=(0, 1, 2, 3)),
+    ],
+    ids=["fix-offline", "move-another-topic", "move-the-crowded-topic"],
+)
+def test_pinning_operations_mend_a_crowded_rack_they_find(operation: OperationOptions) -> None:
+    # Operations that move only their own replicas used to leave t-0's two replicas in rack r0 and
+    # then fail with "the plan would still break hard goal rack-awareness".
+    model = _crowded_cluster()
+    proposal = plan(model, PlannerOptions(operation=operation))
+    assert all(proposal.summary["hardGoals"].values()), proposal.summary["hardGoals"]
+    placement = placement_after(model, proposal.plan)
+    hosts = {0, 1, 2, 3, 4}
+    assert all(rack_spread_ok(model, replicas, hosts) for replicas in placement.values()), placement
+    assert not any(5 in replicas for replicas in placement.values())
+    if operation.type == "move-topics":
+        assert all(set(placement[key]) <= {0, 1, 2, 3} for key in placement if key[0] in operation.topics)
+    assert placement[("u", 0)] == (0, 1) or operation.topics == ("u",)
+
+
+def test_move_topics_onto_brokers_of_another_group_is_refused_with_the_way_to_do_it() -> None:
+    model = cluster(brokers=9)
+    groups = (GroupOptions("old", (0, 1, 2, 3), ("orders", "clicks")), GroupOptions("new", (6, 7, 8)))
+    op = OperationOptions("move-topics", topics=("orders",), target_brokers=(2, 6, 7))
+    expected = r"targetBrokers' names brokers \[6, 7\] outside resource group 'old'.*targetGroup"
+    with pytest.raises(PlanningError, match=expected):
+        plan(model, PlannerOptions(resource_groups=groups, operation=op))
+
+
 @pytest.mark.parametrize("target", [1, 2, 3, 4])
 def test_change_replication_factor(target: int) -> None:
     model = cluster()

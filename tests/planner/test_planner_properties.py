@@ -16,7 +16,9 @@ def clusters(draw: st.DrawFn, fewest: int = 1, most: int = 10) -> tuple[ClusterM
     brokers = draw(st.integers(3, 9))
     racks = draw(st.integers(1, 3))
     dead = draw(st.sets(st.integers(0, brokers - 1), max_size=1))
-    op_type = draw(st.sampled_from(["rebalance", "rebalance", "remove-brokers", "demote-brokers"]))
+    op_type = draw(
+        st.sampled_from(["rebalance", "rebalance", "remove-brokers", "demote-brokers", "fix-offline-replicas"])
+    )
     alive = [b for b in range(brokers) if b not in dead]
     removed = {draw(st.sampled_from(alive))} if op_type in {"remove-brokers", "demote-brokers"} else set()
     hosts = len(alive) - (len(removed) if op_type == "remove-brokers" else 0)
@@ -77,6 +79,11 @@ def _check_every_invariant(case: tuple[ClusterModel, OperationOptions]) -> None:
             continue
         assert not set(replicas) & gone, f"{key}: replica left on dead/removed broker {replicas}"
         assert rack_spread_ok(model, replicas, hosts), f"{key}: racks crowded {replicas}"
+    if op.type == "fix-offline-replicas":
+        # Only what was offline or crowded a rack moves (no capacities here, one group).
+        for target in proposal.plan.partitions:
+            old = before[(target.topic, target.partition)]
+            assert set(old) & dead or not rack_spread_ok(model, old, hosts), (old, target.replicas)
     if op.type == "demote-brokers":
         demoted = op.brokers[0]
         for key, replicas in placement.items():

@@ -12,13 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel
+from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal, model_fingerprint, proposal_id
 from kafka_balancer.planner.balance import LEADER_FIRST, balance_goal
 from kafka_balancer.planner.detours import repair_topic_slots
 from kafka_balancer.planner.goals import (
-    CAPACITY_GOALS,
     GOAL_QUANTITY,
     TOPIC_GOALS,
     balancedness,
@@ -27,9 +26,10 @@ from kafka_balancer.planner.goals import (
     hard_goal_status,
     quantity_stats,
 )
-from kafka_balancer.planner.hard import bad_slots, enforce_capacity, evacuate, fix_leadership, precheck
-from kafka_balancer.planner.operations import change_replication_factor, move_topics, topic_partitions
+from kafka_balancer.planner.hard import bad_slots, evacuate, fix_leadership, precheck
+from kafka_balancer.planner.operations import change_replication_factor, move_topics
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
+from kafka_balancer.planner.pinned import repair_capacity, repair_racks_and_groups, repairable
 from kafka_balancer.planner.rebuild import rebuild_rounds
 from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.select import compute_bands
@@ -143,9 +143,11 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
     if op != "demote-brokers":
         parts, slots = bad_slots(st, ~st.active)
         evacuate(st, parts, slots, _targets(st))
+        allowed = repairable(st, free, parts)
+        repair_racks_and_groups(st, allowed)
     fix_leadership(st)
     if op != "demote-brokers":
-        _repair_capacity(st, free, parts)
+        repair_capacity(st, allowed, parts, fewest_bytes=_shape_only(options))
     if not _shape_only(options):
         _distribute(st, strict)
         rebuild_rounds(st, lambda again: _distribute(again, strict))
@@ -244,7 +246,7 @@ def _apply_operation(st: State) -> None:
             targets[[st.index_of(b, "operation.targetBrokers") for b in op.target_brokers]] = True
         move_topics(st, op.topics, targets & st.can_host, target_group)
         if op.target_group is None:
-            # Explicit brokers may cross groups: these topics are pinned there, not confined.
+            # Named brokers: the topics stay on them (the capacity repair moves others to make room).
             st.movable = np.zeros_like(st.movable)
     elif _shape_only(st.options):
         st.movable = np.zeros_like(st.movable)
@@ -259,38 +261,6 @@ def _shape_only(options: PlannerOptions) -> bool:
     """
     op = options.operation
     return op.type in SHAPE_ONLY or (op.type == "remove-brokers" and bool(op.target_brokers))
-
-
-def _repair_capacity(st: State, free: BoolArray, evacuated: Ints) -> None:
-    """The capacity repair; an operation that pins partitions moves others only where it must.
-
-    A replica re-placed from a dead broker may first settle on another broker of its rack; where
-    the operation's own replicas cannot be arranged under every limit (a dead broker's replica fits
-    nowhere in its rack, say), other replicas of the balanced groups move to make room rather than
-    the plan failing. Replicas moved onto explicit brokers (move-topics, remove-brokers) stay there.
-    """
-    pinned = st.movable
-    st.movable = pinned.copy()
-    if st.options.operation.type == "fix-offline-replicas":
-        st.movable[evacuated] = True
-        st.arrived_only = True
-    locked = np.zeros_like(pinned)
-    op = st.options.operation
-    if op.type == "move-topics" and op.target_group is None:
-        locked[topic_partitions(st, op.topics, "operation.topics")] = True
-    elif op.type == "remove-brokers" and op.target_brokers:
-        locked[evacuated] = True
-    fallback = (free | st.movable) & ~locked
-    fewest_bytes = _shape_only(st.options)
-    try:
-        enforce_capacity(st, fewest_bytes=fewest_bytes)
-    except PlanningError as error:
-        if error.reason not in CAPACITY_GOALS or not (fallback & ~st.movable).any():
-            raise
-        st.movable, st.arrived_only = fallback, False
-        enforce_capacity(st, fewest_bytes=fewest_bytes)
-    finally:
-        st.movable, st.arrived_only = pinned, False
 
 
 def _targets(st: State) -> np.ndarray[Any, np.dtype[np.bool_]] | None:

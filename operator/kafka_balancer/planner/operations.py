@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
-from kafka_balancer.planner.hard import choose_destinations, evacuate
+from kafka_balancer.planner.hard import bad_slots, choose_destinations, evacuate
 from kafka_balancer.planner.options import PlanningError
 from kafka_balancer.planner.state import Q_DISK, Ints, State
 
@@ -78,6 +78,20 @@ def _shrink(st: State, parts: Ints, target: int) -> None:
         st.rep[p, : len(keep)] = keep
 
 
+def _check_targets_in_group(st: State, topics: tuple[str, ...], parts: Ints, targets: BoolArray) -> None:
+    """Named target brokers must belong to the topics' resource group: replicas never leave it."""
+    for g in np.unique(st.groups.partition[parts]).tolist():
+        outside = np.flatnonzero(targets & (st.groups.broker != g))
+        if outside.size:
+            ids = [int(st.model.broker_ids[b]) for b in outside]
+            raise PlanningError(
+                "invalid-options",
+                f"field 'operation.targetBrokers' names brokers {ids} outside resource group "
+                f"'{st.groups.names[g]}' of topics {list(topics)}; replicas stay in their group: name brokers "
+                f"of that group, or move the topics into another group with 'operation.targetGroup'",
+            )
+
+
 def move_topics(st: State, topics: tuple[str, ...], targets: BoolArray, target_group: int | None) -> None:
     """Move every replica of the topics onto ``targets`` (a broker mask), rack-aware and spread."""
     parts = topic_partitions(st, topics, "operation.topics")
@@ -92,10 +106,12 @@ def move_topics(st: State, topics: tuple[str, ...], targets: BoolArray, target_g
         )
     if target_group is not None:
         st.groups.partition[parts] = target_group
+    else:
+        _check_targets_in_group(st, topics, parts, targets)
     movable = np.zeros_like(st.movable)
     movable[parts] = True
     st.movable = movable
-    rows = st.rep[parts]
-    outside = (rows != NO_BROKER) & ~targets[np.maximum(rows, 0)]
-    pi, slots = np.nonzero(outside)
-    evacuate(st, parts[pi], slots.astype(np.int64), targets)
+    # Off the brokers that are not targets, and off a target where two replicas share its rack.
+    off_parts, off_slots = bad_slots(st, ~targets)
+    mine = movable[off_parts]
+    evacuate(st, off_parts[mine], off_slots[mine], targets)
