@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from checks import broker_loads, placement_after, rack_spread_ok
 from kafka_balancer.model import ClusterBuilder, ClusterModel
@@ -103,6 +105,51 @@ def test_demote_moves_leadership_only() -> None:
         assert replicas[0] != 0 or len(replicas) == 1, key
     assert proposal.leader_changes
     assert all(c.old_leader == 0 and c.new_leader != 0 for c in proposal.leader_changes)
+
+
+def _three_replica_cluster(*, out_limits: tuple[float, float, float], disk_limit: float | None = None) -> ClusterModel:
+    """Brokers 0-2 in racks r0-r2 with these network-out limits; t-0..3 led by 0, t-4..7 by 2; a
+    leader sends 1,200 B/s (1,000 to consumers, 100 to each follower)."""
+    builder = ClusterBuilder()
+    for b, limit in enumerate(out_limits):
+        disk = None if disk_limit is None else disk_limit / 0.8
+        builder.add_broker(b, rack=f"r{b}", network_out_bytes_per_sec=limit / 0.8, disk_bytes=disk)
+    for p in range(8):
+        replicas = [0, 1, 2] if p < 4 else [2, 1, 0]
+        builder.add_partition("t", p, replicas, size_bytes=10, bytes_in_per_sec=100, bytes_out_per_sec=1000)
+    return builder.build()
+
+
+def test_demote_leads_where_network_out_has_room() -> None:
+    # The replica leading fewest (broker 1) can send for two of broker 0's four partitions: demotion
+    # used to give it all four and fail with "the plan would still break hard goal network-out-capacity".
+    model = _three_replica_cluster(out_limits=(1e9, 3000, 1e9))
+    proposal = plan(model, PlannerOptions(operation=OperationOptions("demote-brokers", brokers=(0,))))
+    assert proposal.summary["moves"] == 0
+    assert all(proposal.summary["hardGoals"].values()), proposal.summary["hardGoals"]
+    new_leaders = Counter(c.new_leader for c in proposal.leader_changes)
+    assert sum(new_leaders.values()) == 4
+    assert new_leaders[1] <= 2
+
+
+def test_demote_plans_on_a_cluster_whose_disks_it_cannot_mend() -> None:
+    # Every disk is over its limit (80 bytes on 50): no leadership change can mend that, and demotion
+    # used to fail with "the plan would still break hard goal disk-capacity".
+    model = _three_replica_cluster(out_limits=(1e9, 1e9, 1e9), disk_limit=50)
+    proposal = plan(model, PlannerOptions(operation=OperationOptions("demote-brokers", brokers=(0,))))
+    assert proposal.summary["moves"] == 0
+    assert {c.old_leader for c in proposal.leader_changes} == {0}
+    assert not proposal.summary["hardGoals"]["disk-capacity"]
+
+
+def test_the_capacity_repair_never_hands_leadership_to_an_excluded_broker() -> None:
+    # Broker 0 sends 4,800 B/s against 3,000: leadership must move, and only broker 2 may lead
+    # (broker 1 is excluded), which used to end in "the plan would still break hard goal excluded-brokers".
+    model = _three_replica_cluster(out_limits=(3000, 1e9, 1e9))
+    options = PlannerOptions(excluded_brokers_for_leadership=(1,), distribution_goals=())
+    proposal = plan(model, options)
+    assert all(proposal.summary["hardGoals"].values()), proposal.summary["hardGoals"]
+    assert {c.new_leader for c in proposal.leader_changes} == {2}
 
 
 def test_fix_offline_replicas_replaces_only_dead_replicas() -> None:

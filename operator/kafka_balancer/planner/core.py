@@ -29,7 +29,12 @@ from kafka_balancer.planner.goals import (
 from kafka_balancer.planner.hard import bad_slots, evacuate, fix_leadership, precheck
 from kafka_balancer.planner.operations import change_replication_factor, move_topics
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
-from kafka_balancer.planner.pinned import repair_capacity, repair_racks_and_groups, repairable
+from kafka_balancer.planner.pinned import (
+    repair_capacity,
+    repair_capacity_by_leadership,
+    repair_racks_and_groups,
+    repairable,
+)
 from kafka_balancer.planner.rebuild import rebuild_rounds
 from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.select import compute_bands
@@ -42,6 +47,14 @@ from kafka_balancer.planner.topics import balance_topic_goal
 # Operations that only change the cluster's shape: no distribution rounds afterwards, so the
 # data moved is just what the operation needs.
 SHAPE_ONLY = frozenset({"demote-brokers", "fix-offline-replicas", "change-replication-factor", "move-topics"})
+# Hard goals only data moves can mend (leaders carry no more disk, replicas or bytes in than followers).
+DATA_BOUND_GOALS = (
+    "rack-awareness",
+    "resource-group-confinement",
+    "replica-capacity",
+    "disk-capacity",
+    "network-in-capacity",
+)
 # The per-topic replica goal also runs once right after this goal (see _run).
 TOPIC_SPREAD_EARLY_AFTER = "disk-distribution"
 # Rounds of that early pass (and of the repeat at the end): gains fall off fast (measured at 1.3M
@@ -138,15 +151,18 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
     free = st.movable  # before the operation pins partitions
     _check_operation(st)
     _apply_operation(st)
-    precheck(st)
     op = options.operation.type
+    if op != "demote-brokers":  # moves no data: the totals that must fit are not its to change
+        precheck(st)
     if op != "demote-brokers":
         parts, slots = bad_slots(st, ~st.active)
         evacuate(st, parts, slots, _targets(st))
         allowed = repairable(st, free, parts)
         repair_racks_and_groups(st, allowed)
     fix_leadership(st)
-    if op != "demote-brokers":
+    if op == "demote-brokers":
+        repair_capacity_by_leadership(st, free)
+    else:
         repair_capacity(st, allowed, parts, fewest_bytes=_shape_only(options))
     if not _shape_only(options):
         _distribute(st, strict)
@@ -275,8 +291,9 @@ def _targets(st: State) -> np.ndarray[Any, np.dtype[np.bool_]] | None:
 def _final_checks(st: State, original: Ints) -> None:
     status = hard_goal_status(st, original)
     if st.options.operation.type == "demote-brokers":
-        status.pop("rack-awareness", None)  # demotion moves no data, so it cannot fix racks
-        status.pop("resource-group-confinement", None)
+        # Demotion moves no data, so it cannot fix racks, groups, or loads leadership does not carry.
+        for goal in DATA_BOUND_GOALS:
+            status.pop(goal, None)
     failed = [g for g, ok in status.items() if not ok]
     if failed:
         raise PlanningError(failed[0], f"the plan would still break hard goal {failed[0]}; see docs/goals.md")

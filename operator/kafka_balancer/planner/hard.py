@@ -227,7 +227,7 @@ def fix_leadership(st: State) -> None:
     st.swap_leader(parts.astype(np.int64), slots.astype(np.int64))
 
 
-def enforce_capacity(st: State, *, fewest_bytes: bool = False) -> None:
+def enforce_capacity(st: State, *, fewest_bytes: bool = False, leadership_only: bool = False) -> None:
     """Move load off brokers above a capacity limit onto brokers of the same group with room.
 
     Disk and traffic are first moved in no more replicas than the replica-count goal would move
@@ -235,7 +235,8 @@ def enforce_capacity(st: State, *, fewest_bytes: bool = False) -> None:
     distribution goal, does not leave brokers too full to take the replicas that goal must bring
     them; only what that cannot repair is moved without the cap. With ``fewest_bytes`` (no
     distribution goal follows, so nothing is gained by choosing for it) each pair moves the fewest
-    bytes that cover the excess instead.
+    bytes that cover the excess instead. With ``leadership_only`` (demote-brokers: no data moves)
+    only the loads leadership carries are repaired, and by leadership moves alone.
     """
     from kafka_balancer.planner.balance import LEADER_FIRST  # noqa: PLC0415 - avoids an import cycle
 
@@ -244,7 +245,9 @@ def enforce_capacity(st: State, *, fewest_bytes: bool = False) -> None:
         if not st.options.hard(goal) or not np.isfinite(st.limit[:, q]).any():
             continue
         leadership_first = q in LEADER_FIRST and q != Q_REPLICAS
-        for count_cap in (q != Q_REPLICAS and not fewest_bytes, False):
+        if leadership_only and not leadership_first:
+            continue
+        for count_cap in (q != Q_REPLICAS and not fewest_bytes and not leadership_only, False):
             for _ in range(st.options.max_rounds):
                 over = _over_limit(st, q)
                 if over.size == 0:
@@ -264,10 +267,12 @@ def enforce_capacity(st: State, *, fewest_bytes: bool = False) -> None:
                             count_cap=count_cap,
                             leadership_first=leadership_first,
                             fewest_bytes=fewest_bytes,
+                            leadership_only=leadership_only,
                         )
                 if moved <= 0:
                     break
-        _descent_repair(st, q, nracks)
+        if not leadership_only:
+            _descent_repair(st, q, nracks)
         _check_capacity(st, goal, q)
 
 
@@ -314,7 +319,14 @@ class _Pair:
         self.st, self.bands, self.index, self.s, self.d, self.q = st, bands, index, s, d, q
 
     def repair(
-        self, *, room: float, nracks: Ints, count_cap: bool, leadership_first: bool, fewest_bytes: bool = False
+        self,
+        *,
+        room: float,
+        nracks: Ints,
+        count_cap: bool,
+        leadership_first: bool,
+        fewest_bytes: bool = False,
+        leadership_only: bool = False,
     ) -> float:
         """Move up to the excess of ``q`` from s to d (leadership first where it carries ``q``); returns the amount."""
         st, s, d, q = self.st, self.s, self.d, self.q
@@ -324,12 +336,16 @@ class _Pair:
             limits[q] = room
             parts, slots = leader_candidates(st, self.index, s, d)
             v = st.lead[parts] - st.follow[parts]
+            if leadership_only:
+                # No goal follows to even the leaders out again: no more elections than the excess needs.
+                excess = float(st.load[s, q] - st.limit[s, q])
+                limits[q] = min(room, excess + float(v[:, q].max(initial=0.0)))
             ordered = np.argsort(-v[:, q], kind="stable")
             chosen = take(v[ordered], limits_check(limits))
             st.swap_leader(parts[ordered][chosen], slots[ordered][chosen])
             moved += float(v[ordered][chosen, q].sum())
         excess = float(st.load[s, q] - st.limit[s, q])
-        if excess <= 0:
+        if excess <= 0 or leadership_only:
             return moved
         parts, slots = replica_candidates(st, self.index, s, d=d, nracks=nracks, leaders_only=False)
         v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])

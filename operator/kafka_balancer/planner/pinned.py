@@ -68,3 +68,15 @@ def repair_capacity(st: State, allowed: BoolArray, evacuated: Ints, *, fewest_by
         enforce_capacity(st, fewest_bytes=fewest_bytes)
     finally:
         st.movable, st.arrived_only = pinned, False
+
+
+def repair_capacity_by_leadership(st: State, allowed: BoolArray) -> None:
+    """demote-brokers moves no data, but the leaders it picks carry network out and CPU: the loads
+    leadership carries are brought under their limits by moving the leadership of ``allowed``
+    partitions (a demoted broker's partitions went to the replica leading fewest, which may be full)."""
+    pinned = st.movable
+    st.movable = allowed
+    try:
+        enforce_capacity(st, leadership_only=True)
+    finally:
+        st.movable = pinned

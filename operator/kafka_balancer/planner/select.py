@@ -321,8 +321,10 @@ def replica_candidates(
 
 
 def leader_candidates(st: State, index: tuple[Ints, Ints], s: int, d: int) -> tuple[Ints, Ints]:
-    """Partitions led by ``s`` with a follower on ``d``: (partitions, slot of ``d``)."""
+    """Partitions led by ``s`` with a follower on ``d``: (partitions, slot of ``d``); none where ``d`` may not lead."""
     order, starts = index
+    if not st.can_lead[d]:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     width = st.rep.shape[1]
     pos = order[starts[s] : starts[s + 1]]
     parts = (pos // width).astype(np.int64)
