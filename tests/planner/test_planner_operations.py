@@ -201,6 +201,68 @@ def test_pinning_operations_mend_a_crowded_rack_they_find(operation: OperationOp
     assert placement[("u", 0)] == (0, 1) or operation.topics == ("u",)
 
 
+def test_removing_a_broker_onto_a_target_also_spreads_the_partitions_it_leaves_crowded() -> None:
+    # t-0 has two replicas in rack r1 (brokers 1 and 4) and one on broker 3, which goes onto target
+    # 0 (r0): the crowding was left alone and planning failed with "would still break rack-awareness".
+    builder = ClusterBuilder()
+    for b in range(6):
+        builder.add_broker(b, rack=f"r{b % 3}")
+    builder.add_partition("t", 0, [3, 1, 4], size_bytes=10, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    builder.add_partition("t", 1, [2, 1, 0], size_bytes=10, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    model = builder.build()
+    op = OperationOptions("remove-brokers", brokers=(3,), target_brokers=(0,))
+    proposal = plan(model, PlannerOptions(operation=op))
+    placement = placement_after(model, proposal.plan)
+    assert 0 in placement[("t", 0)]
+    assert rack_spread_ok(model, placement[("t", 0)], {0, 1, 2, 4, 5})
+    assert placement[("t", 1)] == (2, 1, 0)
+
+
+def test_a_dead_leaders_slot_goes_to_a_broker_excluded_from_leadership_when_only_it_fits() -> None:
+    # One rack; broker 0 (dead) led t-0, broker 2 holds its other replica, and broker 1, the only
+    # place left, may not lead. It takes the replica and broker 2 the leadership; the slot used to
+    # have nowhere to go ("rack-awareness: ... has no broker among [1, 2]").
+    builder = ClusterBuilder()
+    for b in range(3):
+        builder.add_broker(b, rack="r0", alive=b != 0)
+    builder.add_partition("t", 0, [0, 2], size_bytes=10, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    model = builder.build()
+    options = PlannerOptions(operation=OperationOptions("fix-offline-replicas"), excluded_brokers_for_leadership=(1,))
+    proposal = plan(model, options)
+    assert placement_after(model, proposal.plan)[("t", 0)] == (2, 1)
+    assert all(proposal.summary["hardGoals"].values())
+
+
+def test_a_topic_in_no_group_when_every_broker_is_in_one_is_replaced_anywhere_rack_aware() -> None:
+    # Groups a (0-2) and b (3-5) hold every broker; topic u is in neither, and dead broker 3 held a
+    # replica of it: "no broker that can host them" before.
+    builder = ClusterBuilder()
+    for b in range(6):
+        builder.add_broker(b, rack=f"r{b % 3}", alive=b != 3)
+    builder.add_partition("t", 0, [0, 1], size_bytes=10, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    builder.add_partition("u", 0, [3, 1], size_bytes=10, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    model = builder.build()
+    groups = (GroupOptions("a", (0, 1, 2), ("t",)), GroupOptions("b", (3, 4, 5)))
+    proposal = plan(model, PlannerOptions(resource_groups=groups, operation=OperationOptions("fix-offline-replicas")))
+    replicas = placement_after(model, proposal.plan)[("u", 0)]
+    assert 3 not in replicas
+    assert 1 in replicas
+    assert rack_spread_ok(model, replicas, {0, 1, 2, 4, 5})
+
+
+def test_growing_a_topic_whose_group_has_no_live_broker_names_the_group() -> None:
+    # Every broker of group a is dead: this crashed with "attempt to get argmax of an empty sequence".
+    builder = ClusterBuilder()
+    for b in range(3):
+        builder.add_broker(b, rack=f"r{b}", alive=b != 0)
+    builder.add_partition("t", 0, [0], size_bytes=10, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    groups = (GroupOptions("a", (0,), ("t",)), GroupOptions("b", (1, 2)))
+    op = OperationOptions("change-replication-factor", topics=("t",), replication_factor=2)
+    expected = r"replica-capacity: field 'operation.replicationFactor' 2 needs 2 brokers .* group 'a' .* which has 0"
+    with pytest.raises(PlanningError, match=expected):
+        plan(builder.build(), PlannerOptions(resource_groups=groups, operation=op))
+
+
 def test_move_topics_onto_brokers_of_another_group_is_refused_with_the_way_to_do_it() -> None:
     model = cluster(brokers=9)
     groups = (GroupOptions("old", (0, 1, 2, 3), ("orders", "clicks")), GroupOptions("new", (6, 7, 8)))

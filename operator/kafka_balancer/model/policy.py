@@ -401,7 +401,8 @@ class ResourceGroupSpec(SpecModel):
     brokers: BrokerSelector
     """The group's brokers."""
     topics: TopicSelector = Field(default_factory=TopicSelector)
-    """The group's topics; a topic in no group stays where it is balanced with the brokers in no group."""
+    """The group's topics; a topic in no group is balanced over the brokers in no group (if every broker is in
+    a group, it stays where it is, and its replicas on dead or removed brokers go to any broker, rack-aware)."""
 
 
 # ----- whole objects ----------------------------------------------------------------------------

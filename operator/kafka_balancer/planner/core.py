@@ -29,12 +29,7 @@ from kafka_balancer.planner.goals import (
 from kafka_balancer.planner.hard import bad_slots, evacuate, fix_leadership, precheck
 from kafka_balancer.planner.operations import change_replication_factor, move_topics
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
-from kafka_balancer.planner.pinned import (
-    repair_capacity,
-    repair_capacity_by_leadership,
-    repair_racks_and_groups,
-    repairable,
-)
+from kafka_balancer.planner.pinned import repair_capacity, repair_capacity_by_leadership, repair_racks_and_groups
 from kafka_balancer.planner.rebuild import rebuild_rounds
 from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.select import compute_bands
@@ -155,15 +150,14 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
     if op != "demote-brokers":  # moves no data: the totals that must fit are not its to change
         precheck(st)
     if op != "demote-brokers":
+        repair_racks_and_groups(st, free)
         parts, slots = bad_slots(st, ~st.active)
         evacuate(st, parts, slots, _targets(st))
-        allowed = repairable(st, free, parts)
-        repair_racks_and_groups(st, allowed)
     fix_leadership(st)
     if op == "demote-brokers":
         repair_capacity_by_leadership(st, free)
     else:
-        repair_capacity(st, allowed, parts, fewest_bytes=_shape_only(options))
+        repair_capacity(st, free, parts, fewest_bytes=_shape_only(options))
     if not _shape_only(options):
         _distribute(st, strict)
         rebuild_rounds(st, lambda again: _distribute(again, strict))

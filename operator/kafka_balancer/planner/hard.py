@@ -145,14 +145,17 @@ def _place(st: State, parts: Ints, slots: Ints, targets: BoolArray | None, nrack
     for g in np.unique(st.groups.partition[parts]):
         in_group = st.groups.partition[parts] == g
         gp, gs = parts[in_group], slots[in_group]
-        allowed = st.can_host & (st.groups.broker == g)
+        allowed = st.hosts_of_group(int(g))
         if targets is not None:
             allowed &= targets
         dests = np.flatnonzero(allowed)
         if dests.size == 0:
+            members = np.flatnonzero(st.groups.broker == g)
+            among = "the target brokers" if targets is not None else f"its brokers {_ids(st, members)}"
             raise PlanningError(
                 "excluded-brokers",
-                f"group '{st.groups.names[g]}' has {gp.size} replicas to re-place but no broker that can host them",
+                f"group '{st.groups.names[g]}' has {gp.size} replicas to re-place but none of {among} can host "
+                f"them (dead, being removed, or in excludedBrokersForReplicas); add a broker to the group",
             )
         chunk = CHUNK_PER_BROKER * dests.size
         for start in range(0, gp.size, chunk):
@@ -176,18 +179,24 @@ def choose_destinations(st: State, parts: Ints, slots: Ints, dests: Ints, nracks
     racks[np.arange(parts.size), slots] = -1
     # The slot being filled counts towards the replication factor even when it is new (growing rf).
     rf = valid.sum(axis=1) + (rows[np.arange(parts.size), slots] == NO_BROKER)
-    allowed_per_rack = np.ceil(rf / np.maximum(nracks[st.groups.partition[parts]], 1))
+    # A group without brokers (its partitions may go anywhere) spreads over the racks of ``dests``.
+    racks_there = nracks[st.groups.partition[parts]]
+    racks_there = np.where(racks_there > 0, racks_there, np.unique(st.rack[dests]).size)
+    allowed_per_rack = np.ceil(rf / np.maximum(racks_there, 1))
     v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
     feas = ~(rows[:, :, None] == dests[None, None, :]).any(axis=1)  # (C, n)
     if st.options.hard("rack-awareness"):
         same = (racks[:, :, None] == st.rack[dests][None, None, :]).sum(axis=1)
         feas &= same + 1 <= allowed_per_rack[:, None]
-    lead_slot = slots == 0
-    feas &= ~lead_slot[:, None] | st.can_lead[dests][None, :] | ~st.can_lead[dests].any()
     room = st.limit[dests] - st.load[dests]  # (n, Q)
-    fits = np.all(v[:, None, :] <= room[None, :, :] + 1e-9, axis=2)
+    fits = feas & np.all(v[:, None, :] <= room[None, :, :] + 1e-9, axis=2)
+    # The leader's slot goes to a broker that may lead where one fits; else to any, and
+    # fix_leadership hands the leadership to another replica (all-r0 brokers, one excluded from
+    # leadership: a dead leader's slot had nowhere to go and planning failed with rack-awareness).
+    may_lead = fits & ((slots != 0)[:, None] | st.can_lead[dests][None, :])
+    fits = np.where(may_lead.any(axis=1)[:, None], may_lead, fits)
     shift = (np.arange(parts.size)[:, None] + np.arange(n)[None, :]) % n
-    rotated = np.take_along_axis(feas & fits, shift, axis=1)
+    rotated = np.take_along_axis(fits, shift, axis=1)
     found = rotated.any(axis=1)
     pick: Ints = dests[shift[np.arange(parts.size), np.argmax(rotated, axis=1)]].astype(np.int32)
     # Where no broker of the right rack has room, the fullest brokers are over their limit and the

@@ -42,6 +42,7 @@ def change_replication_factor(st: State, topics: tuple[str, ...], target: int) -
         pad = np.full((st.rep.shape[0], target - st.rep.shape[1]), NO_BROKER, dtype=np.int32)
         st.rep = np.concatenate([st.rep, pad], axis=1)
     grow = parts[rf[parts] < target]
+    _check_hosts_for(st, topics, grow, target)
     nracks = st.group_racks()
     # One new replica per partition per pass, so each pass sees the previous one's racks.
     for _ in range(target):
@@ -51,7 +52,7 @@ def change_replication_factor(st: State, topics: tuple[str, ...], target: int) -
         slots = (st.rep[grow] != NO_BROKER).sum(axis=1).astype(np.int64)
         for g in np.unique(st.groups.partition[grow]):
             sel = st.groups.partition[grow] == g
-            dests = np.flatnonzero(st.can_host & (st.groups.broker == g))
+            dests = np.flatnonzero(st.hosts_of_group(int(g)))
             picks = choose_destinations(st, grow[sel], slots[sel], dests, nracks)
             st.rep[grow[sel], slots[sel]] = picks
         st.refresh_loads()
@@ -59,6 +60,19 @@ def change_replication_factor(st: State, topics: tuple[str, ...], target: int) -
     if shrink.size:
         _shrink(st, shrink, target)
     st.refresh_loads()
+
+
+def _check_hosts_for(st: State, topics: tuple[str, ...], grow: Ints, target: int) -> None:
+    """Each group the growing partitions live in needs ``target`` brokers that can host a replica."""
+    for g in np.unique(st.groups.partition[grow]).tolist():
+        hosts = np.flatnonzero(st.hosts_of_group(g))
+        if hosts.size < target:
+            raise PlanningError(
+                "replica-capacity",
+                f"field 'operation.replicationFactor' {target} needs {target} brokers that can host replicas in "
+                f"resource group '{st.groups.names[g]}' of topics {list(topics)}, which has {hosts.size} "
+                f"({[int(st.model.broker_ids[b]) for b in hosts]}); add {target - hosts.size} broker(s) to the group",
+            )
 
 
 def _shrink(st: State, parts: Ints, target: int) -> None:

@@ -19,41 +19,45 @@ from kafka_balancer.planner.options import PlanningError
 from kafka_balancer.planner.state import Ints, State
 
 
-def repairable(st: State, free: BoolArray, evacuated: Ints) -> BoolArray:
-    """Partitions that may move to keep a hard goal: those the user lets move (``free``: the balanced
-    groups, the topics filter) and the operation's own, less those it put on named brokers."""
-    locked = np.zeros_like(free)
+def _named_brokers_topics(st: State) -> BoolArray:
+    """The partitions move-topics put on brokers the user named: they stay there."""
+    locked = np.zeros(st.model.num_partitions, dtype=np.bool_)
     op = st.options.operation
     if op.type == "move-topics" and op.target_group is None:
         locked[topic_partitions(st, op.topics, "operation.topics")] = True
-    elif op.type == "remove-brokers" and op.target_brokers:
-        locked[evacuated] = True
-    out: BoolArray = (free | st.movable) & ~locked
-    return out
+    return locked
 
 
-def repair_racks_and_groups(st: State, allowed: BoolArray) -> None:
-    """Re-place the replicas of ``allowed`` partitions that crowd a rack or sit outside their group,
-    where the operation pinned them (a rebalance's own evacuation already took them)."""
+def repair_racks_and_groups(st: State, free: BoolArray) -> None:
+    """Re-place the replicas that crowd a rack or sit outside their group, in the partitions the
+    user lets move (``free``: the balanced groups, the topics filter) but the operation pinned (a
+    rebalance's own evacuation takes them). Before the dead or removed brokers' replicas are
+    re-placed: those do not count towards a rack, and still go where the operation sends them."""
+    allowed = (free | st.movable) & ~_named_brokers_topics(st)
     if not (allowed & ~st.movable).any():
         return
     pinned = st.movable
     st.movable = allowed
     try:
-        parts, slots = bad_slots(st, np.zeros(st.model.num_brokers, dtype=np.bool_))
-        evacuate(st, parts, slots)
+        parts, slots = bad_slots(st, ~st.active)
+        live = st.active[st.rep[parts, slots]]
+        evacuate(st, parts[live], slots[live])
     finally:
         st.movable = pinned
 
 
-def repair_capacity(st: State, allowed: BoolArray, evacuated: Ints, *, fewest_bytes: bool) -> None:
+def repair_capacity(st: State, free: BoolArray, evacuated: Ints, *, fewest_bytes: bool) -> None:
     """The capacity repair with the operation's replicas first, then, if that leaves a broker above a
-    limit, with every ``allowed`` partition.
+    limit, with every partition of ``free`` too, except those placed on brokers the user named.
 
     fix-offline-replicas first moves only the re-placed replicas (their live peers stay), which may
     settle on another broker of their rack: putting them back in their rack's free room is often
     just a matter of which one goes where.
     """
+    locked = _named_brokers_topics(st)
+    if st.options.operation.type == "remove-brokers" and st.options.operation.target_brokers:
+        locked[evacuated] = True
+    allowed = (free | st.movable) & ~locked
     pinned = st.movable
     st.movable = pinned.copy()
     if st.options.operation.type == "fix-offline-replicas":

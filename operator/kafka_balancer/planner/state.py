@@ -258,6 +258,13 @@ class State:
         starts: Ints = np.searchsorted(flat[order], np.arange(self.model.num_brokers + 1))
         return order, starts
 
+    def hosts_of_group(self, g: int) -> BoolArray:
+        """Brokers that may take a replica of group ``g``'s partitions: its own, or any broker when
+        it has none (topics in no ResourceGroup while every broker is in one are not confined)."""
+        members = self.groups.broker == g
+        out: BoolArray = self.can_host & (members if members.any() else True)
+        return out
+
     def group_racks(self) -> Ints:
         """Number of distinct racks among each group's hosting brokers."""
         counts = np.zeros(len(self.groups.names), dtype=np.int32)
