@@ -263,6 +263,57 @@ def test_growing_a_topic_whose_group_has_no_live_broker_names_the_group() -> Non
         plan(builder.build(), PlannerOptions(resource_groups=groups, operation=op))
 
 
+def _two_groups_one_crowded(*, disk_over_on_0: bool) -> ClusterModel:
+    """Brokers 0-5 in racks r0-r2; u-0 has both replicas in rack r0; with ``disk_over_on_0``,
+    broker 0 (which holds u-0) is 20 bytes above its disk limit."""
+    builder = ClusterBuilder()
+    for b in range(6):
+        builder.add_broker(b, rack=f"r{b % 3}", disk_bytes=(80 if disk_over_on_0 and b == 0 else 1e6) / 0.8)
+    builder.add_partition("u", 0, [0, 3], size_bytes=100, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    for p in range(6):
+        builder.add_partition("t", p, [1, 2], size_bytes=10, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    return builder.build()
+
+
+def test_a_rebalance_of_some_topics_leaves_a_hard_goal_it_may_not_mend_to_the_summary() -> None:
+    # u-0 crowds rack r0, but only topic t may move: the plan balances t and reports the rack; it
+    # used to fail with "the plan would still break hard goal rack-awareness".
+    model = _two_groups_one_crowded(disk_over_on_0=False)
+    proposal = plan(model, PlannerOptions(topics=("t",)))
+    assert {t.topic for t in proposal.plan.partitions} == {"t"}
+    assert proposal.summary["hardGoals"]["rack-awareness"] is False
+    assert (
+        proposal.summary["goals"]["replica-distribution"]["violationAfter"]
+        < (proposal.summary["goals"]["replica-distribution"]["violationBefore"])
+    )
+
+
+def test_balancing_one_group_ignores_a_broker_of_another_above_its_limit() -> None:
+    # Broker 0 (group a) is above its disk limit; balancing group b only must not fail on it
+    # ("disk-capacity: broker 0 would carry ..." before) nor touch it.
+    model = _two_groups_one_crowded(disk_over_on_0=True)
+    groups = (GroupOptions("a", (0, 3), ("u",)), GroupOptions("b", (1, 2, 4, 5), ("t",)))
+    proposal = plan(model, PlannerOptions(resource_groups=groups, groups_to_balance=("b",)))
+    assert proposal.plan.partitions
+    assert {t.topic for t in proposal.plan.partitions} == {"t"}
+    assert proposal.summary["hardGoals"]["disk-capacity"] is False
+    with pytest.raises(PlanningError, match=r"disk-capacity: broker 0 would carry 100"):
+        plan(model, PlannerOptions(resource_groups=groups, groups_to_balance=("a",)))
+
+
+def test_an_exchange_never_sends_a_replica_to_a_broker_excluded_from_replicas() -> None:
+    # Broker 0 is 10 over its limit and excluded from new replicas; broker 1 has 15 of room, less
+    # than either of 0's replicas. The only fix, exchanging 50 for 40, would put a replica on broker
+    # 0: planning fails, naming broker 0 ("the plan would still break hard goal excluded-brokers" before).
+    builder = ClusterBuilder()
+    for b in range(2):
+        builder.add_broker(b, rack="r0", disk_bytes=100 / 0.8)
+    for p, (broker, size) in enumerate([(0, 60), (0, 50), (1, 45), (1, 40)]):
+        builder.add_partition("t", p, [broker], size_bytes=size, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    with pytest.raises(PlanningError, match=r"disk-capacity: broker 0 would carry 110"):
+        plan(builder.build(), PlannerOptions(excluded_brokers_for_replicas=(0,)))
+
+
 def test_move_topics_onto_brokers_of_another_group_is_refused_with_the_way_to_do_it() -> None:
     model = cluster(brokers=9)
     groups = (GroupOptions("old", (0, 1, 2, 3), ("orders", "clicks")), GroupOptions("new", (6, 7, 8)))

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal, model_fingerprint, proposal_id
 from kafka_balancer.planner.balance import LEADER_FIRST, balance_goal
@@ -126,7 +126,7 @@ def plan(model: ClusterModel, options: PlannerOptions | None = None) -> Proposal
         if not worse - strict:
             break
         strict |= worse
-    _final_checks(st, model.replicas)
+    _final_checks(st, model.replicas, before.movable)
     return build_proposal(model, options, before, st)
 
 
@@ -282,8 +282,9 @@ def _targets(st: State) -> np.ndarray[Any, np.dtype[np.bool_]] | None:
     return None
 
 
-def _final_checks(st: State, original: Ints) -> None:
-    status = hard_goal_status(st, original)
+def _final_checks(st: State, original: Ints, scope: BoolArray) -> None:
+    """Every hard goal the plan is responsible for holds (``scope``: the partitions it may move)."""
+    status = hard_goal_status(st, original, scope)
     if st.options.operation.type == "demote-brokers":
         # Demotion moves no data, so it cannot fix racks, groups, or loads leadership does not carry.
         for goal in DATA_BOUND_GOALS:

@@ -162,26 +162,51 @@ def rack_violations(st: State, rep: Ints | None = None) -> Ints:
     return bad
 
 
-def hard_goal_status(st: State, original: Ints) -> dict[str, bool]:
-    """Which hard goals hold for the current placement (``original`` = placement before planning)."""
+def hard_goal_status(st: State, original: Ints, scope: BoolArray | None = None) -> dict[str, bool]:
+    """Which hard goals hold for the current placement (``original`` = placement before planning).
+
+    With ``scope`` (the partitions the plan may move), a partition outside it counts only where the
+    plan broke a goal it kept before, and a broker of a group the plan does not balance only where
+    the plan gave it load: a rebalance limited to some topics or groups cannot mend the rest.
+    """
     status: dict[str, bool] = {}
     opts = st.options
-    rep = st.rep
-    valid = rep != NO_BROKER
     for goal in opts.hard_goals:
         if goal == "rack-awareness":
-            status[goal] = rack_violations(st).size == 0
+            now = _mask(rack_violations(st), st.rep.shape[0])
+            if scope is not None:
+                now &= scope | ~_mask(rack_violations(st, original), st.rep.shape[0])
+            status[goal] = not now.any()
         elif goal in CAPACITY_GOALS:
             q = CAPACITY_GOALS[goal]
-            status[goal] = bool(np.all(st.load[:, q] <= st.limit[:, q] * (1 + EPS) + 1e-9))
+            over = st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9
+            if scope is not None:
+                over &= st.groups.balanced[st.groups.broker] | st.gained(q)
+            status[goal] = not bool(over.any())
         elif goal == "resource-group-confinement":
-            has_brokers = np.bincount(st.groups.broker, minlength=len(st.groups.names)) > 0
-            home = st.groups.partition[:, None]
-            ok = ~valid | (st.groups.broker[np.maximum(rep, 0)] == home) | ~has_brokers[home]
-            status[goal] = bool(ok.all())
+            outside = _outside_group(st, st.rep)
+            if scope is not None:
+                outside &= scope | ~_outside_group(st, original)
+            status[goal] = not outside.any()
         elif goal == "excluded-brokers":
             status[goal] = _excluded_hold(st, original)
     return status
+
+
+def _mask(indices: Ints, size: int) -> BoolArray:
+    out: BoolArray = np.zeros(size, dtype=np.bool_)
+    out[indices] = True
+    return out
+
+
+def _outside_group(st: State, rep: Ints) -> BoolArray:
+    """Partitions with a replica outside their resource group (groups without brokers confine nothing)."""
+    valid = rep != NO_BROKER
+    has_brokers = np.bincount(st.groups.broker, minlength=len(st.groups.names)) > 0
+    home = st.groups.partition[:, None]
+    ok = ~valid | (st.groups.broker[np.maximum(rep, 0)] == home) | ~has_brokers[home]
+    out: BoolArray = ~ok.all(axis=1)
+    return out
 
 
 def _excluded_hold(st: State, original: Ints) -> bool:

@@ -76,7 +76,9 @@ def precheck(st: State) -> None:
             rows_lead = st.lead[parts, q]
             rows_follow = st.follow[parts, q] * np.maximum(rf[parts] - 1, 0)
             total = float(rows_lead.sum() + rows_follow.sum())
-            room = float(limits.sum())
+            # Live brokers excluded from new replicas keep theirs, up to their limit.
+            kept = st.active & ~st.can_host & (groups.broker == g)
+            room = float(limits.sum() + np.minimum(st.limit[kept, q], st.load[kept, q]).sum())
             if total > room * (1 + EPS):
                 _capacity_error(st, goal, q, name, hosts=hosts, total=total, room=room)
 
@@ -408,8 +410,10 @@ def _fewest_bytes_order(v: FloatArray, excess: float) -> tuple[Ints, float]:
 
 
 def _over_limit(st: State, q: int) -> Ints:
-    """Active brokers above their limit of ``q``."""
-    over: Ints = np.flatnonzero(st.active & (st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9))
+    """Active brokers above their limit of ``q``: in the groups being balanced, or elsewhere where
+    the plan gave them load (a group left out of groupsToBalance is not this plan's to repair)."""
+    ours = st.groups.balanced[st.groups.broker] | st.gained(q)
+    over: Ints = np.flatnonzero(st.active & ours & (st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9))
     return over
 
 

@@ -300,6 +300,9 @@ def replica_candidates(
 ) -> tuple[Ints, Ints]:
     """Replicas on ``s`` that may move to ``d`` under every hard goal: (partitions, slots)."""
     order, starts = index
+    if not st.can_host[d]:
+        # The exchanges' way back goes to a giver, which may be excluded from taking replicas.
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     width = st.rep.shape[1]
     pos = order[starts[s] : starts[s + 1]]
     parts = (pos // width).astype(np.int64)

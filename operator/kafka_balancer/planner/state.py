@@ -159,6 +159,7 @@ class State:
         self.limit: FloatArray = np.full((nb, NUM_Q), math.inf)
         self._set_limits()
         self.refresh_loads()
+        self.load_before: FloatArray = self.load.copy()
 
     def index_of(self, broker_id: int, field_name: str) -> int:
         try:
@@ -257,6 +258,11 @@ class State:
         order: Ints = np.argsort(flat, kind="stable")
         starts: Ints = np.searchsorted(flat[order], np.arange(self.model.num_brokers + 1))
         return order, starts
+
+    def gained(self, q: int) -> BoolArray:
+        """Brokers carrying more of ``q`` than before planning."""
+        out: BoolArray = self.load[:, q] > self.load_before[:, q] * (1 + 1e-9) + 1e-9
+        return out
 
     def hosts_of_group(self, g: int) -> BoolArray:
         """Brokers that may take a replica of group ``g``'s partitions: its own, or any broker when
