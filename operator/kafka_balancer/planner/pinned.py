@@ -9,6 +9,9 @@ plan failing; never the replicas the operation put on brokers the user named.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray
@@ -17,6 +20,16 @@ from kafka_balancer.planner.hard import bad_slots, enforce_capacity, evacuate
 from kafka_balancer.planner.operations import topic_partitions
 from kafka_balancer.planner.options import PlanningError
 from kafka_balancer.planner.state import Ints, State
+
+
+@contextmanager
+def _movable(st: State, mask: BoolArray, *, arrived_only: bool = False) -> Iterator[None]:
+    """Let ``mask``'s partitions move for a while (only their arrived replicas, with ``arrived_only``)."""
+    pinned, st.movable, st.arrived_only = st.movable, mask, arrived_only
+    try:
+        yield
+    finally:
+        st.movable, st.arrived_only = pinned, False
 
 
 def _named_brokers_topics(st: State) -> BoolArray:
@@ -36,14 +49,10 @@ def repair_racks_and_groups(st: State, free: BoolArray) -> None:
     allowed = (free | st.movable) & ~_named_brokers_topics(st)
     if not (allowed & ~st.movable).any():
         return
-    pinned = st.movable
-    st.movable = allowed
-    try:
+    with _movable(st, allowed):
         parts, slots = bad_slots(st, ~st.active)
         live = st.active[st.rep[parts, slots]]
         evacuate(st, parts[live], slots[live])
-    finally:
-        st.movable = pinned
 
 
 def repair_capacity(st: State, free: BoolArray, evacuated: Ints, *, fewest_bytes: bool) -> None:
@@ -58,29 +67,23 @@ def repair_capacity(st: State, free: BoolArray, evacuated: Ints, *, fewest_bytes
     if st.options.operation.type == "remove-brokers" and st.options.operation.target_brokers:
         locked[evacuated] = True
     allowed = (free | st.movable) & ~locked
-    pinned = st.movable
-    st.movable = pinned.copy()
-    if st.options.operation.type == "fix-offline-replicas":
-        st.movable[evacuated] = True
-        st.arrived_only = True
-    try:
-        enforce_capacity(st, fewest_bytes=fewest_bytes)
-    except PlanningError as error:
-        if error.reason not in CAPACITY_GOALS or not (allowed & ~st.movable).any():
-            raise
-        st.movable, st.arrived_only = allowed, False
-        enforce_capacity(st, fewest_bytes=fewest_bytes)
-    finally:
-        st.movable, st.arrived_only = pinned, False
+    first = st.movable.copy()
+    replaced = st.options.operation.type == "fix-offline-replicas"
+    if replaced:
+        first[evacuated] = True
+    with _movable(st, first, arrived_only=replaced):
+        try:
+            enforce_capacity(st, fewest_bytes=fewest_bytes)
+        except PlanningError as error:
+            if error.reason not in CAPACITY_GOALS or not (allowed & ~first).any():
+                raise
+            st.movable, st.arrived_only = allowed, False
+            enforce_capacity(st, fewest_bytes=fewest_bytes)
 
 
 def repair_capacity_by_leadership(st: State, allowed: BoolArray) -> None:
     """demote-brokers moves no data, but the leaders it picks carry network out and CPU: the loads
     leadership carries are brought under their limits by moving the leadership of ``allowed``
     partitions (a demoted broker's partitions went to the replica leading fewest, which may be full)."""
-    pinned = st.movable
-    st.movable = allowed
-    try:
+    with _movable(st, allowed):
         enforce_capacity(st, leadership_only=True)
-    finally:
-        st.movable = pinned
