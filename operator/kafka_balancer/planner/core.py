@@ -147,9 +147,8 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
     _check_operation(st)
     _apply_operation(st)
     op = options.operation.type
-    if op != "demote-brokers":  # moves no data: the totals that must fit are not its to change
+    if op != "demote-brokers":  # it moves no data: the totals that must fit are not its to change
         precheck(st)
-    if op != "demote-brokers":
         repair_racks_and_groups(st, free)
         parts, slots = bad_slots(st, ~st.active)
         evacuate(st, parts, slots, _targets(st))
