@@ -178,11 +178,7 @@ def hard_goal_status(st: State, original: Ints, scope: BoolArray | None = None) 
                 now &= scope | ~_mask(rack_violations(st, original), st.rep.shape[0])
             status[goal] = not now.any()
         elif goal in CAPACITY_GOALS:
-            q = CAPACITY_GOALS[goal]
-            over = st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9
-            if scope is not None:
-                over &= st.groups.balanced[st.groups.broker] | st.gained(q)
-            status[goal] = not bool(over.any())
+            status[goal] = not bool(over_limit(st, CAPACITY_GOALS[goal], scoped=scope is not None).any())
         elif goal == "resource-group-confinement":
             outside = _outside_group(st, st.rep)
             if scope is not None:
@@ -191,6 +187,15 @@ def hard_goal_status(st: State, original: Ints, scope: BoolArray | None = None) 
         elif goal == "excluded-brokers":
             status[goal] = _excluded_hold(st, original)
     return status
+
+
+def over_limit(st: State, q: int, *, scoped: bool) -> BoolArray:
+    """Brokers above their limit of ``q``; ``scoped``: only those in the groups being balanced, or
+    elsewhere where the plan gave them load (a group left out of groupsToBalance is not its to repair)."""
+    over: BoolArray = st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9
+    if scoped:
+        over &= st.groups.balanced[st.groups.broker] | st.gained(q)
+    return over
 
 
 def _mask(indices: Ints, size: int) -> BoolArray:

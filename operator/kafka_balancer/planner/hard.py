@@ -12,7 +12,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.capacity_descent import descend
-from kafka_balancer.planner.goals import CAPACITY_GOALS, EPS
+from kafka_balancer.planner.goals import CAPACITY_GOALS, EPS, over_limit
 from kafka_balancer.planner.options import PlanningError
 from kafka_balancer.planner.select import (
     Bands,
@@ -183,7 +183,8 @@ def choose_destinations(st: State, parts: Ints, slots: Ints, dests: Ints, nracks
     rf = valid.sum(axis=1) + (rows[np.arange(parts.size), slots] == NO_BROKER)
     # A group without brokers (its partitions may go anywhere) spreads over the racks of ``dests``.
     racks_there = nracks[st.groups.partition[parts]]
-    racks_there = np.where(racks_there > 0, racks_there, np.unique(st.rack[dests]).size)
+    if not racks_there.all():
+        racks_there = np.where(racks_there > 0, racks_there, np.unique(st.rack[dests]).size)
     allowed_per_rack = np.ceil(rf / np.maximum(racks_there, 1))
     v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
     feas = ~(rows[:, :, None] == dests[None, None, :]).any(axis=1)  # (C, n)
@@ -410,10 +411,8 @@ def _fewest_bytes_order(v: FloatArray, excess: float) -> tuple[Ints, float]:
 
 
 def _over_limit(st: State, q: int) -> Ints:
-    """Active brokers above their limit of ``q``: in the groups being balanced, or elsewhere where
-    the plan gave them load (a group left out of groupsToBalance is not this plan's to repair)."""
-    ours = st.groups.balanced[st.groups.broker] | st.gained(q)
-    over: Ints = np.flatnonzero(st.active & ours & (st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9))
+    """Active brokers above their limit of ``q`` that this plan must repair (see goals.over_limit)."""
+    over: Ints = np.flatnonzero(st.active & over_limit(st, q, scoped=True))
     return over
 
 
