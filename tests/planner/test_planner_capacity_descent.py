@@ -65,6 +65,20 @@ def test_one_replica_is_exchanged_for_several() -> None:
     assert disk[0] <= 440
 
 
+def test_a_replica_too_big_for_any_room_goes_where_several_others_make_way() -> None:
+    # Broker 0 holds a 100-byte replica against a limit of 80; only broker 1 (limit 120) can ever
+    # hold it, and only once it has sent off 70 of its 90 bytes: three 30-byte replicas, to
+    # brokers 2 and 3 (30 bytes of room each) and to broker 0 once the big one left. No exchange
+    # between two brokers does it (the descent stalled, and planning failed with disk-capacity).
+    model = _cluster(
+        [(0, "r0", 80, True), (1, "r0", 120, True), (2, "r0", 50, True), (3, "r0", 50, True)],
+        [("big", 0, [0], 100), ("u", 0, [2], 20), ("u", 1, [3], 20)] + [("t", i, [1], 30) for i in range(3)],
+    )
+    disk = _disk_after(model)
+    assert disk[1] >= 100
+    assert all(disk[b] <= limit for b, limit in enumerate([80, 120, 50, 50])), disk
+
+
 def test_a_dead_brokers_replica_goes_over_a_limit_and_the_repair_makes_room() -> None:
     # Rack r1 keeps brokers 1 and 3 (20 bytes of room each) once broker 5 is dead; its 30-byte
     # replica must stay in r1 and fits on neither until 15 bytes move from broker 1 to broker 3
@@ -133,6 +147,22 @@ def test_shape_operations_make_room_under_the_disk_limits(operation: OperationOp
     assert len(proposal.plan.partitions) == 2
     disk = _disk_after(model, PlannerOptions(operation=operation))
     assert max(disk[1], disk[3]) <= 100
+
+
+def test_removing_onto_targets_settles_the_removed_replicas_among_them_to_make_room() -> None:
+    # Broker 1's 680 bytes go onto brokers 0, 2 and 3, which have 1,964 bytes of room under their
+    # limits for 1,928: which target takes which replica matters, and broker 3 starts 295 over.
+    # Only the other replicas could move to make room before, and planning failed with disk-capacity.
+    sizes = [1, 3, 9, 2, 2, 1, 600, 60, 100, 500, 30, 200, 200, 50, 70, 100]
+    owners = [3, 0, 3, 2, 0, 3, 3, 1, 3, 1, 2, 3, 0, 1, 1, 0]
+    model = _cluster(
+        [(0, "r0", 666.48, True), (1, "r0", 564.15, True), (2, "r0", 681.55, True), (3, "r0", 616.33, True)],
+        [("t", p, [b], size) for p, (b, size) in enumerate(zip(owners, sizes, strict=True))],
+    )
+    options = PlannerOptions(operation=OperationOptions("remove-brokers", brokers=(1,), target_brokers=(0, 2, 3)))
+    disk = _disk_after(model, options)
+    assert disk.get(1, 0) == 0
+    assert all(disk[b] <= limit for b, limit in {0: 666.48, 2: 681.55, 3: 616.33}.items()), disk
 
 
 def test_fix_offline_replicas_still_fails_when_the_rack_has_no_room_at_all() -> None:

@@ -76,6 +76,55 @@ def test_remove_brokers_onto_given_targets() -> None:
         plan(model, PlannerOptions(operation=op, distribution_goals=()))
 
 
+def test_removing_a_broker_onto_a_target_goes_first_where_a_dead_brokers_replica_shares_the_partition() -> None:
+    # t-0 has replicas on dead broker 3 (r0), on broker 4 (r1, removed onto broker 0 of r0) and on
+    # broker 1 (r1). Broker 4's replica can only go to broker 0; the dead one goes anywhere but r0
+    # and r1. The dead one used to be placed first, onto the targets too, and took broker 0.
+    builder = ClusterBuilder()
+    for b in range(6):
+        builder.add_broker(b, rack=f"r{b % 3}", alive=b != 3)
+    for p, replicas in enumerate([[3, 4, 1], [4, 2], [0, 1, 2], [5, 1, 3], [2, 0, 1]]):
+        builder.add_partition("t", p, replicas, size_bytes=100, bytes_in_per_sec=10, bytes_out_per_sec=10)
+    model = builder.build()
+    op = OperationOptions("remove-brokers", brokers=(4,), target_brokers=(0,))
+    proposal = plan(model, PlannerOptions(operation=op))
+    placement = placement_after(model, proposal.plan)
+    assert {0, 1} <= set(placement[("t", 0)])
+    assert {2, 5} & set(placement[("t", 0)])
+    assert placement[("t", 1)] == (0, 2)
+    assert set(placement[("t", 3)]) == {5, 1, 0}
+    assert proposal.summary["moves"] == 4  # the removed and the dead brokers' replicas, nothing else
+    assert all(proposal.summary["hardGoals"].values())
+    # Where no target keeps a partition spread, the error names brokers that would.
+    op = OperationOptions("remove-brokers", brokers=(4,), target_brokers=(1,))
+    with pytest.raises(
+        PlanningError, match=r"no broker among \[1\] .*; add one of brokers \[0, 2, 5\] to operation.targetBrokers"
+    ):
+        plan(model, PlannerOptions(operation=op))
+
+
+def test_a_broker_excluded_from_new_replicas_keeps_them_where_every_broker_holds_one() -> None:
+    # Three brokers, replication factor 3: broker 2 holds a replica of every partition and may take
+    # no new one. It keeps them, and the plan balances leadership; it used to be refused with
+    # "replication factor 3 but only 2 brokers can host replicas".
+    builder = ClusterBuilder()
+    for b in range(3):
+        builder.add_broker(b, rack=f"r{b}")
+    for p in range(6):
+        builder.add_partition("t", p, [0, 1, 2], size_bytes=100, bytes_in_per_sec=10, bytes_out_per_sec=10)
+    model = builder.build()
+    proposal = plan(model, PlannerOptions(excluded_brokers_for_replicas=(2,)))
+    assert proposal.summary["moves"] == 0
+    assert proposal.summary["leaderChanges"] >= 2
+    assert all(proposal.summary["hardGoals"].values())
+    proposal = plan(model, PlannerOptions(excluded_brokers_for_replicas=(1, 2)))
+    assert proposal.summary["moves"] == 0
+    # Moving the topic onto the brokers that already hold it, one of them excluded: nothing moves.
+    op = OperationOptions("move-topics", topics=("t",), target_brokers=(0, 1, 2))
+    proposal = plan(model, PlannerOptions(operation=op, excluded_brokers_for_replicas=(2,)))
+    assert proposal.summary["moves"] == 0
+
+
 def test_removing_brokers_onto_full_targets_makes_room_there() -> None:
     # Broker 6 (rack r0) can take broker 3's replicas only once some of its own move elsewhere.
     builder = ClusterBuilder()
@@ -130,6 +179,22 @@ def test_demote_leads_where_network_out_has_room() -> None:
     new_leaders = Counter(c.new_leader for c in proposal.leader_changes)
     assert sum(new_leaders.values()) == 4
     assert new_leaders[1] <= 2
+
+
+def test_demote_leads_on_a_broker_excluded_from_new_replicas_where_it_has_room() -> None:
+    # The same, with broker 2 excluded from new replicas: it may still lead the replicas it holds.
+    # The repair offered leadership only to brokers that may take replicas, and planning failed
+    # with network-out-capacity.
+    model = _three_replica_cluster(out_limits=(1e9, 3000, 1e9))
+    options = PlannerOptions(
+        operation=OperationOptions("demote-brokers", brokers=(0,)), excluded_brokers_for_replicas=(2,)
+    )
+    proposal = plan(model, options)
+    assert proposal.summary["moves"] == 0
+    assert all(proposal.summary["hardGoals"].values()), proposal.summary["hardGoals"]
+    new_leaders = Counter(c.new_leader for c in proposal.leader_changes)
+    assert new_leaders[1] <= 2
+    assert new_leaders[2] >= 2
 
 
 def test_demote_plans_on_a_cluster_whose_disks_it_cannot_mend() -> None:

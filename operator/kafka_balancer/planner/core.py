@@ -151,7 +151,7 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
         precheck(st)
         repair_racks_and_groups(st, free)
         parts, slots = bad_slots(st, ~st.active)
-        evacuate(st, parts, slots, _targets(st))
+        _evacuate_onto_targets(st, parts, slots)
     fix_leadership(st)
     if op == "demote-brokers":
         repair_capacity_by_leadership(st, free)
@@ -253,7 +253,7 @@ def _apply_operation(st: State) -> None:
         else:
             targets = np.zeros(st.model.num_brokers, dtype=np.bool_)
             targets[[st.index_of(b, "operation.targetBrokers") for b in op.target_brokers]] = True
-        move_topics(st, op.topics, targets & st.can_host, target_group)
+        move_topics(st, op.topics, targets & st.active, target_group)
         if op.target_group is None:
             # Named brokers: the topics stay on them (the capacity repair moves others to make room).
             st.movable = np.zeros_like(st.movable)
@@ -272,13 +272,21 @@ def _shape_only(options: PlannerOptions) -> bool:
     return op.type in SHAPE_ONLY or (op.type == "remove-brokers" and bool(op.target_brokers))
 
 
-def _targets(st: State) -> np.ndarray[Any, np.dtype[np.bool_]] | None:
+def _evacuate_onto_targets(st: State, parts: Ints, slots: Ints) -> None:
+    """Re-place what may not stay; a removed broker's replicas onto the ``targetBrokers`` when named.
+
+    Those go first, as they have the fewest places to go: a dead broker's replica of the same
+    partition (which may go anywhere in the group) placed first could take the one target whose
+    rack kept the partition spread.
+    """
     op = st.options.operation
     if op.type == "remove-brokers" and op.target_brokers:
-        mask = np.zeros(st.model.num_brokers, dtype=np.bool_)
-        mask[[st.index_of(b, "operation.targetBrokers") for b in op.target_brokers]] = True
-        return mask
-    return None
+        targets = np.zeros(st.model.num_brokers, dtype=np.bool_)
+        targets[[st.index_of(b, "operation.targetBrokers") for b in op.target_brokers]] = True
+        removed = st.removed[st.rep[parts, slots]]
+        evacuate(st, parts[removed], slots[removed], targets)
+        parts, slots = parts[~removed], slots[~removed]
+    evacuate(st, parts, slots)
 
 
 def _final_checks(st: State, original: Ints, scope: BoolArray) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.capacity_descent import descend
 from kafka_balancer.planner.goals import CAPACITY_GOALS, EPS, over_limit
+from kafka_balancer.planner.make_room import make_room
 from kafka_balancer.planner.options import PlanningError
 from kafka_balancer.planner.select import (
     Bands,
@@ -60,12 +61,17 @@ def precheck(st: State) -> None:
         parts = np.flatnonzero(groups.partition == g)
         if parts.size == 0 or not (groups.broker == g).any():
             continue
-        max_rf = int(rf[parts].max())
-        if max_rf > hosts.size:
+        # Live brokers excluded from new replicas keep theirs: a partition needs hosts for the rest.
+        kept = st.active & ~st.can_host & (groups.broker == g)
+        rep = st.rep[parts]
+        on_kept = ((rep != NO_BROKER) & kept[np.maximum(rep, 0)]).sum(axis=1)
+        worst = int(np.argmax(rf[parts] - on_kept))
+        max_rf, short = int(rf[parts[worst]]), int(rf[parts[worst]] - on_kept[worst]) - hosts.size
+        if short > 0:
             raise PlanningError(
                 "replica-capacity",
                 f"group '{name}' has partitions with replication factor {max_rf} but only {hosts.size} brokers "
-                f"can host replicas ({_ids(st, hosts)}); add {max_rf - hosts.size} broker(s) to the group",
+                f"can host replicas ({_ids(st, hosts)}); add {short} broker(s) to the group",
             )
         for goal, q in CAPACITY_GOALS.items():
             if not st.options.hard(goal):
@@ -76,8 +82,7 @@ def precheck(st: State) -> None:
             rows_lead = st.lead[parts, q]
             rows_follow = st.follow[parts, q] * np.maximum(rf[parts] - 1, 0)
             total = float(rows_lead.sum() + rows_follow.sum())
-            # Live brokers excluded from new replicas keep theirs, up to their limit.
-            kept = st.active & ~st.can_host & (groups.broker == g)
+            # Those excluded brokers keep up to their limit.
             room = float(limits.sum() + np.minimum(st.limit[kept, q], st.load[kept, q]).sum())
             if total > room * (1 + EPS):
                 _capacity_error(st, goal, q, name, hosts=hosts, total=total, room=room)
@@ -161,23 +166,27 @@ def _place(st: State, parts: Ints, slots: Ints, targets: BoolArray | None, nrack
             )
         chunk = CHUNK_PER_BROKER * dests.size
         for start in range(0, gp.size, chunk):
-            _place_chunk(st, gp[start : start + chunk], gs[start : start + chunk], dests, nracks)
+            # Onto named targets, a partition's other replica still on a dead or removed broker (placed
+            # in a later pass, which sees where this one went) does not hold its rack: the targets
+            # may offer no other. Elsewhere it does, as it may be placed onto fewer brokers later.
+            cp, cs = gp[start : start + chunk], gs[start : start + chunk]
+            st.move(cp, cs, choose_destinations(st, cp, cs, dests, nracks, inactive_racks=targets is None))
 
 
-def _place_chunk(st: State, parts: Ints, slots: Ints, dests: Ints, nracks: Ints) -> None:
-    st.move(parts, slots, choose_destinations(st, parts, slots, dests, nracks))
-
-
-def choose_destinations(st: State, parts: Ints, slots: Ints, dests: Ints, nracks: Ints) -> Ints:
+def choose_destinations(
+    st: State, parts: Ints, slots: Ints, dests: Ints, nracks: Ints, *, inactive_racks: bool = True
+) -> Ints:
     """A broker among ``dests`` for each (distinct) partition's slot: rack-aware, under every limit,
-    not already holding the partition; items go round-robin over the least-filled brokers first."""
+    not already holding the partition; items go round-robin over the least-filled brokers first.
+    Without ``inactive_racks``, replicas on dead or removed brokers do not count towards a rack."""
     active_avg = np.maximum(st.load[st.active].mean(axis=0), 1e-12) if st.active.any() else np.ones(NUM_Q)
     fill = st.load[dests, Q_REPLICAS] / active_avg[Q_REPLICAS] + st.load[dests, Q_DISK] / active_avg[Q_DISK]
     dests = dests[np.argsort(fill, kind="stable")]
     n = dests.size
     rows = st.rep[parts]
     valid = rows != NO_BROKER
-    racks = np.where(valid, st.rack[np.maximum(rows, 0)], -1)
+    counted = valid if inactive_racks else valid & st.active[np.maximum(rows, 0)]
+    racks = np.where(counted, st.rack[np.maximum(rows, 0)], -1)
     racks[np.arange(parts.size), slots] = -1
     # The slot being filled counts towards the replication factor even when it is new (growing rf).
     rf = valid.sum(axis=1) + (rows[np.arange(parts.size), slots] == NO_BROKER)
@@ -211,15 +220,28 @@ def choose_destinations(st: State, parts: Ints, slots: Ints, dests: Ints, nracks
         pick[over] = dests[np.argmin(cost, axis=1)]
         found |= over
     if not found.all():
-        p = int(parts[~found][0])
-        replicas = [int(st.model.broker_ids[b]) for b in st.rep[p][st.rep[p] >= 0]]
-        raise PlanningError(
-            "rack-awareness" if st.options.hard("rack-awareness") else "replica-capacity",
-            f"partition {st.model.topic_name(p)}-{int(st.model.partition_id[p])} (replicas "
-            f"{replicas}) has no broker among {_ids(st, dests)} that keeps its racks spread; "
-            f"add a broker in another rack",
-        )
+        i = int(np.flatnonzero(~found)[0])
+        _no_spread_error(st, int(parts[i]), dests, racks[i], allowed_per_rack[i])
     return pick
+
+
+def _no_spread_error(st: State, p: int, dests: Ints, racks: Ints, allowed: float) -> None:
+    """Partition ``p`` (its other replicas in ``racks``) fits on none of ``dests``: name the brokers
+    outside them that would keep it spread (``dests`` were the brokers the user named), if any."""
+    replicas = [int(st.model.broker_ids[b]) for b in st.rep[p][st.rep[p] >= 0]]
+    hosts = np.flatnonzero(st.hosts_of_group(int(st.groups.partition[p])))
+    crowded = (racks[None, :] == st.rack[hosts][:, None]).sum(axis=1) + 1 > allowed
+    spread = hosts[~crowded & ~np.isin(hosts, st.rep[p]) & ~np.isin(hosts, dests)]
+    remedy = (
+        f"add one of brokers {_ids(st, spread)} to operation.targetBrokers"
+        if spread.size
+        else "add a broker in another rack"
+    )
+    raise PlanningError(
+        "rack-awareness" if st.options.hard("rack-awareness") else "replica-capacity",
+        f"partition {st.model.topic_name(p)}-{int(st.model.partition_id[p])} (replicas {replicas}) has no "
+        f"broker among {_ids(st, dests)} that keeps its racks spread; {remedy}",
+    )
 
 
 def fix_leadership(st: State) -> None:
@@ -268,7 +290,7 @@ def enforce_capacity(st: State, *, fewest_bytes: bool = False, leadership_only: 
                 bands = compute_bands(st)
                 moved = 0.0
                 for s in over:
-                    room = _room_in_group(st, int(s), q)
+                    room = _room_in_group(st, int(s), q, leadership_only=leadership_only)
                     for d in _destinations(st, room, int(s)):
                         if st.load[s, q] <= st.limit[s, q]:
                             break
@@ -301,13 +323,22 @@ def _descent_repair(st: State, q: int, nracks: Ints) -> None:
             takers = _destinations(st, _room_in_group(st, s, q), s)
             gained += descend(st, s, q, takers=takers, nracks=nracks, index=index)
         if gained <= 0:
+            # Nothing moved this round, so the index holds (after a step, later brokers of this
+            # loop only miss the replicas that step brought them: entries are checked).
+            for s in over.tolist():
+                hosts = np.flatnonzero(st.can_host & (st.groups.broker == st.groups.broker[s]))
+                gained += make_room(st, s, q, hosts=hosts, nracks=nracks, index=index)
+        if gained <= 0:
             return
 
 
-def _room_in_group(st: State, s: int, q: int) -> FloatArray:
-    """Room under the limit of ``q`` on every broker that may host in the group of ``s`` (0 elsewhere)."""
-    group = st.groups.broker == st.groups.broker[s]
-    room: FloatArray = np.where(group & st.can_host, st.limit[:, q] - st.load[:, q], 0.0)
+def _room_in_group(st: State, s: int, q: int, *, leadership_only: bool = False) -> FloatArray:
+    """Room under the limit of ``q`` on every broker that may host in the group of ``s`` (0 elsewhere).
+
+    Leadership moves (``leadership_only``) go to brokers that already hold a replica of the
+    partition: any broker that may lead, excluded from new replicas or not."""
+    takers = st.can_lead if leadership_only else (st.groups.broker == st.groups.broker[s]) & st.can_host
+    room: FloatArray = np.where(takers, st.limit[:, q] - st.load[:, q], 0.0)
     return room
 
 

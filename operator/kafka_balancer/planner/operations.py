@@ -109,14 +109,18 @@ def _check_targets_in_group(st: State, topics: tuple[str, ...], parts: Ints, tar
 def move_topics(st: State, topics: tuple[str, ...], targets: BoolArray, target_group: int | None) -> None:
     """Move every replica of the topics onto ``targets`` (a broker mask), rack-aware and spread."""
     parts = topic_partitions(st, topics, "operation.topics")
+    hosts = np.flatnonzero(targets & st.can_host)
+    # A target excluded from new replicas keeps those it holds: a partition needs hosts for the rest.
+    rep = st.rep[parts]
+    kept = ((rep != NO_BROKER) & (targets & st.active & ~st.can_host)[np.maximum(rep, 0)]).sum(axis=1)
     rf = int(st.rf[parts].max(initial=0))
-    hosts = np.flatnonzero(targets)
-    if rf > hosts.size:
+    need = int((st.rf[parts] - kept).max(initial=0))
+    if need > hosts.size:
         where = "group '" + st.groups.names[target_group] + "'" if target_group is not None else "the target brokers"
         raise PlanningError(
             "replica-capacity",
             f"topics {list(topics)} have replication factor {rf} but {where} offer only {hosts.size} brokers "
-            f"that can host replicas ({[int(st.model.broker_ids[b]) for b in hosts]}); give at least {rf} brokers",
+            f"that can host replicas ({[int(st.model.broker_ids[b]) for b in hosts]}); give at least {need} brokers",
         )
     if target_group is not None:
         st.groups.partition[parts] = target_group

@@ -4,7 +4,8 @@ fix-offline-replicas, move-topics and remove-brokers onto target brokers move on
 replicas. Where the cluster breaks a hard goal those cannot mend (two replicas of another partition
 in one rack, a replica outside its group, a broker above a limit, or one that only goes under it
 once other replicas make room), other replicas of the balanced groups move too, rather than the
-plan failing; never the replicas the operation put on brokers the user named.
+plan failing. The replicas the operation put on brokers the user named never leave them, but may
+settle on another of them.
 """
 
 from __future__ import annotations
@@ -23,13 +24,24 @@ from kafka_balancer.planner.state import Ints, State
 
 
 @contextmanager
-def _movable(st: State, mask: BoolArray, *, arrived_only: bool = False) -> Iterator[None]:
-    """Let ``mask``'s partitions move for a while (only their arrived replicas, with ``arrived_only``)."""
+def _movable(
+    st: State, mask: BoolArray, *, arrived_only: bool = False, confined: BoolArray | None = None
+) -> Iterator[None]:
+    """Let ``mask``'s partitions move for a while (only their arrived replicas, with ``arrived_only``;
+    ``confined`` ones only among the brokers the user named)."""
     pinned, st.movable, st.arrived_only = st.movable, mask, arrived_only
+    st.confined, st.onto = (confined, _named_brokers(st)) if confined is not None else (None, None)
     try:
         yield
     finally:
-        st.movable, st.arrived_only = pinned, False
+        st.movable, st.arrived_only, st.confined, st.onto = pinned, False, None, None
+
+
+def _named_brokers(st: State) -> BoolArray:
+    """The brokers the operation names as targets (move-topics, remove-brokers onto targetBrokers)."""
+    named = np.zeros(st.model.num_brokers, dtype=np.bool_)
+    named[[st.model.broker_index(b) for b in st.options.operation.target_brokers]] = True
+    return named
 
 
 def _named_brokers_topics(st: State) -> BoolArray:
@@ -57,27 +69,30 @@ def repair_racks_and_groups(st: State, free: BoolArray) -> None:
 
 def repair_capacity(st: State, free: BoolArray, evacuated: Ints, *, fewest_bytes: bool) -> None:
     """The capacity repair with the operation's replicas first, then, if that leaves a broker above a
-    limit, with every partition of ``free`` too, except those placed on brokers the user named.
+    limit, with every partition of ``free`` too; those placed on brokers the user named stay on them.
 
     fix-offline-replicas first moves only the re-placed replicas (their live peers stay), which may
     settle on another broker of their rack: putting them back in their rack's free room is often
-    just a matter of which one goes where.
+    just a matter of which one goes where. Likewise the replicas placed on brokers the user named
+    may settle on another of them (which target takes which replica is the operation's choice).
     """
+    op = st.options.operation
     locked = _named_brokers_topics(st)
-    if st.options.operation.type == "remove-brokers" and st.options.operation.target_brokers:
+    onto_targets = op.type == "remove-brokers" and bool(op.target_brokers)
+    if onto_targets:
         locked[evacuated] = True
     allowed = (free | st.movable) & ~locked
-    first = st.movable.copy()
-    replaced = st.options.operation.type == "fix-offline-replicas"
+    replaced = op.type == "fix-offline-replicas"
+    first = st.movable | locked
     if replaced:
         first[evacuated] = True
-    with _movable(st, first, arrived_only=replaced):
+    with _movable(st, first, arrived_only=replaced or onto_targets, confined=locked if locked.any() else None):
         try:
             enforce_capacity(st, fewest_bytes=fewest_bytes)
         except PlanningError as error:
             if error.reason not in CAPACITY_GOALS or not (allowed & ~first).any():
                 raise
-            st.movable, st.arrived_only = allowed, False
+            st.movable, st.arrived_only = allowed | locked, False
             enforce_capacity(st, fewest_bytes=fewest_bytes)
 
 

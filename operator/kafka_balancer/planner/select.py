@@ -299,10 +299,13 @@ def replica_candidates(
     st: State, index: tuple[Ints, Ints], s: int, *, d: int, nracks: Ints, leaders_only: bool
 ) -> tuple[Ints, Ints]:
     """Replicas on ``s`` that may move to ``d`` under every hard goal: (partitions, slots)."""
+    parts, slots = movable_replicas(st, index, s, leaders_only=leaders_only)
+    return may_go_to(st, parts, slots, d=d, nracks=nracks)
+
+
+def movable_replicas(st: State, index: tuple[Ints, Ints], s: int, *, leaders_only: bool) -> tuple[Ints, Ints]:
+    """Replicas on ``s`` this step may move at all, wherever to: (partitions, slots)."""
     order, starts = index
-    if not st.can_host[d]:
-        # The exchanges' way back goes to a giver, which may be excluded from taking replicas.
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     width = st.rep.shape[1]
     pos = order[starts[s] : starts[s + 1]]
     parts = (pos // width).astype(np.int64)
@@ -311,11 +314,21 @@ def replica_candidates(
     if leaders_only:
         keep &= slots == 0
     keep &= st.movable[parts]
-    keep &= st.groups.partition[parts] == st.groups.broker[d]
-    parts, slots = parts[keep], slots[keep]
-    keep = ~(st.rep[parts] == d).any(axis=1)
     if st.arrived_only:
         keep &= ~(st.model.replicas[parts] == s).any(axis=1)
+    return parts[keep], slots[keep]
+
+
+def may_go_to(st: State, parts: Ints, slots: Ints, *, d: int, nracks: Ints) -> tuple[Ints, Ints]:
+    """Those of the replicas ``(parts, slots)`` that may move to ``d`` under every hard goal."""
+    if not st.can_host[d]:
+        # The exchanges' way back goes to a giver, which may be excluded from taking replicas.
+        return parts[:0], slots[:0]
+    keep = st.groups.partition[parts] == st.groups.broker[d]
+    parts, slots = parts[keep], slots[keep]
+    keep = ~(st.rep[parts] == d).any(axis=1)
+    if st.confined is not None and st.onto is not None and not st.onto[d]:
+        keep &= ~st.confined[parts]
     if not st.can_lead[d]:
         keep &= slots != 0
     parts, slots = parts[keep], slots[keep]

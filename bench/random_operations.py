@@ -1,0 +1,106 @@
+"""Random small clusters and a random operation on each: the cases of
+tests/planner/test_planner_every_operation.py and of ``bench.feasibility``.
+
+3-15 brokers in 1-3 racks, maybe one dead; random placements (racks may be crowded), rf 1-4;
+disk and network-out limits 1.1-2x the average on half the clusters; resource groups on a fifth;
+excluded brokers, rebalances limited to a topic or a group, and balance thresholds drawn too.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from kafka_balancer.model import ClusterBuilder, ClusterModel
+from kafka_balancer.planner import GroupOptions, OperationOptions, PlannerOptions
+
+OPERATIONS = (
+    "rebalance",
+    "add-brokers",
+    "remove-brokers",
+    "remove-brokers-onto-targets",
+    "demote-brokers",
+    "fix-offline-replicas",
+    "change-replication-factor",
+    "move-topics",
+    "move-topics-to-group",
+)
+
+
+def random_case(seed: int, kind: str) -> tuple[ClusterModel, PlannerOptions]:
+    """The cluster and the options of operation ``kind`` drawn from ``seed``."""
+    rng = random.Random(seed)
+    model, alive = _cluster(rng)
+    return model, _options(rng, model.num_brokers, alive, kind)
+
+
+def _cluster(rng: random.Random) -> tuple[ClusterModel, list[int]]:
+    racks, brokers = rng.randint(1, 3), rng.randint(3, 15)
+    dead = {rng.randrange(brokers)} if rng.random() < 0.3 else set()
+    partitions = []
+    for t in range(rng.randint(1, 4)):
+        rf = rng.randint(1, min(4, brokers - len(dead)))
+        for p in range(rng.randint(3, 30)):
+            size, rate = rng.choice([1, 10, 100]) * rng.randint(1, 9), rng.randint(0, 1000)
+            partitions.append((f"t{t}", p, rng.sample(range(brokers), rf), size, rate))
+    disk: Counter[int] = Counter()
+    out: Counter[int] = Counter()
+    for _, _, replicas, size, rate in partitions:
+        for b in replicas:
+            disk[b] += size
+        out[replicas[0]] += rate * (2 + len(replicas))
+    alive = [b for b in range(brokers) if b not in dead]
+    avg_disk, avg_out = sum(disk.values()) / len(alive), sum(out.values()) / len(alive)
+    limited = rng.random() < 0.5
+    builder = ClusterBuilder()
+    for b in range(brokers):
+        disk_cap = avg_disk * rng.uniform(1.1, 1.6) / 0.8 if limited else None
+        out_cap = (avg_out * rng.uniform(1.2, 2.0) + 1) / 0.8 if limited and rng.random() < 0.5 else None
+        builder.add_broker(
+            b, rack=f"r{b % racks}", alive=b in alive, disk_bytes=disk_cap, network_out_bytes_per_sec=out_cap
+        )
+    for topic, p, replicas, size, rate in partitions:
+        builder.add_partition(topic, p, replicas, size_bytes=size, bytes_in_per_sec=rate, bytes_out_per_sec=2 * rate)
+    return builder.build(), alive
+
+
+def _options(rng: random.Random, brokers: int, alive: list[int], kind: str) -> PlannerOptions:
+    groups: tuple[GroupOptions, ...] = ()
+    if kind == "move-topics-to-group" or rng.random() < 0.2:
+        # Every broker in a group; topics t1.. in none of them.
+        half = brokers // 2
+        groups = (GroupOptions("a", tuple(range(half)), ("t0",)), GroupOptions("b", tuple(range(half, brokers))))
+    one = rng.choice(alive)
+    others = [b for b in alive if b != one]
+    operation = {
+        "rebalance": OperationOptions(),
+        "add-brokers": OperationOptions("add-brokers", brokers=(one,)),
+        "remove-brokers": OperationOptions(
+            "remove-brokers", brokers=tuple(rng.sample(alive, rng.randint(1, max(1, len(alive) // 3))))
+        ),
+        "remove-brokers-onto-targets": OperationOptions(
+            "remove-brokers", brokers=(one,), target_brokers=tuple(rng.sample(others, rng.randint(1, len(others))))
+        ),
+        "demote-brokers": OperationOptions("demote-brokers", brokers=(one,)),
+        "fix-offline-replicas": OperationOptions("fix-offline-replicas"),
+        "change-replication-factor": OperationOptions(
+            "change-replication-factor", topics=("t0",), replication_factor=rng.randint(1, 3)
+        ),
+        "move-topics": OperationOptions(
+            "move-topics", topics=("t0",), target_brokers=tuple(rng.sample(range(brokers), rng.randint(1, brokers)))
+        ),
+        "move-topics-to-group": OperationOptions("move-topics", topics=("t0",), target_group="b"),
+    }[kind]
+    # A rebalance limited to some topics or groups: what is outside may break a hard goal it cannot mend.
+    topics = ("t0",) if kind == "rebalance" and rng.random() < 0.15 else ()
+    per_group = {"rebalance", "add-brokers", "remove-brokers", "fix-offline-replicas"}
+    to_balance = (rng.choice(["a", "b"]),) if groups and kind in per_group and rng.random() < 0.3 else ()
+    return PlannerOptions(
+        operation=operation,
+        resource_groups=groups,
+        topics=topics,
+        groups_to_balance=to_balance,
+        balance_threshold=rng.choice([1.02, 1.05, 1.10, 1.10, 1.3]),
+        excluded_brokers_for_replicas=(rng.choice(alive),) if rng.random() < 0.2 else (),
+        excluded_brokers_for_leadership=(rng.choice(alive),) if rng.random() < 0.2 else (),
+    )
