@@ -192,7 +192,7 @@ def _replica_batch(
     parts, slots = replica_candidates(st, index, s, d=d, nracks=nracks, leaders_only=q in LEADER_QUANTITIES)
     if parts.size == 0:
         return 0.0
-    v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
+    v = st.slot_loads(parts, slots)
     useful = v[:, q] > 0
     parts, slots, v = parts[useful], slots[useful], v[useful]
     order = _topic_aware_order(

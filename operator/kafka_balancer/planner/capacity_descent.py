@@ -142,6 +142,6 @@ def _side(
     st: State, frm: int, to: int, q: int, *, nracks: Ints, index: tuple[Ints, Ints], largest: bool, count: int | None
 ) -> tuple[Ints, Ints, FloatArray]:
     parts, slots = replica_candidates(st, index, frm, d=to, nracks=nracks, leaders_only=False)
-    v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
+    v = st.slot_loads(parts, slots)
     order = np.argsort(-v[:, q] if largest else v[:, q], kind="stable")[:count]
     return parts[order], slots[order], v[order]

@@ -251,11 +251,11 @@ def _apply_operation(st: State) -> None:
             target_group = st.groups.names.index(op.target_group)
             targets = st.groups.broker == target_group
         else:
-            targets = np.zeros(st.model.num_brokers, dtype=np.bool_)
-            targets[[st.index_of(b, "operation.targetBrokers") for b in op.target_brokers]] = True
+            targets = st.named_targets()
         move_topics(st, op.topics, targets & st.active, target_group)
         if op.target_group is None:
-            # Named brokers: the topics stay on them (the capacity repair moves others to make room).
+            # Named brokers: the topics stay on them (the capacity repair may settle them on another
+            # named broker, and moves others to make room).
             st.movable = np.zeros_like(st.movable)
     elif _shape_only(st.options):
         st.movable = np.zeros_like(st.movable)
@@ -281,10 +281,8 @@ def _evacuate_onto_targets(st: State, parts: Ints, slots: Ints) -> None:
     """
     op = st.options.operation
     if op.type == "remove-brokers" and op.target_brokers:
-        targets = np.zeros(st.model.num_brokers, dtype=np.bool_)
-        targets[[st.index_of(b, "operation.targetBrokers") for b in op.target_brokers]] = True
         removed = st.removed[st.rep[parts, slots]]
-        evacuate(st, parts[removed], slots[removed], targets)
+        evacuate(st, parts[removed], slots[removed], st.named_targets())
         parts, slots = parts[~removed], slots[~removed]
     evacuate(st, parts, slots)
 

@@ -63,8 +63,7 @@ def precheck(st: State) -> None:
             continue
         # Live brokers excluded from new replicas keep theirs: a partition needs hosts for the rest.
         kept = st.active & ~st.can_host & (groups.broker == g)
-        rep = st.rep[parts]
-        on_kept = ((rep != NO_BROKER) & kept[np.maximum(rep, 0)]).sum(axis=1)
+        on_kept = st.replicas_on(parts, kept)
         worst = int(np.argmax(rf[parts] - on_kept))
         max_rf, short = int(rf[parts[worst]]), int(rf[parts[worst]] - on_kept[worst]) - hosts.size
         if short > 0:
@@ -195,7 +194,7 @@ def choose_destinations(
     if not racks_there.all():
         racks_there = np.where(racks_there > 0, racks_there, np.unique(st.rack[dests]).size)
     allowed_per_rack = np.ceil(rf / np.maximum(racks_there, 1))
-    v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
+    v = st.slot_loads(parts, slots)
     feas = ~(rows[:, :, None] == dests[None, None, :]).any(axis=1)  # (C, n)
     if st.options.hard("rack-awareness"):
         same = (racks[:, :, None] == st.rack[dests][None, None, :]).sum(axis=1)
@@ -326,7 +325,7 @@ def _descent_repair(st: State, q: int, nracks: Ints) -> None:
             # Nothing moved this round, so the index holds (after a step, later brokers of this
             # loop only miss the replicas that step brought them: entries are checked).
             for s in over.tolist():
-                hosts = np.flatnonzero(st.can_host & (st.groups.broker == st.groups.broker[s]))
+                hosts = np.flatnonzero(st.hosts_of_group(int(st.groups.broker[s])))
                 gained += make_room(st, s, q, hosts=hosts, nracks=nracks, index=index)
         if gained <= 0:
             return
@@ -337,7 +336,7 @@ def _room_in_group(st: State, s: int, q: int, *, leadership_only: bool = False) 
 
     Leadership moves (``leadership_only``) go to brokers that already hold a replica of the
     partition: any broker that may lead, excluded from new replicas or not."""
-    takers = st.can_lead if leadership_only else (st.groups.broker == st.groups.broker[s]) & st.can_host
+    takers = st.can_lead if leadership_only else st.hosts_of_group(int(st.groups.broker[s]))
     room: FloatArray = np.where(takers, st.limit[:, q] - st.load[:, q], 0.0)
     return room
 
@@ -391,7 +390,7 @@ class _Pair:
         if excess <= 0 or leadership_only:
             return moved
         parts, slots = replica_candidates(st, self.index, s, d=d, nracks=nracks, leaders_only=False)
-        v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
+        v = st.slot_loads(parts, slots)
         wanted = self._count_wanted()
         limits = np.maximum(st.limit[d] - st.load[d], 0.0)
         if fewest_bytes:
@@ -453,7 +452,7 @@ def _check_capacity(st: State, goal: str, q: int) -> None:
         return
     b = int(over[0])
     g = int(st.groups.broker[b])
-    hosts = np.flatnonzero(st.can_host & (st.groups.broker == g))
+    hosts = np.flatnonzero(st.hosts_of_group(g))
     load, limit = float(st.load[b, q]), float(st.limit[b, q])
     raise PlanningError(
         goal,

@@ -51,7 +51,7 @@ def make_room(st: State, s: int, q: int, *, hosts: Ints, nracks: Ints, index: tu
         xp, xs = replica_candidates(st, index, s, d=d, nracks=nracks, leaders_only=False)
         if xp.size == 0:
             continue
-        xv = _rows(st, xp, xs)
+        xv = st.slot_loads(xp, xs)
         # The smallest of those that cover the excess alone first, then the largest of the rest.
         order = np.lexsort((np.where(xv[:, q] >= excess, xv[:, q], -xv[:, q]), xv[:, q] < excess))
         pool = _pool(st, d, s, hosts=hosts, nracks=nracks, index=index)
@@ -85,7 +85,7 @@ def _pool(st: State, d: int, s: int, *, hosts: Ints, nracks: Ints, index: tuple[
     for j, key in enumerate(keys):
         ok[np.searchsorted(every, key), j] = True
     parts, slots = every // width, every % width
-    return _Pool(parts, slots, _rows(st, parts, slots), brokers, ok)
+    return _Pool(parts, slots, st.slot_loads(parts, slots), brokers, ok)
 
 
 def _shed(st: State, d: int, arriving: FloatArray, *, pool: _Pool) -> list[tuple[int, int]] | None:
@@ -120,8 +120,3 @@ def _shed(st: State, d: int, arriving: FloatArray, *, pool: _Pool) -> list[tuple
         usable[i] = False
         shed.append((i, int(pool.brokers[j])))
     return shed
-
-
-def _rows(st: State, parts: Ints, slots: Ints) -> FloatArray:
-    rows: FloatArray = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
-    return rows

@@ -111,8 +111,7 @@ def move_topics(st: State, topics: tuple[str, ...], targets: BoolArray, target_g
     parts = topic_partitions(st, topics, "operation.topics")
     hosts = np.flatnonzero(targets & st.can_host)
     # A target excluded from new replicas keeps those it holds: a partition needs hosts for the rest.
-    rep = st.rep[parts]
-    kept = ((rep != NO_BROKER) & (targets & st.active & ~st.can_host)[np.maximum(rep, 0)]).sum(axis=1)
+    kept = st.replicas_on(parts, targets & st.active & ~st.can_host)
     rf = int(st.rf[parts].max(initial=0))
     need = int((st.rf[parts] - kept).max(initial=0))
     if need > hosts.size:

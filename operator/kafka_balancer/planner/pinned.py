@@ -30,18 +30,11 @@ def _movable(
     """Let ``mask``'s partitions move for a while (only their arrived replicas, with ``arrived_only``;
     ``confined`` ones only among the brokers the user named)."""
     pinned, st.movable, st.arrived_only = st.movable, mask, arrived_only
-    st.confined, st.onto = (confined, _named_brokers(st)) if confined is not None else (None, None)
+    st.confined, st.onto = (confined, st.named_targets()) if confined is not None else (None, None)
     try:
         yield
     finally:
         st.movable, st.arrived_only, st.confined, st.onto = pinned, False, None, None
-
-
-def _named_brokers(st: State) -> BoolArray:
-    """The brokers the operation names as targets (move-topics, remove-brokers onto targetBrokers)."""
-    named = np.zeros(st.model.num_brokers, dtype=np.bool_)
-    named[[st.model.broker_index(b) for b in st.options.operation.target_brokers]] = True
-    return named
 
 
 def _named_brokers_topics(st: State) -> BoolArray:

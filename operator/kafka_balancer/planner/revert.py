@@ -37,7 +37,7 @@ def revert_moves(st: State) -> int:
         keep = rack_ok(st, parts, slots, d=homes, nracks=nracks) & _topics_ok(st, b, parts, slots, homes)
         parts, slots, homes = parts[keep], slots[keep], homes[keep]
         src = st.rep[parts, slots]
-        v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
+        v = st.slot_loads(parts, slots)
         acc = accept_together(st, b, src=src, dst=homes, v=v)
         st.move(parts[acc], slots[acc], homes[acc].astype(np.int32))
         moved = int(acc.sum())

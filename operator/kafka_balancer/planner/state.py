@@ -211,13 +211,30 @@ class State:
             if k == 0:
                 np.add.at(self.tlead, (self.ptopic[ok], col[ok]), 1)
 
+    def slot_loads(self, parts: Ints, slots: Ints) -> FloatArray:
+        """(n, Q): the load replica ``slots`` of ``parts`` carries (the leader's row for slot 0)."""
+        rows: FloatArray = np.where((slots == 0)[:, None], self.lead[parts], self.follow[parts])
+        return rows
+
+    def replicas_on(self, parts: Ints, brokers: BoolArray) -> Ints:
+        """How many replicas each of ``parts`` has on the ``brokers`` (a broker mask)."""
+        rep = self.rep[parts]
+        count: Ints = ((rep != NO_BROKER) & brokers[np.maximum(rep, 0)]).sum(axis=1).astype(np.int32)
+        return count
+
+    def named_targets(self) -> BoolArray:
+        """The brokers the operation's ``targetBrokers`` names, as a mask."""
+        mask = np.zeros(self.model.num_brokers, dtype=np.bool_)
+        mask[[self.index_of(b, "operation.targetBrokers") for b in self.options.operation.target_brokers]] = True
+        return mask
+
     # ----- mutations --------------------------------------------------------------------------
     def move(self, parts: Ints, slots: Ints, dest: Ints) -> None:
         """Move replica ``slots`` of ``parts`` (distinct partitions) to brokers ``dest``."""
         if parts.size == 0:
             return
         src = self.rep[parts, slots]
-        rows = np.where((slots == 0)[:, None], self.lead[parts], self.follow[parts])
+        rows = self.slot_loads(parts, slots)
         np.add.at(self.load, src, -rows)
         np.add.at(self.load, dest, rows)
         topics = self.ptopic[parts]

@@ -86,7 +86,7 @@ class _Moved:
         """Only those whose home can take them back as things stand (a stand-in from afar leaves
         the home nothing in exchange): every guarded load and the topic's count stay in band there."""
         home = self.home
-        v = np.where((self.slots == 0)[:, None], st.lead[self.parts], st.follow[self.parts])
+        v = st.slot_loads(self.parts, self.slots)
         ok = (st.load[home] + v <= np.maximum(b.upper[home], st.load[home])).all(axis=1)
         topic = st.ptopic[self.parts]
         if b.topic_replica_on:
@@ -201,7 +201,7 @@ def _exchange(st: State, b: Bands, moved: _Moved, index: _StandIns, *, pick: Int
         loses = src if index.far else dest
         ok &= _topics_ok(st, b, parts, slots, alt_p, gains=home, loses=loses, far=index.far)
     parts, slots, home, dest, alt_p, alt_s, src = (x[ok] for x in (parts, slots, home, dest, alt_p, alt_s, src))
-    v_home = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
+    v_home = st.slot_loads(parts, slots)
     v_alt = np.where((alt_s == 0)[:, None], st.lead[alt_p], st.follow[alt_p])
     if index.far:
         acc = _accept_both(st, b, (dest, home, v_home), (src, dest, v_alt))

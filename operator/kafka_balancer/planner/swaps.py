@@ -45,7 +45,7 @@ def _side(
     st: State, b: Bands, index: tuple[Ints, Ints], frm: int, *, to: int, nracks: Ints
 ) -> tuple[Ints, Ints, FloatArray]:
     parts, slots = replica_candidates(st, index, frm, d=to, nracks=nracks, leaders_only=False)
-    v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
+    v = st.slot_loads(parts, slots)
     ok = topic_ok(st, b, frm, to, topics=st.ptopic[parts], leaders=slots == 0, cumulative=False)
     return parts[ok], slots[ok], v[ok]
 

@@ -249,7 +249,7 @@ def replica_swaps(
         same = (racks == st.rack[src][:, None, None]).sum(axis=2)
         allowed = np.ceil(v.sum(axis=2) / np.maximum(nracks[st.groups.partition[cp]], 1))
         ok &= same + 1 <= allowed
-    vx = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])  # (n, Q)
+    vx = st.slot_loads(parts, slots)  # (n, Q)
     vy = np.where((ck == 0)[..., None], st.lead[cp], st.follow[cp])  # (n, 2W, Q)
     net = vx[:, None, :] - vy
     ok &= _fits(st, b, src, dests.astype(np.int64), net)

@@ -329,7 +329,7 @@ def _apply(st: State, b: Bands, parts: Ints, slots: Ints, dests: Ints, *, leader
         v = st.lead[parts] - st.follow[parts]
     else:
         src, dst, j = st.rep[parts, slots], dests, slots
-        v = np.where((slots == 0)[:, None], st.lead[parts], st.follow[parts])
+        v = st.slot_loads(parts, slots)
         if "topic-leader-distribution" in st.guarded:
             keep_followers = slots != 0  # a moving leader could crowd its topic's leaders: followers only
             parts, src, dst, j, v = (
