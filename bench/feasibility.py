@@ -15,7 +15,8 @@ replicas, disk, network in and out and CPU, counted the planner's way (``state.p
 What the operation pins is pinned: demote-brokers moves no replica (so it answers only for network
 out, CPU and leadership; a partition none of whose replicas may lead keeps its leader); a removed
 broker's replicas go onto its ``targetBrokers``; move-topics puts the topics on its targets (or in
-the target group); partitions of a group without brokers keep their live replicas. Distribution
+the target group); partitions of a group without brokers keep their live replicas (and are held
+to the rack spread only where they keep it now: they are not the plan's to mend). Distribution
 goals are left out. Rebalances limited to some topics or groups are skipped (they answer only for
 what they move).
 
@@ -114,8 +115,10 @@ def placement_exists(model: ClusterModel, options: PlannerOptions, time_limit: f
         add([(y(p, b), 1.0) for b in range(n_brokers)], 1, 1)
         for b in range(n_brokers):
             add([(y(p, b), 1.0), (x(p, b), -1.0)], -np.inf, 0)
-        if options.hard("rack-awareness") and op.type != "demote-brokers":  # it cannot move a replica
-            cap = math.ceil(rf[p] / racks_of[p])
+        cap = math.ceil(rf[p] / racks_of[p])
+        # A pinned partition (group without brokers) that already crowds a rack is not the plan's to mend.
+        crowded = lower[p].any() and np.bincount(st.rack[lower[p] > 0]).max() > cap
+        if options.hard("rack-awareness") and op.type != "demote-brokers" and not crowded:  # demote moves no replica
             for r in racks:
                 add([(x(p, b), 1.0) for b in np.flatnonzero(st.rack == r).tolist()], 0, cap)
     if op.type == "remove-brokers" and op.target_brokers:

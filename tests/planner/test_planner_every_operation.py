@@ -44,5 +44,13 @@ def test_every_operation_plans_or_names_what_the_cluster_lacks(seed: int, kind: 
     if not (options.topics or options.groups_to_balance):  # else only what it could mend (above)
         assert all(hard.values()), hard
     dead = {b.id for b in model.brokers() if not b.alive}
+    placement = placement_after(model, proposal.plan)
     if kind != "demote-brokers":
-        assert not any(set(replicas) & dead for replicas in placement_after(model, proposal.plan).values())
+        assert not any(set(replicas) & dead for replicas in placement.values())
+    # A topic in no group while every broker is in one stays where it is: only its replicas on dead
+    # or removed brokers move (and its leadership may, where a broker is above a limit).
+    grouped = {name for group in options.resource_groups for name in group.topic_names}
+    gone = dead | (set(options.operation.brokers) if options.operation.type == "remove-brokers" else set())
+    for p in model.partitions():
+        if options.resource_groups and p.topic not in grouped:
+            assert set(p.replicas) - gone <= set(placement[(p.topic, p.partition)]), p

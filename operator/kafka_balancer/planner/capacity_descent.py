@@ -12,6 +12,10 @@ Two steps get out of it, each accepted only when the total excess over the limit
   replicas of consecutive sizes (smallest run that makes room), so both end under the limit;
 - a move that puts the taker over its limit by less than it takes off the giver: the taker then
   passes on the smaller excess in the next step (an ejection chain).
+
+For the loads leadership carries (network out, CPU), handing the leadership to a follower, or
+exchanging two leaderships, is a step too, and moves no data: among equal gains it comes first.
+With ``leadership_only`` (demote-brokers moves no data) it is the only step.
 """
 
 from __future__ import annotations
@@ -21,12 +25,14 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray, FloatArray
-from kafka_balancer.planner.select import replica_candidates
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.select import leader_candidates, replica_candidates
+from kafka_balancer.planner.state import Q_CPU, Q_NET_OUT, Ints, State
 
 # Replicas compared on each side of an exchange (largest first on the giver, smallest first on the
 # taker): at most SIDE squared pairs per (giver, taker).
 SIDE: Final = 512
+# The capacity limits leadership carries: a leadership step can shrink their excess.
+LEADER_CARRIED: Final = frozenset({Q_NET_OUT, Q_CPU})
 
 
 class _Step:
@@ -35,18 +41,40 @@ class _Step:
     def __init__(self) -> None:
         self.key: tuple[float, float] = (0.0, 0.0)
         self.moves: list[tuple[int, int, int]] = []  # (partition, slot, destination)
+        self.leaders: list[tuple[int, int]] = []  # (partition, slot of the new leader)
 
-    def offer(self, gain: float, moved: float, moves: list[tuple[int, int, int]]) -> None:
+    def offer(
+        self, gain: float, moved: float, moves: list[tuple[int, int, int]], leaders: list[tuple[int, int]] | None = None
+    ) -> None:
         if (gain, -moved) > self.key:
-            self.key, self.moves = (gain, -moved), moves
+            self.key, self.moves, self.leaders = (gain, -moved), moves, leaders or []
+
+    def apply(self, st: State) -> None:
+        for p, slot in self.leaders:
+            st.swap_leader(np.array([p]), np.array([slot]))
+        for p, slot, to in self.moves:
+            st.move(np.array([p]), np.array([slot]), np.array([to], dtype=np.int32))
 
 
-def descend(st: State, s: int, q: int, *, takers: Ints, nracks: Ints, index: tuple[Ints, Ints]) -> float:
+def descend(
+    st: State,
+    s: int,
+    q: int,
+    *,
+    takers: Ints,
+    nracks: Ints,
+    index: tuple[Ints, Ints],
+    leadership_only: bool = False,
+) -> float:
     """Apply the step (a move or an exchange between ``s`` and one of ``takers``) that shrinks the
     total excess of ``q`` most, moving the fewest bytes among equals; returns how much it shrank."""
     excess = float(st.load[s, q] - st.limit[s, q])
     step = _Step()
     for d in takers.tolist():
+        if q in LEADER_CARRIED:
+            _leadership(st, s, d, q, step, excess=excess, index=index)
+        if leadership_only:
+            continue
         xp, xs, xv = _side(st, s, d, q, nracks=nracks, index=index, largest=True, count=None)
         if xp.size == 0:
             continue
@@ -68,9 +96,36 @@ def descend(st: State, s: int, q: int, *, takers: Ints, nracks: Ints, index: tup
             moved = float(xv[i, q] + yv[j, q])
             step.offer(float(gain[i, j]), moved, [(int(xp[i]), int(xs[i]), d), (int(yp[j]), int(ys[j]), s)])
         _one_for_several(st, s, d, q, step, excess=excess, room=room, x=(xp, xs, xv), y=(yp, ys, yv))
-    for p, slot, to in step.moves:
-        st.move(np.array([p]), np.array([slot]), np.array([to], dtype=np.int32))
+    step.apply(st)
     return step.key[0]
+
+
+def _leadership(st: State, s: int, d: int, q: int, step: _Step, *, excess: float, index: tuple[Ints, Ints]) -> None:
+    """Offer handing a leadership of ``s`` to its follower ``d``, or exchanging it for one that ``d``
+    leads and ``s`` follows (only the difference moves): no data moves."""
+    xp, xs = leader_candidates(st, index, s, d)
+    if xp.size == 0:
+        return
+    xv = st.lead[xp] - st.follow[xp]
+    first = np.argsort(-xv[:, q], kind="stable")[:SIDE]  # largest first, as in the exchanges of replicas
+    xp, xs, xv = xp[first], xs[first], xv[first]
+    room = float(st.limit[d, q] - st.load[d, q])
+    gain = np.where(_fits_elsewhere(st, d, q, xv), _shrink(xv[:, q], excess, room), -np.inf)
+    if gain.max() > 0:
+        i = int(np.argmax(gain))
+        step.offer(float(gain[i]), 0.0, [], [(int(xp[i]), int(xs[i]))])
+    yp, ys = leader_candidates(st, index, d, s)
+    if yp.size == 0:
+        return
+    yv = st.lead[yp] - st.follow[yp]
+    first = np.argsort(yv[:, q], kind="stable")[:SIDE]
+    yp, ys, yv = yp[first], ys[first], yv[first]
+    net = xv[:, None, :] - yv[None, :, :]
+    ok = _fits_elsewhere(st, d, q, net) & _giver_fits(st, s, net) & (net[..., q] > 0)
+    gain = np.where(ok, _shrink(net[..., q], excess, room), -np.inf)
+    if gain.max() > 0:
+        a, b = np.unravel_index(int(np.argmax(gain)), gain.shape)
+        step.offer(float(gain[a, b]), 0.0, [], [(int(xp[a]), int(xs[a])), (int(yp[b]), int(ys[b]))])
 
 
 def _one_for_several(

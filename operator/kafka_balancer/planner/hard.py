@@ -271,9 +271,19 @@ def enforce_capacity(st: State, *, fewest_bytes: bool = False, leadership_only: 
     bytes that cover the excess instead. With ``leadership_only`` (demote-brokers: no data moves)
     only the loads leadership carries are repaired, and by leadership moves alone.
     """
+    st.repairing = True
+    try:
+        _enforce_capacity(st, fewest_bytes=fewest_bytes, leadership_only=leadership_only)
+    finally:
+        st.repairing = False
+
+
+def _enforce_capacity(st: State, *, fewest_bytes: bool, leadership_only: bool) -> None:
     from kafka_balancer.planner.balance import LEADER_FIRST  # noqa: PLC0415 - avoids an import cycle
 
     nracks = st.group_racks()
+    # A group without brokers (unmanaged partitions, see State.unmanaged) spreads over every rack.
+    nracks[nracks == 0] = np.unique(st.rack[st.can_host]).size
     for goal, q in CAPACITY_GOALS.items():
         if not st.options.hard(goal) or not np.isfinite(st.limit[:, q]).any():
             continue
@@ -304,12 +314,11 @@ def enforce_capacity(st: State, *, fewest_bytes: bool = False, leadership_only: 
                         )
                 if moved <= 0:
                     break
-        if not leadership_only:
-            _descent_repair(st, q, nracks)
+        _descent_repair(st, q, nracks, leadership_only=leadership_only)
         _check_capacity(st, goal, q)
 
 
-def _descent_repair(st: State, q: int, nracks: Ints) -> None:
+def _descent_repair(st: State, q: int, nracks: Ints, *, leadership_only: bool) -> None:
     """What one-way moves left above a limit, removed step by step (see :mod:`capacity_descent`)."""
     for _ in range(st.options.max_rounds * DESCENT_STEPS_PER_ROUND):
         over = _over_limit(st, q)
@@ -319,13 +328,14 @@ def _descent_repair(st: State, q: int, nracks: Ints) -> None:
         gained = 0.0
         for s in over.tolist():
             # s itself is over its limit (negative room), so it is never among its own takers.
-            takers = _destinations(st, _room_in_group(st, s, q), s)
-            gained += descend(st, s, q, takers=takers, nracks=nracks, index=index)
-        if gained <= 0:
+            room = _room_in_group(st, s, q, leadership_only=leadership_only)
+            takers = _destinations(st, room, s)
+            gained += descend(st, s, q, takers=takers, nracks=nracks, index=index, leadership_only=leadership_only)
+        if gained <= 0 and not leadership_only:
             # Nothing moved this round, so the index holds (after a step, later brokers of this
             # loop only miss the replicas that step brought them: entries are checked).
             for s in over.tolist():
-                hosts = np.flatnonzero(st.hosts_of_group(int(st.groups.broker[s])))
+                hosts = np.flatnonzero(_hosts_for(st, s))
                 gained += make_room(st, s, q, hosts=hosts, nracks=nracks, index=index)
         if gained <= 0:
             return
@@ -336,9 +346,18 @@ def _room_in_group(st: State, s: int, q: int, *, leadership_only: bool = False) 
 
     Leadership moves (``leadership_only``) go to brokers that already hold a replica of the
     partition: any broker that may lead, excluded from new replicas or not."""
-    takers = st.can_lead if leadership_only else st.hosts_of_group(int(st.groups.broker[s]))
+    takers = st.can_lead if leadership_only else _hosts_for(st, s)
     room: FloatArray = np.where(takers, st.limit[:, q] - st.load[:, q], 0.0)
     return room
+
+
+def _hosts_for(st: State, s: int) -> BoolArray:
+    """Brokers that may take replicas of ``s``: its group's hosts, and any host where ``s`` holds
+    replicas this plan placed of unmanaged partitions (they may go anywhere, see State.unmanaged)."""
+    hosts = st.hosts_of_group(int(st.groups.broker[s]))
+    if st.has_unmanaged and st.unmanaged_arrivals()[s]:
+        hosts = hosts | st.can_host
+    return hosts
 
 
 def _destinations(st: State, room: FloatArray, s: int) -> Ints:
@@ -382,7 +401,8 @@ class _Pair:
                 # No goal follows to even the leaders out again: no more elections than the excess needs.
                 excess = float(st.load[s, q] - st.limit[s, q])
                 limits[q] = min(room, excess + float(v[:, q].max(initial=0.0)))
-            ordered = np.argsort(-v[:, q], kind="stable")
+            # Unmanaged partitions' leadership (State.unmanaged) last: only where the others are not enough.
+            ordered = np.lexsort((-v[:, q], st.unmanaged[parts]))
             chosen = take(v[ordered], limits_check(limits))
             st.swap_leader(parts[ordered][chosen], slots[ordered][chosen])
             moved += float(v[ordered][chosen, q].sum())

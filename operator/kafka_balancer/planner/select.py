@@ -313,7 +313,12 @@ def movable_replicas(st: State, index: tuple[Ints, Ints], s: int, *, leaders_onl
     keep = st.rep[parts, slots] == s
     if leaders_only:
         keep &= slots == 0
-    keep &= st.movable[parts]
+    ok = st.movable[parts]
+    if st.has_unmanaged:
+        # Of a partition in no group only what this plan placed moves, in the capacity repair (State.unmanaged).
+        placed = ~(st.model.replicas[parts] == s).any(axis=1)
+        ok = np.where(st.unmanaged[parts], st.repairing & placed, ok)
+    keep &= ok
     if st.arrived_only:
         keep &= ~(st.model.replicas[parts] == s).any(axis=1)
     return parts[keep], slots[keep]
@@ -324,7 +329,7 @@ def may_go_to(st: State, parts: Ints, slots: Ints, *, d: int, nracks: Ints) -> t
     if not st.can_host[d]:
         # The exchanges' way back goes to a giver, which may be excluded from taking replicas.
         return parts[:0], slots[:0]
-    keep = st.groups.partition[parts] == st.groups.broker[d]
+    keep = (st.groups.partition[parts] == st.groups.broker[d]) | st.unmanaged[parts]
     parts, slots = parts[keep], slots[keep]
     keep = ~(st.rep[parts] == d).any(axis=1)
     if st.confined is not None and st.onto is not None and not st.onto[d]:
@@ -346,7 +351,10 @@ def leader_candidates(st: State, index: tuple[Ints, Ints], s: int, d: int) -> tu
     parts = (pos // width).astype(np.int64)
     slots = pos % width
     parts = parts[(slots == 0) & (st.rep[parts, 0] == s)]
-    parts = parts[st.movable[parts]]
+    ok = st.movable[parts]
+    if st.has_unmanaged:
+        ok = np.where(st.unmanaged[parts], st.repairing, ok)  # their leadership: in the capacity repair
+    parts = parts[ok]
     hit = st.rep[parts] == d
     has = hit.any(axis=1)
     parts = parts[has]

@@ -149,6 +149,15 @@ class State:
         if options.topics:
             wanted = np.array([t in set(options.topics) for t in model.topics], dtype=np.bool_)
             self.movable = self.movable & wanted[self.ptopic]
+        # Partitions of topics in no group while every broker is in one: no goal balances them and
+        # they stay where they are, but while the capacity repair runs (``repairing``) it may move
+        # their leadership and re-place the replicas this plan placed (off a dead or removed broker)
+        # on any broker. Not in a rebalance limited to topics or groups: it answers for those only.
+        has_brokers = np.bincount(groups.broker, minlength=len(groups.names)) > 0
+        limited = bool(options.topics or options.groups_to_balance)
+        self.unmanaged: BoolArray = ~has_brokers[groups.partition] & (not limited)
+        self.has_unmanaged = bool(self.unmanaged.any())
+        self.repairing = False
         # Whether, of the movable partitions, only replicas that arrived in this plan may move
         # (fix-offline-replicas: a re-placed replica may settle elsewhere, its live peers stay).
         self.arrived_only = False
@@ -290,6 +299,17 @@ class State:
         it has none (topics in no ResourceGroup while every broker is in one are not confined)."""
         members = self.groups.broker == g
         out: BoolArray = self.can_host & (members if members.any() else True)
+        return out
+
+    def unmanaged_arrivals(self) -> BoolArray:
+        """Brokers holding a replica of an ``unmanaged`` partition that this plan placed there."""
+        out: BoolArray = np.zeros(self.model.num_brokers, dtype=np.bool_)
+        if not self.has_unmanaged:
+            return out
+        rows = np.flatnonzero(self.unmanaged)
+        rep = self.rep[rows]
+        placed = (rep != NO_BROKER) & ~(rep[:, :, None] == self.model.replicas[rows][:, None, :]).any(axis=2)
+        out[rep[placed]] = True
         return out
 
     def group_racks(self) -> Ints:
