@@ -402,7 +402,10 @@ class ResourceGroupSpec(SpecModel):
     """The group's brokers."""
     topics: TopicSelector = Field(default_factory=TopicSelector)
     """The group's topics; a topic in no group is balanced over the brokers in no group (if every broker is in
-    a group, it stays where it is, and its replicas on dead or removed brokers go to any broker, rack-aware)."""
+    a group, it stays where it is: no distribution goal moves it; its replicas on dead or removed brokers go to
+    any broker, rack-aware, and may settle on another broker where one ends above a capacity limit; its
+    leadership moves off demoted or excluded brokers, and to another of its replicas where a broker is above a
+    network-out or CPU limit that no other leadership move repairs)."""
 
 
 # ----- whole objects ----------------------------------------------------------------------------
