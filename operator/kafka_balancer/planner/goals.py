@@ -207,9 +207,8 @@ def _mask(indices: Ints, size: int) -> BoolArray:
 def _outside_group(st: State, rep: Ints) -> BoolArray:
     """Partitions with a replica outside their resource group (groups without brokers confine nothing)."""
     valid = rep != NO_BROKER
-    has_brokers = np.bincount(st.groups.broker, minlength=len(st.groups.names)) > 0
     home = st.groups.partition[:, None]
-    ok = ~valid | (st.groups.broker[np.maximum(rep, 0)] == home) | ~has_brokers[home]
+    ok = ~valid | (st.groups.broker[np.maximum(rep, 0)] == home) | ~st.groups.has_brokers[home]
     out: BoolArray = ~ok.all(axis=1)
     return out
 

@@ -116,10 +116,9 @@ def bad_slots(st: State, evacuate: BoolArray) -> tuple[Ints, Ints]:
     safe = np.maximum(rep, 0)
     bad = valid & evacuate[safe]
     if st.options.hard("resource-group-confinement"):
-        has_brokers = np.bincount(st.groups.broker, minlength=len(st.groups.names)) > 0
         home = st.groups.partition
         outside = st.groups.broker[safe] != home[:, None]
-        bad |= valid & outside & (has_brokers[home] & st.movable)[:, None]
+        bad |= valid & outside & (st.groups.has_brokers[home] & st.movable)[:, None]
     if st.options.hard("rack-awareness"):
         racks = np.where(valid & ~bad, st.rack[safe], -1)
         rf = valid.sum(axis=1)

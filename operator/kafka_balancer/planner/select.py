@@ -314,13 +314,13 @@ def movable_replicas(st: State, index: tuple[Ints, Ints], s: int, *, leaders_onl
     if leaders_only:
         keep &= slots == 0
     ok = st.movable[parts]
-    if st.has_unmanaged:
+    if st.has_unmanaged or st.arrived_only:
+        placed = ~(st.model.replicas[parts] == s).any(axis=1)  # this plan put the replica on s
         # Of a partition in no group only what this plan placed moves, in the capacity repair (State.unmanaged).
-        placed = ~(st.model.replicas[parts] == s).any(axis=1)
         ok = np.where(st.unmanaged[parts], st.repairing & placed, ok)
+        if st.arrived_only:
+            ok &= placed
     keep &= ok
-    if st.arrived_only:
-        keep &= ~(st.model.replicas[parts] == s).any(axis=1)
     return parts[keep], slots[keep]
 
 

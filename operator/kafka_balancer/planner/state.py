@@ -83,6 +83,9 @@ class Groups:
     topic: Ints
     # Groups whose partitions may move (operation/groups filter) and that have brokers at all.
     balanced: BoolArray
+    # Groups with at least one broker (a group without brokers confines nothing: topics in no group
+    # while every broker is in one).
+    has_brokers: BoolArray
 
 
 def resolve_groups(model: ClusterModel, options: PlannerOptions) -> Groups:
@@ -111,7 +114,7 @@ def resolve_groups(model: ClusterModel, options: PlannerOptions) -> Groups:
     balanced = has_brokers.copy()
     if options.groups_to_balance:
         balanced &= np.array([n in options.groups_to_balance for n in names])
-    return Groups(names, broker, partition.astype(np.int32), topic, balanced)
+    return Groups(names, broker, partition.astype(np.int32), topic, balanced, has_brokers)
 
 
 class State:
@@ -153,9 +156,8 @@ class State:
         # they stay where they are, but while the capacity repair runs (``repairing``) it may move
         # their leadership and re-place the replicas this plan placed (off a dead or removed broker)
         # on any broker. Not in a rebalance limited to topics or groups: it answers for those only.
-        has_brokers = np.bincount(groups.broker, minlength=len(groups.names)) > 0
         limited = bool(options.topics or options.groups_to_balance)
-        self.unmanaged: BoolArray = ~has_brokers[groups.partition] & (not limited)
+        self.unmanaged: BoolArray = ~groups.has_brokers[groups.partition] & (not limited)
         self.has_unmanaged = bool(self.unmanaged.any())
         self.repairing = False
         # Whether, of the movable partitions, only replicas that arrived in this plan may move
@@ -297,8 +299,7 @@ class State:
     def hosts_of_group(self, g: int) -> BoolArray:
         """Brokers that may take a replica of group ``g``'s partitions: its own, or any broker when
         it has none (topics in no ResourceGroup while every broker is in one are not confined)."""
-        members = self.groups.broker == g
-        out: BoolArray = self.can_host & (members if members.any() else True)
+        out: BoolArray = self.can_host & ((self.groups.broker == g) if self.groups.has_brokers[g] else True)
         return out
 
     def unmanaged_arrivals(self) -> BoolArray:
