@@ -16,7 +16,8 @@ What the operation pins is pinned: demote-brokers moves no replica (so it answer
 out, CPU and leadership; a partition none of whose replicas may lead keeps its leader); a removed
 broker's replicas go onto its ``targetBrokers``; move-topics puts the topics on its targets (or in
 the target group); partitions of a group without brokers keep their live replicas (and are held
-to the rack spread only where they keep it now: they are not the plan's to mend). Distribution
+to the rack spread only where they keep it now, and keep their leader where none of those may
+lead: they are not the plan's to mend). Distribution
 goals are left out. Rebalances limited to some topics or groups are skipped (they answer only for
 what they move).
 
@@ -82,6 +83,10 @@ def placement_exists(model: ClusterModel, options: PlannerOptions, time_limit: f
         allowed[np.isin(topic, op.topics)] &= named
     upper_x = allowed.astype(float)
     upper_y = (allowed & st.can_lead).astype(float)
+    # A pinned partition none of whose replicas may lead keeps its leader (docs/goals.md, excluded-brokers).
+    pinned = lower.astype(bool)
+    keeps = (pinned.sum(axis=1) >= rf) & ~(pinned & st.can_lead).any(axis=1)
+    upper_y[keeps] = pinned[keeps]
     if op.type == "demote-brokers":
         lower, upper_x = held.astype(float), held.astype(float)
         # A partition none of whose replicas may lead keeps its leader (docs/goals.md, excluded-brokers).

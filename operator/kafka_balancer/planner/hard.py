@@ -12,6 +12,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.capacity_descent import descend
+from kafka_balancer.planner.capacity_search import search
 from kafka_balancer.planner.goals import CAPACITY_GOALS, EPS, over_limit
 from kafka_balancer.planner.make_room import make_room
 from kafka_balancer.planner.options import PlanningError
@@ -336,6 +337,13 @@ def _descent_repair(st: State, q: int, nracks: Ints, *, leadership_only: bool) -
             for s in over.tolist():
                 hosts = np.flatnonzero(_hosts_for(st, s))
                 gained += make_room(st, s, q, hosts=hosts, nracks=nracks, index=index)
+        if gained <= 0 and not leadership_only:
+            searched: set[bytes] = set()  # the brokers of a group are searched once, however many are over
+            for s in _over_limit(st, q).tolist():
+                hosts = np.flatnonzero(_hosts_for(st, s))
+                if hosts.tobytes() not in searched:
+                    searched.add(hosts.tobytes())
+                    gained += search(st, q, hosts=hosts, nracks=nracks)
         if gained <= 0:
             return
 

@@ -62,7 +62,8 @@ def repair_racks_and_groups(st: State, free: BoolArray) -> None:
 
 def repair_capacity(st: State, free: BoolArray, evacuated: Ints, *, fewest_bytes: bool) -> None:
     """The capacity repair with the operation's replicas first, then, if that leaves a broker above a
-    limit, with every partition of ``free`` too; those placed on brokers the user named stay on them.
+    limit, with every partition of ``free`` and every replica of the operation's partitions too;
+    those on brokers the user named stay on them.
 
     fix-offline-replicas first moves only the re-placed replicas (their live peers stay), which may
     settle on another broker of their rack: putting them back in their rack's free room is often
@@ -83,7 +84,8 @@ def repair_capacity(st: State, free: BoolArray, evacuated: Ints, *, fewest_bytes
         try:
             enforce_capacity(st, fewest_bytes=fewest_bytes)
         except PlanningError as error:
-            if error.reason not in CAPACITY_GOALS or not (allowed & ~first).any():
+            # Again with the other partitions, and the peers of the replicas that moved first.
+            if error.reason not in CAPACITY_GOALS or not ((allowed & ~first).any() or replaced or onto_targets):
                 raise
             st.movable, st.arrived_only = allowed | locked, False
             enforce_capacity(st, fewest_bytes=fewest_bytes)

@@ -326,19 +326,33 @@ def movable_replicas(st: State, index: tuple[Ints, Ints], s: int, *, leaders_onl
 
 def may_go_to(st: State, parts: Ints, slots: Ints, *, d: int, nracks: Ints) -> tuple[Ints, Ints]:
     """Those of the replicas ``(parts, slots)`` that may move to ``d`` under every hard goal."""
-    if not st.can_host[d]:
-        # The exchanges' way back goes to a giver, which may be excluded from taking replicas.
-        return parts[:0], slots[:0]
-    keep = (st.groups.partition[parts] == st.groups.broker[d]) | st.unmanaged[parts]
+    keep = may_host(st, parts, slots, d=d)
     parts, slots = parts[keep], slots[keep]
     keep = ~(st.rep[parts] == d).any(axis=1)
-    if st.confined is not None and st.onto is not None and not st.onto[d]:
-        keep &= ~st.confined[parts]
-    if not st.can_lead[d]:
-        keep &= slots != 0
     parts, slots = parts[keep], slots[keep]
     keep = rack_ok(st, parts, slots, d=d, nracks=nracks)
     return parts[keep], slots[keep]
+
+
+def may_host(st: State, parts: Ints, slots: Ints, *, d: int, returning: bool = False) -> BoolArray:
+    """Which of the replicas ``(parts, slots)`` broker ``d`` may take, whatever the partitions' other
+    replicas (their brokers and racks are :func:`may_go_to`'s to check): its group, exclusions.
+    With ``returning``, a live broker excluded from new replicas may take back one it held before."""
+    keep: BoolArray
+    if st.can_host[d]:
+        keep = np.ones(parts.size, dtype=np.bool_)
+    elif returning and st.active[d]:
+        keep = (st.model.replicas[parts] == d).any(axis=1)
+    else:
+        # The exchanges' way back goes to a giver, which may be excluded from taking replicas.
+        return np.zeros(parts.size, dtype=np.bool_)
+    keep &= (st.groups.partition[parts] == st.groups.broker[d]) | st.unmanaged[parts]
+    if st.confined is not None and st.onto is not None and not st.onto[d]:
+        # Only a replica on a named broker is held there: the others of its partition may move.
+        keep &= ~(st.confined[parts] & st.onto[st.rep[parts, slots]])
+    if not st.can_lead[d]:
+        keep &= slots != 0
+    return keep
 
 
 def leader_candidates(st: State, index: tuple[Ints, Ints], s: int, d: int) -> tuple[Ints, Ints]:

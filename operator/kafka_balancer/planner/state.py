@@ -163,8 +163,8 @@ class State:
         # Whether, of the movable partitions, only replicas that arrived in this plan may move
         # (fix-offline-replicas: a re-placed replica may settle elsewhere, its live peers stay).
         self.arrived_only = False
-        # Partitions that may move only onto ``onto``'s brokers (the brokers a user named: the
-        # operation's replicas may settle among them), when set.
+        # Partitions whose replicas on ``onto``'s brokers (the brokers a user named) may move only
+        # among them, when set: the operation's replicas settle among the targets, their peers move.
         self.confined: BoolArray | None = None
         self.onto: BoolArray | None = None
         # Distribution goals a move must not make worse (see core.plan: the goals optimized so far).

@@ -1,0 +1,68 @@
+"""Where the descent and make-room stall on a tight packing, the capacity repair places the group's
+movable replicas again by search (planner.capacity_search): the plan keeps every hard goal, and a
+packing that does not exist still fails with the broker and the capacity that would fix it."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from checks import placement_after
+from kafka_balancer.model import ClusterBuilder, ClusterModel
+from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
+
+
+def _disk(model: ClusterModel, placement: dict[tuple[str, int], tuple[int, ...]]) -> Counter[int]:
+    sizes = {(p.topic, p.partition): p.size_bytes for p in model.partitions()}
+    disk: Counter[int] = Counter()
+    for key, replicas in placement.items():
+        for b in replicas:
+            disk[b] += int(sizes[key])
+    return disk
+
+
+def _cluster(disk_bytes: list[float], partitions: list[tuple[list[int], float]]) -> ClusterModel:
+    builder = ClusterBuilder()
+    for b, capacity in enumerate(disk_bytes):
+        builder.add_broker(b, rack="r0", disk_bytes=capacity)
+    for p, (replicas, size) in enumerate(partitions):
+        builder.add_partition("t0", p, replicas, size_bytes=size, bytes_in_per_sec=1.0, bytes_out_per_sec=1.0)
+    return builder.build()
+
+
+def test_removing_a_broker_repacks_the_others_when_no_single_move_or_exchange_fits() -> None:
+    # Found by bench.feasibility (seed 4817). Broker 4 leaves; its replicas fill brokers 0-3 to
+    # 1,476 bytes of 1,538.4 (limits 0.8 x capacity: 393.6, 386.4, 416, 342.4). The repair left
+    # broker 2 at 430, and every step of one or two replicas that takes it under its limit puts
+    # another broker over: planning failed with disk-capacity.
+    model = _cluster(
+        [492.0, 483.0, 520.0, 428.0, 500.0],
+        [([4, 2], 8), ([0, 4], 60), ([1, 4], 200), ([3, 4], 300), ([3, 4], 70), ([3, 4], 10), ([2, 0], 90)],
+    )
+    proposal = plan(model, PlannerOptions(operation=OperationOptions("remove-brokers", brokers=(4,))))
+    assert all(proposal.summary["hardGoals"].values()), proposal.summary["hardGoals"]
+    placement = placement_after(model, proposal.plan)
+    assert all(4 not in replicas and len(set(replicas)) == 2 for replicas in placement.values())
+    disk = _disk(model, placement)
+    limits = {b.id: 0.8 * b.disk_bytes for b in model.brokers() if b.disk_bytes}
+    assert all(disk[b] <= limit for b, limit in limits.items() if b != 4), (disk, limits)
+
+
+def test_a_packing_that_does_not_exist_still_fails_and_names_the_broker() -> None:
+    # Four replicas of 60 bytes on three brokers with room for 100 each (180 of 300 in all): two
+    # replicas of 60 never share a broker, so one broker is over whatever the search tries.
+    model = _cluster([125.0, 125.0, 125.0], [([0, 1], 60), ([0, 2], 60)])
+    with pytest.raises(PlanningError) as failure:
+        plan(model, PlannerOptions())
+    assert failure.value.reason == "disk-capacity"
+    assert "broker 0 would carry 120 disk above its limit 100" in str(failure.value)
+
+
+def test_removing_onto_targets_moves_the_other_replicas_of_the_partitions_it_re_places() -> None:
+    # Broker 3 leaves onto target broker 2. Partition 0's replica on broker 1 (no target) puts it
+    # over its limit of 80 and may only go to broker 0: only the replica the operation placed on
+    # the target stays among the targets, its peers may move (planning failed with disk-capacity).
+    model = _cluster([1000.0, 100.0, 1000.0, 1000.0], [([1, 3], 100)])
+    options = PlannerOptions(operation=OperationOptions("remove-brokers", brokers=(3,), target_brokers=(2,)))
+    proposal = plan(model, options)
+    assert set(placement_after(model, proposal.plan)[("t0", 0)]) == {0, 2}
