@@ -21,6 +21,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.goals import rack_allowance
 from kafka_balancer.planner.select import may_host, movable_replicas
 from kafka_balancer.planner.state import Q_DISK, Q_REPLICAS, Ints, State
 
@@ -96,6 +97,8 @@ class _Search:
         n_racks = int(st.rack.max()) + 1
         self.host_rack = st.rack[self.hosts]
         self.held = np.zeros((local.size, self.hosts.size), dtype=np.bool_)
+        position = np.full(st.model.num_brokers, -1, dtype=np.int64)  # of each broker among the hosts
+        position[self.hosts] = np.arange(self.hosts.size)
         self.racks = np.zeros((local.size, n_racks), dtype=np.int64)
         now = np.zeros((local.size, n_racks), dtype=np.int64)
         for k in range(rows.shape[1]):
@@ -103,13 +106,11 @@ class _Search:
             np.add.at(now, (on, st.rack[rows[on, k]]), 1)
             fixed = on[~moving[on, k]]
             np.add.at(self.racks, (fixed, st.rack[rows[fixed, k]]), 1)
-            at = np.searchsorted(self.hosts, rows[fixed, k])
-            inside = (at < self.hosts.size) & (self.hosts[np.minimum(at, self.hosts.size - 1)] == rows[fixed, k])
-            self.held[fixed[inside], at[inside]] = True
+            at = position[rows[fixed, k]]
+            self.held[fixed[at >= 0], at[at >= 0]] = True
         if st.options.hard("rack-awareness"):
             rf = valid.sum(axis=1)
-            allowed = np.ceil(rf / np.maximum(nracks[st.groups.partition[local]], 1)).astype(np.int64)
-            self.allowed = np.maximum(allowed[:, None], now)
+            self.allowed = np.maximum(rack_allowance(rf, nracks[st.groups.partition[local]])[:, None], now)
         else:
             self.allowed = np.full(now.shape, rows.shape[1], dtype=np.int64)
 

@@ -145,6 +145,13 @@ def count_distance(counts: Ints, lo: FloatArray, hi: FloatArray) -> Ints:
     return out
 
 
+def rack_allowance(rf: Ints, racks: Ints) -> Ints:
+    """How many replicas of a partition (of ``rf``) one rack may hold, with ``racks`` racks to
+    spread over (at least one counted): the rack-awareness goal's ``ceil(rf / racks)``."""
+    out: Ints = np.ceil(rf / np.maximum(racks, 1)).astype(np.int32)
+    return out
+
+
 def rack_violations(st: State, rep: Ints | None = None) -> Ints:
     """Partitions whose replicas crowd a rack beyond ``ceil(rf / racks in the group)`` (in ``rep``,
     by default the working placement)."""
@@ -153,7 +160,7 @@ def rack_violations(st: State, rep: Ints | None = None) -> Ints:
     racks = np.where(valid, st.rack[np.maximum(rep, 0)], -1)
     rf = valid.sum(axis=1)
     nracks = st.group_racks()[st.groups.partition]
-    allowed = np.ceil(rf / np.maximum(nracks, 1)).astype(np.int32)
+    allowed = rack_allowance(rf, nracks)
     worst = np.zeros(rep.shape[0], dtype=np.int32)
     for k in range(rep.shape[1]):
         same = ((racks == racks[:, k : k + 1]) & valid).sum(axis=1)

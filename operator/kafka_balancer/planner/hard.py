@@ -13,7 +13,7 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.capacity_descent import descend
 from kafka_balancer.planner.capacity_search import search
-from kafka_balancer.planner.goals import CAPACITY_GOALS, EPS, over_limit
+from kafka_balancer.planner.goals import CAPACITY_GOALS, EPS, over_limit, rack_allowance
 from kafka_balancer.planner.make_room import make_room
 from kafka_balancer.planner.options import PlanningError
 from kafka_balancer.planner.select import (
@@ -123,7 +123,7 @@ def bad_slots(st: State, evacuate: BoolArray) -> tuple[Ints, Ints]:
     if st.options.hard("rack-awareness"):
         racks = np.where(valid & ~bad, st.rack[safe], -1)
         rf = valid.sum(axis=1)
-        allowed = np.ceil(rf / np.maximum(st.group_racks()[st.groups.partition], 1)).astype(np.int32)
+        allowed = rack_allowance(rf, st.group_racks()[st.groups.partition])
         seen = np.zeros(rep.shape[0], dtype=np.int32)
         for k in range(rep.shape[1]):
             earlier = ((racks[:, :k] == racks[:, k : k + 1]) & (racks[:, :k] >= 0)).sum(axis=1) if k else seen
@@ -193,7 +193,7 @@ def choose_destinations(
     racks_there = nracks[st.groups.partition[parts]]
     if not racks_there.all():
         racks_there = np.where(racks_there > 0, racks_there, np.unique(st.rack[dests]).size)
-    allowed_per_rack = np.ceil(rf / np.maximum(racks_there, 1))
+    allowed_per_rack = rack_allowance(rf, racks_there)
     v = st.slot_loads(parts, slots)
     feas = ~(rows[:, :, None] == dests[None, None, :]).any(axis=1)  # (C, n)
     if st.options.hard("rack-awareness"):
@@ -338,8 +338,9 @@ def _descent_repair(st: State, q: int, nracks: Ints, *, leadership_only: bool) -
                 hosts = np.flatnonzero(_hosts_for(st, s))
                 gained += make_room(st, s, q, hosts=hosts, nracks=nracks, index=index)
         if gained <= 0 and not leadership_only:
+            # Nothing moved this round (a step applies only when it gains), so ``over`` still holds.
             searched: set[bytes] = set()  # the brokers of a group are searched once, however many are over
-            for s in _over_limit(st, q).tolist():
+            for s in over.tolist():
                 hosts = np.flatnonzero(_hosts_for(st, s))
                 if hosts.tobytes() not in searched:
                     searched.add(hosts.tobytes())

@@ -77,15 +77,16 @@ def repair_capacity(st: State, free: BoolArray, evacuated: Ints, *, fewest_bytes
         locked[evacuated] = True
     allowed = (free | st.movable) & ~locked
     replaced = op.type == "fix-offline-replicas"
+    arrived_only = replaced or onto_targets
     first = st.movable | locked
     if replaced:
         first[evacuated] = True
-    with _movable(st, first, arrived_only=replaced or onto_targets, confined=locked if locked.any() else None):
+    with _movable(st, first, arrived_only=arrived_only, confined=locked if locked.any() else None):
         try:
             enforce_capacity(st, fewest_bytes=fewest_bytes)
         except PlanningError as error:
             # Again with the other partitions, and the peers of the replicas that moved first.
-            if error.reason not in CAPACITY_GOALS or not ((allowed & ~first).any() or replaced or onto_targets):
+            if error.reason not in CAPACITY_GOALS or not ((allowed & ~first).any() or arrived_only):
                 raise
             st.movable, st.arrived_only = allowed | locked, False
             enforce_capacity(st, fewest_bytes=fewest_bytes)

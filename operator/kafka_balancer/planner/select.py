@@ -17,7 +17,14 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
-from kafka_balancer.planner.goals import GOAL_QUANTITY, bands, topic_bands, topic_leader_applies, violation
+from kafka_balancer.planner.goals import (
+    GOAL_QUANTITY,
+    bands,
+    rack_allowance,
+    topic_bands,
+    topic_leader_applies,
+    violation,
+)
 from kafka_balancer.planner.state import NUM_Q, Q_LEADERS, Ints, State
 
 # Passes of "take the longest fitting prefix, drop the blocker, continue" per batch.
@@ -290,7 +297,7 @@ def rack_ok(st: State, parts: Ints, slots: Ints, *, d: int | Ints, nracks: Ints)
     racks[np.arange(parts.size), slots] = -1  # the replica that leaves
     same = (racks == np.reshape(st.rack[d], (-1, 1))).sum(axis=1)
     rf = valid.sum(axis=1)
-    allowed = np.ceil(rf / np.maximum(nracks[st.groups.partition[parts]], 1))
+    allowed = rack_allowance(rf, nracks[st.groups.partition[parts]])
     out: BoolArray = same + 1 <= allowed
     return out
 
