@@ -46,3 +46,23 @@ def one_rack_per_broker(partitions: list[tuple[str, int, list[int], float]], bro
     for topic, p, replicas, size in partitions:
         builder.add_partition(topic, p, replicas, size_bytes=size, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
     return builder.build()
+
+
+def disk_over_limit(*, big: int, small: int, big_size: float) -> tuple[ClusterModel, float]:
+    """Brokers 0-3 hold ``big`` replicas of ``big_size`` bytes and ``small`` of 1 byte, brokers 4-5
+    are new; every broker's disk limit is 1.04x the average, so 0-3 must shed their excess first.
+    Returns the model and the fewest bytes the repair can move (whole replicas)."""
+    builder = ClusterBuilder()
+    old_disk = big * big_size + small
+    limit = 1.04 * 4 * old_disk / 6
+    for b in range(6):
+        builder.add_broker(b, rack=f"rack-{b}", disk_bytes=limit / 0.8)  # capacityThreshold 0.8
+    p = 0
+    for b in range(4):
+        for size, count, prefix in ((big_size, big, "big"), (1.0, small, "small")):
+            for k in range(count):
+                builder.add_partition(
+                    f"{prefix}-{k % 5}", p, [b], size_bytes=size, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3
+                )
+                p += 1
+    return builder.build(), 4 * math.ceil(old_disk - limit)

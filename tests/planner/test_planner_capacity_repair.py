@@ -5,10 +5,8 @@ runs of one topic, and the disk repair moves no more replicas than the replica-c
 
 from __future__ import annotations
 
-import math
-
-from checks import broker_loads, one_rack_per_broker, placement_after
-from kafka_balancer.model import ClusterBuilder, ClusterModel
+from checks import broker_loads, disk_over_limit, one_rack_per_broker, placement_after
+from kafka_balancer.model import ClusterBuilder
 from kafka_balancer.planner import OperationOptions, PlannerOptions, plan
 from kafka_balancer.planner.goals import goal_violation
 from kafka_balancer.planner.hard import enforce_capacity
@@ -52,31 +50,11 @@ def test_a_plan_that_starts_over_the_replica_limit_ends_with_every_goal_held() -
     assert max(replicas.values()) <= 25
 
 
-def _disk_over_limit(*, big: int, small: int, big_size: float) -> tuple[ClusterModel, float]:
-    """Brokers 0-3 hold ``big`` replicas of ``big_size`` bytes and ``small`` of 1 byte, brokers 4-5
-    are new; every broker's disk limit is 1.04x the average, so 0-3 must shed their excess first.
-    Returns the model and the fewest bytes the repair can move (whole replicas)."""
-    builder = ClusterBuilder()
-    old_disk = big * big_size + small
-    limit = 1.04 * 4 * old_disk / 6
-    for b in range(6):
-        builder.add_broker(b, rack=f"rack-{b}", disk_bytes=limit / 0.8)  # capacityThreshold 0.8
-    p = 0
-    for b in range(4):
-        for size, count, prefix in ((big_size, big, "big"), (1.0, small, "small")):
-            for k in range(count):
-                builder.add_partition(
-                    f"{prefix}-{k % 5}", p, [b], size_bytes=size, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3
-                )
-                p += 1
-    return builder.build(), 4 * math.ceil(old_disk - limit)
-
-
 def test_the_disk_repair_moves_little_more_than_the_excess() -> None:
     # Shedding the largest replicas first filled the new brokers to their disk limit with a few big
     # replicas; the replica-count goal then had to bring them small ones in exchange for big ones:
     # 352 bytes moved where the excess is 320.
-    model, fewest = _disk_over_limit(big=10, small=60, big_size=20.0)
+    model, fewest = disk_over_limit(big=10, small=60, big_size=20.0)
     proposal = plan(model, PlannerOptions(operation=OperationOptions("add-brokers", brokers=(4, 5))))
     assert proposal.summary["goalsViolated"] == []
     assert fewest <= proposal.summary["bytesToMove"] <= fewest + 1

@@ -14,6 +14,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray, FloatArray
+from kafka_balancer.planner.count_exchange import replica_count_exchange
 from kafka_balancer.planner.goals import GOAL_QUANTITY
 from kafka_balancer.planner.leaders import leader_pass
 from kafka_balancer.planner.select import (
@@ -35,6 +36,7 @@ from kafka_balancer.planner.state import (
     Q_LEADERS,
     Q_NET_IN,
     Q_NET_OUT,
+    Q_REPLICAS,
     Ints,
     State,
 )
@@ -287,6 +289,8 @@ def balance_goal(st: State, goal: str, *, leadership_only: bool = False) -> int:
             moves_data = not leadership_only
             if moves_data and left > 1e-9 * max(1.0, amount) and (q not in COUNT_QUANTITIES or left >= 0.5):
                 left -= _replica_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
+            if moves_data and q == Q_REPLICAS and st.count_exchanges and left >= 0.5:
+                left -= replica_count_exchange(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
             if moves_data and q in SWAP_QUANTITIES and left > SWAP_MIN_SHARE * amount:
                 left -= swap_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
             if q == Q_LEADERS and left >= 0.5:

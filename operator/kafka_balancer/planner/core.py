@@ -30,7 +30,7 @@ from kafka_balancer.planner.hard import bad_slots, evacuate, fix_leadership, pre
 from kafka_balancer.planner.operations import change_replication_factor, move_topics
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
 from kafka_balancer.planner.pinned import repair_capacity, repair_capacity_by_leadership, repair_racks_and_groups
-from kafka_balancer.planner.rebuild import rebuild_rounds
+from kafka_balancer.planner.rebuild import exchange_pass, rebuild_rounds
 from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.select import compute_bands
 from kafka_balancer.planner.state import QUANTITY_NAMES, Ints, State, arrived_replicas, resolve_groups
@@ -160,6 +160,7 @@ def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -
     if not _shape_only(options):
         _distribute(st, strict)
         rebuild_rounds(st, lambda again: _distribute(again, strict))
+        exchange_pass(st, lambda again: _distribute(again, strict))
     st.guarded = frozenset(options.distribution_goals)
     return st
 

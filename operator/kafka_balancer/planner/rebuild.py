@@ -12,6 +12,9 @@ plan. One resource group at a time, the others held still, as when a group is pl
 
 A round costs about one pass of every goal, so a group's rounds shrink as it grows and stop at
 ``LARGE`` replicas, where the plan itself must stay within its time targets (docs/performance.md).
+
+The same keep-or-go-back test serves :func:`exchange_pass`, the second pass with replica-count
+exchanges for a plan that left that goal out of band.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ LARGE: Final = 200_000
 # which the moves back home and the stand-ins have already tried.
 MIN_MOVED: Final = 50
 SEED: Final = 20261122
+COUNT_GOAL: Final = "replica-distribution"
 
 
 @dataclass(frozen=True)
@@ -128,3 +132,28 @@ def _revertible(st: State, orig: Ints) -> BoolArray:
     ok: BoolArray = st.movable & (~valid | placed).all(axis=1) & (~valid[:, 0] | st.can_lead[safe[:, 0]])
     ok[rack_violations(st, orig)] = False
     return ok
+
+
+def exchange_pass(st: State, replan: Callable[[State], None]) -> bool:
+    """A plan that left the replica-count goal out of band gets one more pass of every goal
+    (``replan``), in which that goal may also exchange several light replicas for one heavy one
+    (planner.count_exchange). Kept when that goal gets closer to its band, no goal ends further
+    from its band and no hard goal that held breaks. Returns whether it was kept.
+
+    Only then: the exchanges move bytes both ways, and on a plan that holds the goal without them
+    they would only add to its bytes (the rebuilding rounds keep the plan that moves less)."""
+    if COUNT_GOAL not in st.options.distribution_goals or goal_violation(st, COUNT_GOAL) <= 0:
+        return False
+    standing = _Standing.of(st)
+    saved = st.checkpoint()
+    st.count_exchanges = True
+    try:
+        replan(st)
+    finally:
+        st.count_exchanges = False
+    after = _Standing.of(st)
+    before, now = standing.violation[COUNT_GOAL], after.violation[COUNT_GOAL]
+    if standing.allows(after) and now < before - 1e-9 * max(1.0, before):
+        return True
+    st.restore(saved)
+    return False

@@ -167,6 +167,9 @@ class State:
         # among them, when set: the operation's replicas settle among the targets, their peers move.
         self.confined: BoolArray | None = None
         self.onto: BoolArray | None = None
+        # Whether the replica-count goal may exchange several light replicas for one heavy one
+        # (planner.count_exchange): only in the second pass of a plan that left that goal out of band.
+        self.count_exchanges = False
         # Distribution goals a move must not make worse (see core.plan: the goals optimized so far).
         self.guarded: frozenset[str] = frozenset(options.distribution_goals)
         # Count quantities whose band is the average rounded down and up (see planner.tighten).
