@@ -20,6 +20,7 @@ BENCHMARKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("read_cluster", ("bench.read_cluster",)),
     ("planner_quality", ("bench.planner", "quality")),
     ("planner_table", ("bench.planner", "table")),
+    ("small_plans", ("bench.small_plans",)),
     ("executor_pipe", ("bench.executor_pipe", "--waves")),
     ("analysis_day", ("bench.analysis_day",)),
     ("consumer_groups", ("bench.consumer_groups",)),
