@@ -140,8 +140,8 @@ def exchange_pass(st: State, replan: Callable[[State], None]) -> bool:
     (planner.count_exchange). Kept when that goal gets closer to its band, no goal ends further
     from its band and no hard goal that held breaks. Returns whether it was kept.
 
-    Only then: the exchanges move bytes both ways, and on a plan that holds the goal without them
-    they would only add to its bytes (the rebuilding rounds keep the plan that moves less)."""
+    Only then: the exchanges move bytes both ways, so a plan that holds the goal without them
+    keeps its bytes (docs/goals.md, step 13)."""
     if COUNT_GOAL not in st.options.distribution_goals or goal_violation(st, COUNT_GOAL) <= 0:
         return False
     standing = _Standing.of(st)
