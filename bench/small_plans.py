@@ -15,22 +15,18 @@ import time
 from kafka_balancer.planner import PlanningError, plan
 
 from bench.random_operations import OPERATIONS, random_case
+from bench.synthetic import seed_range
 
 SLOW: float = 5.0
 
 
-def _seeds(text: str) -> range:
-    lo, _, hi = text.partition("-")
-    return range(int(lo), int(hi or lo) + 1)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", default="0-299", help="e.g. 0-1199")
+    parser.add_argument("--seeds", type=seed_range, default=seed_range("0-299"), help="e.g. 0-1199")
     args = parser.parse_args()
     times: list[tuple[float, int, str]] = []
     planned = 0
-    for seed in _seeds(args.seeds):
+    for seed in args.seeds:
         kind = OPERATIONS[seed % len(OPERATIONS)]
         model, options = random_case(seed, kind)
         start = time.perf_counter()
