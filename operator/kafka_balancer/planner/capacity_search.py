@@ -9,7 +9,8 @@ another replica of its partition: each on its own broker first, then on the othe
 if that finds nothing in half the budget, most room first (which finds packings that fit, moving
 more). It is a branch and bound on the bytes moved: it keeps the placement that moves the fewest
 bytes of those it finds within a budget of placements tried, puts back what can still go back, and
-changes nothing when it finds none. Each replica keeps its role (leader or follower). It runs only
+changes nothing when it finds none. Each replica keeps its role (leader or follower; where the
+search finds nothing, :mod:`leadership_room` lets the leaderships change hands). It runs only
 on groups with at most ``MAX_REPLICAS`` movable replicas (at scale the descent has room to work
 with, and this search would be blind).
 """

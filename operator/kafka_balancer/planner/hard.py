@@ -14,6 +14,7 @@ from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.capacity_descent import descend
 from kafka_balancer.planner.capacity_search import search
 from kafka_balancer.planner.goals import CAPACITY_GOALS, EPS, over_limit, rack_allowance
+from kafka_balancer.planner.leadership_room import hand_leadership_to_room
 from kafka_balancer.planner.make_room import make_room
 from kafka_balancer.planner.options import PlanningError
 from kafka_balancer.planner.select import (
@@ -26,7 +27,16 @@ from kafka_balancer.planner.select import (
     take,
     topic_penalty,
 )
-from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Q_REPLICAS, QUANTITY_NAMES, Ints, State
+from kafka_balancer.planner.state import (
+    NUM_Q,
+    Q_DISK,
+    Q_LEADERS,
+    Q_REPLICAS,
+    QUANTITY_NAMES,
+    Checkpoint,
+    Ints,
+    State,
+)
 
 # A capacity repair round offers an over-limit broker's load to this many brokers with most room,
 # and to this many of its own rack (with 8 there too, a 320k-replica cluster with near-full disks
@@ -320,6 +330,7 @@ def _enforce_capacity(st: State, *, fewest_bytes: bool, leadership_only: bool) -
 
 def _descent_repair(st: State, q: int, nracks: Ints, *, leadership_only: bool) -> None:
     """What one-way moves left above a limit, removed step by step (see :mod:`capacity_descent`)."""
+    unhanded: Checkpoint | None = None  # the placement before leadership was handed out for room
     for _ in range(st.options.max_rounds * DESCENT_STEPS_PER_ROUND):
         over = _over_limit(st, q)
         if over.size == 0:
@@ -337,16 +348,29 @@ def _descent_repair(st: State, q: int, nracks: Ints, *, leadership_only: bool) -
             for s in over.tolist():
                 hosts = np.flatnonzero(_hosts_for(st, s))
                 gained += make_room(st, s, q, hosts=hosts, nracks=nracks, index=index)
-        if gained <= 0 and not leadership_only:
+        if gained <= 0 and not leadership_only and unhanded is None:
             # Nothing moved this round (a step applies only when it gains), so ``over`` still holds.
-            searched: set[bytes] = set()  # the brokers of a group are searched once, however many are over
-            for s in over.tolist():
-                hosts = np.flatnonzero(_hosts_for(st, s))
-                if hosts.tobytes() not in searched:
-                    searched.add(hosts.tobytes())
-                    gained += search(st, q, hosts=hosts, nracks=nracks)
+            for hosts in _host_sets(st, over):
+                gained += search(st, q, hosts=hosts, nracks=nracks)
+        if gained <= 0 and not leadership_only and unhanded is None:
+            # The search keeps each replica's role: once, let the leaderships change hands and go on
+            # with the one-way steps (not the search again: where it fails, its budget is most of
+            # the plan's time).
+            unhanded = st.checkpoint()
+            gained = sum(hand_leadership_to_room(st, hosts) for hosts in _host_sets(st, over))
         if gained <= 0:
-            return
+            break
+    if unhanded is not None and _over_limit(st, q).size:
+        st.restore(unhanded)  # handing the leaderships out did not finish the repair: as it was
+
+
+def _host_sets(st: State, over: Ints) -> list[Ints]:
+    """The brokers that may take replicas of each of ``over``, once per distinct set (a group's)."""
+    sets: dict[bytes, Ints] = {}
+    for s in over.tolist():
+        hosts = np.flatnonzero(_hosts_for(st, s))
+        sets.setdefault(hosts.tobytes(), hosts)
+    return list(sets.values())
 
 
 def _room_in_group(st: State, s: int, q: int, *, leadership_only: bool = False) -> FloatArray:
