@@ -349,15 +349,17 @@ def _descent_repair(st: State, q: int, nracks: Ints, *, leadership_only: bool) -
                 hosts = np.flatnonzero(_hosts_for(st, s))
                 gained += make_room(st, s, q, hosts=hosts, nracks=nracks, index=index)
         if gained <= 0 and not leadership_only and unhanded is None:
-            # Nothing moved this round (a step applies only when it gains), so ``over`` still holds.
-            for hosts in _host_sets(st, over):
+            # Nothing moved this round (a step applies only when it gains), so ``over`` still holds,
+            # and so do the host sets after a search that finds nothing (it changes nothing).
+            host_sets = _host_sets(st, over)
+            for hosts in host_sets:
                 gained += search(st, q, hosts=hosts, nracks=nracks)
-        if gained <= 0 and not leadership_only and unhanded is None:
-            # The search keeps each replica's role: once, let the leaderships change hands and go on
-            # with the one-way steps (not the search again: where it fails, its budget is most of
-            # the plan's time).
-            unhanded = st.checkpoint()
-            gained = sum(hand_leadership_to_room(st, hosts) for hosts in _host_sets(st, over))
+            if gained <= 0:
+                # The search keeps each replica's role: once, let the leaderships change hands and
+                # go on with the one-way steps (not the search again: where it fails, its budget is
+                # most of the plan's time).
+                unhanded = st.checkpoint()
+                gained = sum(hand_leadership_to_room(st, hosts) for hosts in host_sets)
         if gained <= 0:
             break
     if unhanded is not None and _over_limit(st, q).size:
