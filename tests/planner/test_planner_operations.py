@@ -207,6 +207,34 @@ def test_demote_plans_on_a_cluster_whose_disks_it_cannot_mend() -> None:
     assert not proposal.summary["hardGoals"]["disk-capacity"]
 
 
+def test_demote_repairs_a_leader_whose_only_peer_has_the_least_room() -> None:
+    # Found by bench.feasibility (seed 7807). Broker 0 leads three partitions (1,100 B/s of network
+    # out each) against a limit of 3,000, and only broker 9, which holds their other replicas, may
+    # take a leadership. Brokers 1-8 have no network-out limit, so they ranked first by room, and
+    # the repair offered broker 0's leaderships to the 8 brokers with most room and the 3 in its
+    # rack with most: never to broker 9. Demoting broker 10 then failed with network-out-capacity.
+    builder = ClusterBuilder()
+    for b in range(11):
+        limit = {0: 3000.0, 9: 2000.0}.get(b)
+        builder.add_broker(
+            b, rack="r0" if b < 4 else "r1", network_out_bytes_per_sec=None if limit is None else limit / 0.8
+        )
+    for p in range(3):
+        builder.add_partition("t", p, [0, 9], size_bytes=10, bytes_in_per_sec=100, bytes_out_per_sec=1000)
+    for b in range(1, 9):
+        builder.add_partition("u", b, [b], size_bytes=10, bytes_in_per_sec=100, bytes_out_per_sec=1000)
+    builder.add_partition("v", 0, [10, 1], size_bytes=10, bytes_in_per_sec=100, bytes_out_per_sec=1000)
+    model = builder.build()
+    proposal = plan(model, PlannerOptions(operation=OperationOptions("demote-brokers", brokers=(10,))))
+    assert proposal.summary["moves"] == 0
+    assert all(proposal.summary["hardGoals"].values()), proposal.summary["hardGoals"]
+    leaders = Counter(replicas[0] for replicas in placement_after(model, proposal.plan).values())
+    assert leaders[10] == 0
+    # Recomputed here: a leader sends its consumers' 1,000 B/s and 100 B/s to each follower.
+    assert leaders[0] * 1100 <= 3000, leaders
+    assert leaders[9] * 1100 <= 2000, leaders
+
+
 def test_the_capacity_repair_never_hands_leadership_to_an_excluded_broker() -> None:
     # Broker 0 sends 4,800 B/s against 3,000: leadership must move, and only broker 2 may lead
     # (broker 1 is excluded), which used to end in "the plan would still break hard goal excluded-brokers".

@@ -45,11 +45,10 @@ RESTART_SEED: Final = 20261125
 def search(st: State, q: int, *, hosts: Ints, nracks: Ints) -> float:
     """Bring every one of ``hosts`` (sorted) under its limit of ``q`` by placing the replicas that
     may move again; returns the excess removed (all of it), or 0 with nothing changed."""
+    hosts = with_excluded(st, hosts)  # the broker over its limit may be one of them
     excess = float(np.maximum(st.load[hosts, q] - st.limit[hosts, q], 0.0).sum())
     if excess <= TOL:
         return 0.0
-    # Live brokers excluded from new replicas may keep, or take back, what they held before.
-    hosts = np.union1d(hosts, np.flatnonzero(st.active & ~st.can_host))
     if st.load[hosts, Q_REPLICAS].sum() > MAX_HOSTED:
         return 0.0
     index = st.broker_index_by_slot()
@@ -73,6 +72,13 @@ def search(st: State, q: int, *, hosts: Ints, nracks: Ints) -> float:
     moving = np.flatnonzero(placement != st.rep[packing.parts, packing.slots])
     st.move(packing.parts[moving], packing.slots[moving], placement[moving].astype(np.int32))
     return excess
+
+
+def with_excluded(st: State, hosts: Ints) -> Ints:
+    """``hosts`` and the live brokers excluded from new replicas: they may keep, or take back, what
+    they held before, so their replicas are placed again too."""
+    out: Ints = np.union1d(hosts, np.flatnonzero(st.active & ~st.can_host))
+    return out
 
 
 class _Search:

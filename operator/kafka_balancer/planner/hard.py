@@ -22,6 +22,7 @@ from kafka_balancer.planner.select import (
     compute_bands,
     fit_order,
     leader_candidates,
+    led_partitions,
     limits_check,
     replica_candidates,
     take,
@@ -309,7 +310,7 @@ def _enforce_capacity(st: State, *, fewest_bytes: bool, leadership_only: bool) -
                 bands = compute_bands(st)
                 moved = 0.0
                 for s in over:
-                    room = _room_in_group(st, int(s), q, leadership_only=leadership_only)
+                    room = _room_in_group(st, int(s), q, index, leadership_only=leadership_only)
                     for d in _destinations(st, room, int(s)):
                         if st.load[s, q] <= st.limit[s, q]:
                             break
@@ -339,7 +340,7 @@ def _descent_repair(st: State, q: int, nracks: Ints, *, leadership_only: bool) -
         gained = 0.0
         for s in over.tolist():
             # s itself is over its limit (negative room), so it is never among its own takers.
-            room = _room_in_group(st, s, q, leadership_only=leadership_only)
+            room = _room_in_group(st, s, q, index, leadership_only=leadership_only)
             takers = _destinations(st, room, s)
             gained += descend(st, s, q, takers=takers, nracks=nracks, index=index, leadership_only=leadership_only)
         if gained <= 0 and not leadership_only:
@@ -375,14 +376,25 @@ def _host_sets(st: State, over: Ints) -> list[Ints]:
     return list(sets.values())
 
 
-def _room_in_group(st: State, s: int, q: int, *, leadership_only: bool = False) -> FloatArray:
+def _room_in_group(st: State, s: int, q: int, index: tuple[Ints, Ints], *, leadership_only: bool = False) -> FloatArray:
     """Room under the limit of ``q`` on every broker that may host in the group of ``s`` (0 elsewhere).
 
-    Leadership moves (``leadership_only``) go to brokers that already hold a replica of the
-    partition: any broker that may lead, excluded from new replicas or not."""
-    takers = st.can_lead if leadership_only else _hosts_for(st, s)
+    Leadership moves (``leadership_only``) go to brokers that already hold a replica of a partition
+    ``s`` leads: any of those that may lead, excluded from new replicas or not. Only those: the
+    destinations are the few with most room, and brokers without a limit of ``q`` (unbounded room)
+    that share no partition with ``s`` would crowd out the ones that can take its leaderships."""
+    takers = _leadership_peers(st, s, index) if leadership_only else _hosts_for(st, s)
     room: FloatArray = np.where(takers, st.limit[:, q] - st.load[:, q], 0.0)
     return room
+
+
+def _leadership_peers(st: State, s: int, index: tuple[Ints, Ints]) -> BoolArray:
+    """Brokers that may lead and hold a replica of a partition whose leadership on ``s`` may move
+    (what :func:`select.leader_candidates` offers them)."""
+    peers = st.rep[led_partitions(st, index, s)]
+    out = np.zeros(st.model.num_brokers, dtype=np.bool_)
+    out[peers[(peers != NO_BROKER) & (peers != s)]] = True
+    return out & st.can_lead
 
 
 def _hosts_for(st: State, s: int) -> BoolArray:

@@ -24,7 +24,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER
-from kafka_balancer.planner.capacity_search import MAX_HOSTED
+from kafka_balancer.planner.capacity_search import MAX_HOSTED, with_excluded
 from kafka_balancer.planner.select import movable_replicas
 from kafka_balancer.planner.state import Q_CPU, Q_LEADER_IN, Q_LEADERS, Q_NET_OUT, Q_REPLICAS, Ints, State
 
@@ -36,6 +36,7 @@ TINY: Final = 1e-12
 def hand_leadership_to_room(st: State, hosts: Ints) -> int:
     """Hand the leadership of the movable partitions led from ``hosts`` to the replicas that leave
     most room (see the module's text); returns how many changed hands."""
+    hosts = with_excluded(st, hosts)  # as the search places them, so that it may hand theirs too
     if st.load[hosts, Q_REPLICAS].sum() > MAX_HOSTED:
         return 0  # a Python step per partition: only the small groups the search serves
     index = st.broker_index_by_slot()

@@ -362,11 +362,9 @@ def may_host(st: State, parts: Ints, slots: Ints, *, d: int, returning: bool = F
     return keep
 
 
-def leader_candidates(st: State, index: tuple[Ints, Ints], s: int, d: int) -> tuple[Ints, Ints]:
-    """Partitions led by ``s`` with a follower on ``d``: (partitions, slot of ``d``); none where ``d`` may not lead."""
+def led_partitions(st: State, index: tuple[Ints, Ints], s: int) -> Ints:
+    """Partitions led by ``s`` whose leadership this step may hand to another replica."""
     order, starts = index
-    if not st.can_lead[d]:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     width = st.rep.shape[1]
     pos = order[starts[s] : starts[s + 1]]
     parts = (pos // width).astype(np.int64)
@@ -375,7 +373,15 @@ def leader_candidates(st: State, index: tuple[Ints, Ints], s: int, d: int) -> tu
     ok = st.movable[parts]
     if st.has_unmanaged:
         ok = np.where(st.unmanaged[parts], st.repairing, ok)  # their leadership: in the capacity repair
-    parts = parts[ok]
+    out: Ints = parts[ok]
+    return out
+
+
+def leader_candidates(st: State, index: tuple[Ints, Ints], s: int, d: int) -> tuple[Ints, Ints]:
+    """Partitions led by ``s`` with a follower on ``d``: (partitions, slot of ``d``); none where ``d`` may not lead."""
+    if not st.can_lead[d]:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    parts = led_partitions(st, index, s)
     hit = st.rep[parts] == d
     has = hit.any(axis=1)
     parts = parts[has]
