@@ -10,6 +10,8 @@ from checks import placement_after, rack_spread_ok
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.planner import GroupOptions, OperationOptions, PlannerOptions, plan
 
+from bench.random_operations import random_case
+
 GROUPS = (GroupOptions("a", (0, 1, 2), ("t0",)), GroupOptions("b", (3, 4, 5)))
 
 
@@ -124,3 +126,53 @@ def test_the_descent_hands_a_leadership_to_a_follower_with_room() -> None:
     assert all(replicas[0] != 0 for replicas in placement.values())
     out = _network_out(model, placement)
     assert all(out[b] <= limit for b, limit in _limits(model).items())
+
+
+def test_a_demotion_hands_leaderships_out_again_where_one_step_at_a_time_cannot_repair() -> None:
+    # bench.random_operations seed 13972: broker 9 is demoted. Broker 1 sends 4,110 B/s against
+    # 3,787, and the one partition it can hand over (2,364 B/s) can only go to broker 6, which sends
+    # 10,529 against 3,641: broker 6 must shed far more than its own excess before it can take it.
+    # Each step of the repair had to shrink the total excess, so none did, and the demotion failed
+    # with network-out-capacity, where an exact solver finds leaders under every limit.
+    model, options = random_case(13972, "demote-brokers")
+    assert options.operation.brokers == (9,)
+    assert options.capacity_threshold == 0.8  # as _limits assumes
+    proposal = plan(model, options)
+    assert proposal.summary["moves"] == 0
+    placement = placement_after(model, proposal.plan)
+    assert {key: set(r) for key, r in placement.items()} == {
+        (p.topic, p.partition): set(p.replicas) for p in model.partitions()
+    }
+    assert all(replicas[0] != 9 for replicas in placement.values())
+    out = _network_out(model, placement)
+    assert all(out[b] <= limit + 1e-6 for b, limit in _limits(model).items()), (out, _limits(model))
+
+
+def test_replicas_placed_of_a_topic_in_no_group_go_back_out_of_a_group_to_make_room() -> None:
+    # bench.random_operations seed 14133: broker 13 of group b leaves onto targets in both groups,
+    # and its replicas of topics in no group went onto group a's brokers, where broker 2 then ended
+    # 60 bytes over its disk limit. Only moving some of those replicas on to group b's targets made
+    # room, but the search placed replicas on group a's brokers only: planning failed with
+    # disk-capacity, where an exact solver finds a placement.
+    model, options = random_case(14133, "remove-brokers-onto-targets")
+    assert options.operation.brokers == (13,)
+    assert options.excluded_brokers_for_replicas == (3,)
+    assert options.capacity_threshold == 0.8
+    proposal = plan(model, options)
+    assert all(proposal.summary["hardGoals"].values()), proposal.summary["hardGoals"]
+    placement = placement_after(model, proposal.plan)
+    before = {(p.topic, p.partition): p.replicas for p in model.partitions()}
+    group_a = set(range(7))
+    for key, replicas in placement.items():
+        assert 13 not in replicas, (key, replicas)
+        assert len(set(replicas)) == len(before[key]), (key, replicas)
+        assert 3 not in replicas or 3 in before[key], (key, replicas)  # nothing new on broker 3
+        if key[0] == "t0":  # group a's topic stays on group a's brokers
+            assert set(replicas) <= group_a, (key, replicas)
+    sizes = {(p.topic, p.partition): p.size_bytes for p in model.partitions()}
+    disk: Counter[int] = Counter()
+    for key, replicas in placement.items():
+        for b in replicas:
+            disk[b] += int(sizes[key])
+    limits = {b.id: 0.8 * b.disk_bytes for b in model.brokers() if b.disk_bytes}
+    assert all(disk[b] <= limit + 1e-6 for b, limit in limits.items() if b != 13), (disk, limits)

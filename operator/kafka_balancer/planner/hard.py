@@ -349,16 +349,19 @@ def _descent_repair(st: State, q: int, nracks: Ints, *, leadership_only: bool) -
             for s in over.tolist():
                 hosts = np.flatnonzero(_hosts_for(st, s))
                 gained += make_room(st, s, q, hosts=hosts, nracks=nracks, index=index)
-        if gained <= 0 and not leadership_only and unhanded is None:
+        if gained <= 0 and unhanded is None:
             # Nothing moved this round (a step applies only when it gains), so ``over`` still holds,
             # and so do the host sets after a search that finds nothing (it changes nothing).
             host_sets = _host_sets(st, over)
-            for hosts in host_sets:
-                gained += search(st, q, hosts=hosts, nracks=nracks)
+            if not leadership_only:
+                for hosts in host_sets:
+                    gained += search(st, q, hosts=hosts, nracks=nracks)
+                for hosts in _wider_host_sets(st, host_sets) if gained <= 0 else []:
+                    gained += search(st, q, hosts=hosts, nracks=nracks)
             if gained <= 0:
-                # The search keeps each replica's role: once, let the leaderships change hands and
-                # go on with the one-way steps (not the search again: where it fails, its budget is
-                # most of the plan's time).
+                # The search keeps each replica's role (and a demotion, which moves no data, has
+                # none): once, let the leaderships change hands and go on with the one-way steps
+                # (not the search again: where it fails, its budget is most of the plan's time).
                 unhanded = st.checkpoint()
                 gained = sum(hand_leadership_to_room(st, hosts) for hosts in host_sets)
         if gained <= 0:
@@ -374,6 +377,18 @@ def _host_sets(st: State, over: Ints) -> list[Ints]:
         hosts = np.flatnonzero(_hosts_for(st, s))
         sets.setdefault(hosts.tobytes(), hosts)
     return list(sets.values())
+
+
+def _wider_host_sets(st: State, host_sets: list[Ints]) -> list[Ints]:
+    """Each host set that holds replicas this plan placed of unmanaged partitions, with every broker
+    that may host added: those replicas may go anywhere, and making room for the group can take
+    moving them out of it (a `remove-brokers` onto targets in two groups put another group's
+    replicas on this one's brokers, and only sending some back made room). Tried only after the
+    group's own sets found nothing, since other groups' brokers must then fit under their limits too."""
+    if not st.has_unmanaged:
+        return []
+    arrivals, every = st.unmanaged_arrivals(), np.flatnonzero(st.can_host)
+    return [np.union1d(hosts, every) for hosts in host_sets if arrivals[hosts].any() and every.size > hosts.size]
 
 
 def _room_in_group(st: State, s: int, q: int, index: tuple[Ints, Ints], *, leadership_only: bool = False) -> FloatArray:
