@@ -114,6 +114,10 @@ class Reconciler:
         self.metrics = metrics
         self.options = options or ReconcilerOptions()
         self._execution_numbers = itertools.count(1)
+        # The last run this process finished, per policy. kopf writes the status a handler returns
+        # after the handler (and its lock) is done, so the next reconciliation can start from a body
+        # older than that status: without this it saw the run unfinished and ran it once more.
+        self._finished: dict[tuple[str, str], LastRun] = {}
 
     # ----- entry points -------------------------------------------------------------------
     def reconcile(self, body: dict[str, Any]) -> Outcome:
@@ -165,6 +169,7 @@ class Reconciler:
         """The policy is being deleted: stop its execution cleanly and forget its metrics."""
         meta = body.get("metadata", {})
         key = (str(meta.get("namespace")), str(meta.get("name")))
+        self._finished.pop(key, None)
         if self.analyses is not None:
             self.analyses.stop(key)
         run = self.runs.get(key)
@@ -194,6 +199,9 @@ class Reconciler:
         group_specs = {g: s.model_dump(mode="json") for g, s in groups}
         fingerprint = planning_fingerprint(spec, group_specs)
         run = self.runs.get(key)
+        finished = self._finished.get(key)
+        if run is None and finished is not None:
+            status.last_run = finished  # this process wrote the newest one (see __init__)
         if run is not None and not run.done:
             # Documented in docs/crds.md: these changes stop the run cleanly (in-flight moves cancelled,
             # throttles removed); others (throttle, concurrency) apply from the next execution.
@@ -467,6 +475,9 @@ class Reconciler:
         proposal_id = str((record.get("context") or {}).get("proposalId", ""))
         if proposal_id != status.proposal.id:
             return False
+        finished = self._finished.get(ctx.key)
+        if finished is not None and finished.proposal_id == proposal_id:
+            return False  # a checkpoint older than the end of the run this process finished
         self._start(ctx, self._stored_proposal(ctx.key[0], status.proposal), record)
         ctx.events.append(
             ("Normal", "ExecutionResumed", f"resumed proposal {proposal_id} from the checkpoint in status")
@@ -513,6 +524,7 @@ class Reconciler:
             partitions_moved=int(progress.partitions_done) if progress else 0,
             message=message,
         )
+        self._finished[key] = status.last_run
         if progress is not None:
             status.progress = summaries.progress(progress)
         cluster = status.observed_cluster.cluster_id if status.observed_cluster else ""
