@@ -354,10 +354,9 @@ def _descent_repair(st: State, q: int, nracks: Ints, *, leadership_only: bool) -
             # and so do the host sets after a search that finds nothing (it changes nothing).
             host_sets = _host_sets(st, over)
             if not leadership_only:
-                for hosts in host_sets:
-                    gained += search(st, q, hosts=hosts, nracks=nracks)
-                for hosts in _wider_host_sets(st, host_sets) if gained <= 0 else []:
-                    gained += search(st, q, hosts=hosts, nracks=nracks)
+                gained += sum(search(st, q, hosts=hosts, nracks=nracks) for hosts in host_sets)
+            if gained <= 0 and not leadership_only:
+                gained += sum(search(st, q, hosts=hosts, nracks=nracks) for hosts in _wider_host_sets(st, host_sets))
             if gained <= 0:
                 # The search keeps each replica's role (and a demotion, which moves no data, has
                 # none): once, let the leaderships change hands and go on with the one-way steps
