@@ -14,12 +14,12 @@ no leader on one excluded from leadership or demoted, and every broker under its
 replicas, disk, network in and out and CPU, counted the planner's way (``state.partition_loads``).
 What the operation pins is pinned: demote-brokers moves no replica (so it answers only for network
 out, CPU and leadership; a partition none of whose replicas may lead keeps its leader); a removed
-broker's replicas go onto its ``targetBrokers``; move-topics puts the topics on its targets (or in
-the target group); partitions of a group without brokers keep their live replicas (and are held
-to the rack spread only where they keep it now, and keep their leader where none of those may
-lead: they are not the plan's to mend). Distribution
-goals are left out. Rebalances limited to some topics or groups are skipped (they answer only for
-what they move).
+broker's replicas go onto its ``targetBrokers`` (a partition has as many replicas on targets that
+did not hold it as it had on removed brokers; its other replicas may move); move-topics puts the
+topics on its targets (or in the target group); partitions of a group without brokers keep their
+live replicas (and are held to the rack spread only where they keep it now, and keep their leader
+where none of those may lead: they are not the plan's to mend). Distribution goals are left out.
+Rebalances limited to some topics or groups are skipped (they answer only for what they move).
 
 A "miss" is a failure for which the program finds a placement: the planner's to fix, or an input
 the planner refuses by design (``targetBrokers`` outside the topics' group, a target that crowds a
@@ -129,8 +129,9 @@ def placement_exists(model: ClusterModel, options: PlannerOptions, time_limit: f
     if op.type == "remove-brokers" and op.target_brokers:
         targets = np.isin(model.broker_ids, op.target_brokers)
         for p in np.flatnonzero(held[:, st.removed].any(axis=1)).tolist():
-            need = int(held[p, st.removed | targets].sum())
-            add([(x(p, b), 1.0) for b in np.flatnonzero(targets).tolist()], need, np.inf)
+            # As many replicas on targets that did not hold the partition as it had on removed brokers.
+            need = int(held[p, st.removed].sum())
+            add([(x(p, b), 1.0) for b in np.flatnonzero(targets & ~held[p]).tolist()], need, np.inf)
     quantities = [Q_NET_OUT, Q_CPU] if op.type == "demote-brokers" else range(NUM_Q)
     for b in range(n_brokers):
         for q in quantities:

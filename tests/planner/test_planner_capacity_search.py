@@ -162,3 +162,55 @@ def test_a_broker_excluded_from_new_replicas_over_its_limit_is_repacked_too() ->
     used = _disk(model, placement)
     limits = {b.id: 0.8 * b.disk_bytes for b in model.brokers() if b.disk_bytes}
     assert all(used[b] <= limit + 1e-6 for b, limit in limits.items() if b != 0), (used, limits)
+
+
+def test_removing_onto_targets_does_not_hold_a_dead_brokers_partitions_on_the_targets() -> None:
+    # Broker 3 leaves onto target broker 2, and broker 4 is dead. Partition 0's replica on broker 3
+    # must go to broker 2, which then has no room left for partition 1's replica it holds: that one
+    # has to leave the target. Partition 1 is only re-placed for its dead replica, which may go
+    # anywhere in the group, so nothing holds its replicas on the targets; planning failed with
+    # disk-capacity where they were held there like the removed broker's partitions (found by
+    # bench.feasibility as seeds 15996 and 20991).
+    builder = ClusterBuilder()
+    for b, (capacity, alive) in enumerate([(150.0, True), (100.0, True), (100.0, True), (100.0, True), (100.0, False)]):
+        builder.add_broker(b, rack="r0", disk_bytes=capacity / 0.8, alive=alive)
+    builder.add_partition("t0", 0, [3, 0], size_bytes=60)
+    builder.add_partition("t0", 1, [4, 2], size_bytes=60)
+    model = builder.build()
+    options = PlannerOptions(operation=OperationOptions("remove-brokers", brokers=(3,), target_brokers=(2,)))
+    proposal = plan(model, options)
+    assert all(proposal.summary["hardGoals"].values()), proposal.summary["hardGoals"]
+    placement = placement_after(model, proposal.plan)
+    assert set(placement[("t0", 0)]) == {0, 2}  # the removed broker's replica on the target
+    assert set(placement[("t0", 1)]) == {0, 1}
+    disk = _disk(model, placement)
+    assert disk[0] == 120
+    assert disk[1] == disk[2] == 60
+
+
+def test_removing_onto_targets_holds_as_many_replicas_there_as_the_partition_needs_not_every_one() -> None:
+    # bench.random_operations seed 19263: broker 7 leaves onto brokers 2, 5, 0, 4 and 3; brokers 0 and
+    # 6 start above their disk limits, and broker 4 is the only target in broker 7's rack. Every
+    # replica of broker 7's partitions on a target was held among the targets, the ones they had
+    # there before and the ones mending a crowded rack put there (t1-0 held brokers 7, 0 and 6, two
+    # in one rack, and broker 6's replica went to target 2) as well: no placement was left under the
+    # disk limits, and planning failed with disk-capacity, where an exact solver finds one. A
+    # partition keeps on the targets as many replicas placed there as it had on the removed broker;
+    # the rest may move.
+    model, options = random_case(19263, "remove-brokers-onto-targets")
+    assert options.operation.brokers == (7,)
+    targets = set(options.operation.target_brokers)
+    assert targets == {0, 2, 3, 4, 5}
+    assert options.capacity_threshold == 0.8
+    proposal = plan(model, options)
+    assert all(proposal.summary["hardGoals"].values()), proposal.summary["hardGoals"]
+    placement = placement_after(model, proposal.plan)
+    for p in model.partitions():
+        replicas = placement[(p.topic, p.partition)]
+        assert 7 not in replicas
+        assert len(set(replicas)) == len(p.replicas)
+        if 7 in p.replicas:  # broker 7's replica went to a target that did not hold the partition
+            assert any(b in targets and b not in p.replicas for b in replicas), (p.topic, p.partition, replicas)
+    disk = _disk(model, placement)
+    limits = {b.id: 0.8 * b.disk_bytes for b in model.brokers() if b.disk_bytes}
+    assert all(disk[b] <= limit + 1e-6 for b, limit in limits.items() if b != 7), (disk, limits)

@@ -54,3 +54,15 @@ def test_every_operation_plans_or_names_what_the_cluster_lacks(seed: int, kind: 
     for p in model.partitions():
         if options.resource_groups and p.topic not in grouped:
             assert set(p.replicas) - gone <= set(placement[(p.topic, p.partition)]), p
+    # What the operation sends to the brokers the user named stays there (docs/goals.md, step 1):
+    # every replica of topics moved onto them; a removed broker's replicas on targets that did not
+    # hold the partition before (which target is the planner's choice; other replicas may move).
+    op = options.operation
+    targets = set(op.target_brokers)
+    for p in model.partitions():
+        after = placement[(p.topic, p.partition)]
+        if op.type == "move-topics" and targets and p.topic in op.topics:
+            assert set(after) <= targets, (p, after)
+        if op.type == "remove-brokers" and targets:
+            removed = sum(b in op.brokers for b in p.replicas)
+            assert sum(b in targets and b not in p.replicas for b in after) >= removed, (p, after)

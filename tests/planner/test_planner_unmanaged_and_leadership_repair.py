@@ -148,6 +148,33 @@ def test_a_demotion_hands_leaderships_out_again_where_one_step_at_a_time_cannot_
     assert all(out[b] <= limit + 1e-6 for b, limit in _limits(model).items()), (out, _limits(model))
 
 
+def test_a_demotion_hands_a_leadership_to_a_broker_above_its_disk_limit() -> None:
+    # bench.random_operations seed 19579: broker 12 is demoted and broker 1 may not lead. Broker 6
+    # ended 884 B/s over its network-out limit, and the one broker that could take a leadership off it,
+    # broker 3, starts above its disk limit. A demotion moves no data, so handing it a leadership adds
+    # no disk, but the repair only offered leaderships to brokers under every limit: the demotion
+    # failed with network-out-capacity, where an exact solver finds leaders under every limit.
+    model, options = random_case(19579, "demote-brokers")
+    assert options.operation.brokers == (12,)
+    assert options.excluded_brokers_for_leadership == (1,)
+    assert options.capacity_threshold == 0.8  # as _limits assumes
+    broker_3 = next(b for b in model.brokers() if b.id == 3)
+    assert broker_3.disk_bytes is not None
+    disk_3 = sum(p.size_bytes for p in model.partitions() if 3 in p.replicas)
+    assert disk_3 > 0.8 * broker_3.disk_bytes  # above its disk limit, which a demotion cannot mend
+    proposal = plan(model, options)
+    assert proposal.summary["moves"] == 0
+    placement = placement_after(model, proposal.plan)
+    assert {key: set(r) for key, r in placement.items()} == {
+        (p.topic, p.partition): set(p.replicas) for p in model.partitions()
+    }
+    # Every partition with a replica that may lead is led by one (t0-9's replicas are on the dead
+    # broker 8 and the demoted 12: it keeps its leader).
+    assert all(replicas[0] not in (1, 12) for key, replicas in placement.items() if key != ("t0", 9))
+    out = _network_out(model, placement)
+    assert all(out[b] <= limit + 1e-6 for b, limit in _limits(model).items()), (out, _limits(model))
+
+
 def test_replicas_placed_of_a_topic_in_no_group_go_back_out_of_a_group_to_make_room() -> None:
     # bench.random_operations seed 14133: broker 13 of group b leaves onto targets in both groups,
     # and its replicas of topics in no group went onto group a's brokers, where broker 2 then ended

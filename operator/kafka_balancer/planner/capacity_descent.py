@@ -173,8 +173,10 @@ def _shrink(net: FloatArray, excess: float, room: float) -> FloatArray:
 
 
 def _fits_elsewhere(st: State, d: int, q: int, net: FloatArray) -> BoolArray:
-    """The taker stays under its limit of every quantity but ``q`` (whose excess the gain counts)."""
-    limit = st.limit[d].copy()
+    """The taker ends no further above its limit of any quantity but ``q`` (whose excess the gain
+    counts) than it is: under it, or not growing where it starts above one this repair does not
+    mend (a demotion moves no data, so a broker over its disk limit stays so and may still lead)."""
+    limit = np.maximum(st.limit[d], st.load[d])
     limit[q] = np.inf
     ok: BoolArray = np.all(st.load[d] + net <= limit * (1 + 1e-12) + 1e-9, axis=-1)
     return ok

@@ -25,7 +25,7 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.goals import rack_allowance
 from kafka_balancer.planner.select import may_host, movable_replicas
-from kafka_balancer.planner.state import Q_DISK, Q_REPLICAS, Ints, State
+from kafka_balancer.planner.state import Q_DISK, Q_REPLICAS, Ints, State, arrived_replicas
 
 MAX_REPLICAS: Final = 600
 # Nor is it tried on groups holding more replicas in all (finding the movable ones costs as much as
@@ -96,11 +96,20 @@ class _Search:
         cap = np.maximum(st.limit[hosts], load)
         cap[:, q] = st.limit[hosts, q]
         self.room = cap * (1 + 1e-12) + TOL - (load - _placed(self.home, self.v, hosts.size))
-        self.domain = np.stack([may_host(st, self.parts, self.slots, d=int(d), returning=True) for d in hosts], axis=1)
+        self.domain = np.stack(
+            [may_host(st, self.parts, self.slots, d=int(d), returning=True, counting_named=True) for d in hosts], axis=1
+        )
         self.domain[np.arange(self.parts.size), self.home] = True  # a replica may stay where it is
         self._partitions(st, nracks)
         self.left = float(self.v[:, q].sum())  # q of the items not placed
-        self._empty = (self.room.copy(), self.held.copy(), self.racks.copy(), self.left)
+        self._empty = (
+            self.room.copy(),
+            self.held.copy(),
+            self.racks.copy(),
+            self.left,
+            self.named_missing.copy(),
+            self.unplaced.copy(),
+        )
 
     def _partitions(self, st: State, nracks: Ints) -> None:
         """Brokers and racks each partition holds apart from the replicas placed here, and how many
@@ -129,11 +138,24 @@ class _Search:
             self.allowed = np.maximum(rack_allowance(rf, nracks[st.groups.partition[local]])[:, None], now)
         else:
             self.allowed = np.full(now.shape, rows.shape[1], dtype=np.int64)
+        # Of an operation onto brokers the user named: the hosts where each item would count as
+        # placed there by this plan (named, and not holding its partition before), how many such
+        # replicas each partition still misses (``State.onto_need``; the domain lets every one of
+        # them go elsewhere, :meth:`_fits` keeps the count), and its items not yet placed.
+        self.placing = np.zeros((self.parts.size, self.hosts.size), dtype=np.bool_)
+        self.named_missing = np.zeros(local.size, dtype=np.int64)
+        if st.onto is not None and st.onto_need is not None:
+            before = (st.model.replicas[self.parts][:, :, None] == self.hosts[None, None, :]).any(axis=1)
+            self.placing = st.onto[self.hosts][None, :] & ~before
+            placed = arrived_replicas(rows, st.model.replicas[local]) & ~moving & st.onto[np.maximum(rows, 0)]
+            self.named_missing = st.onto_need[local] - placed.sum(axis=1)
+        self.unplaced = np.bincount(self.pid, minlength=local.size)
 
     def _reset(self) -> None:
         """Nothing placed (a run may stop halfway)."""
-        room, held, racks, self.left = self._empty
+        room, held, racks, self.left, missing, unplaced = self._empty
         self.room, self.held, self.racks = room.copy(), held.copy(), racks.copy()
+        self.named_missing, self.unplaced = missing.copy(), unplaced.copy()
 
     def _fits(self, i: int) -> BoolArray:
         """The hosts item ``i`` may go to now, with what is placed so far."""
@@ -141,6 +163,8 @@ class _Search:
         ok: BoolArray = self.domain[i] & ~self.held[p]
         ok &= self.racks[p, self.host_rack] < self.allowed[p, self.host_rack]
         ok &= np.all(self.room >= self.v[i], axis=1)
+        if self.unplaced[p] <= self.named_missing[p]:
+            ok &= self.placing[i]  # its partition's last items: each must count towards its need
         return ok
 
     def _candidates(self, i: int, *, home_first: bool) -> Ints:
@@ -157,6 +181,8 @@ class _Search:
         self.room[j] -= sign * self.v[i]
         self.held[self.pid[i], j] = sign > 0
         self.racks[self.pid[i], self.host_rack[j]] += sign
+        self.unplaced[self.pid[i]] -= sign
+        self.named_missing[self.pid[i]] -= sign * int(self.placing[i, j])
         self.left -= sign * float(self.v[i, self.q])
         return 0.0 if j == self.home[i] else float(self.cost[i])
 

@@ -4,8 +4,8 @@ fix-offline-replicas, move-topics and remove-brokers onto target brokers move on
 replicas. Where the cluster breaks a hard goal those cannot mend (two replicas of another partition
 in one rack, a replica outside its group, a broker above a limit, or one that only goes under it
 once other replicas make room), other replicas of the balanced groups move too, rather than the
-plan failing. The replicas the operation put on brokers the user named never leave them, but may
-settle on another of them.
+plan failing. A partition keeps on the brokers the user named as many replicas as the operation
+put there (which ones is the planner's choice: they may settle on another named broker).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from kafka_balancer.model.cluster import BoolArray
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray
 from kafka_balancer.planner.goals import CAPACITY_GOALS
 from kafka_balancer.planner.hard import bad_slots, enforce_capacity, evacuate
 from kafka_balancer.planner.operations import topic_partitions
@@ -25,16 +25,17 @@ from kafka_balancer.planner.state import Ints, State
 
 @contextmanager
 def _movable(
-    st: State, mask: BoolArray, *, arrived_only: bool = False, confined: BoolArray | None = None
+    st: State, mask: BoolArray, *, arrived_only: bool = False, onto: tuple[BoolArray, Ints] | None = None
 ) -> Iterator[None]:
     """Let ``mask``'s partitions move for a while (only their arrived replicas, with ``arrived_only``;
-    ``confined`` ones only among the brokers the user named)."""
+    with ``onto``, what stays on the brokers the user named: see ``State.onto_held``)."""
     pinned, st.movable, st.arrived_only = st.movable, mask, arrived_only
-    st.confined, st.onto = (confined, st.named_targets()) if confined is not None else (None, None)
+    if onto is not None:
+        st.onto, (st.onto_held, st.onto_need) = st.named_targets(), onto
     try:
         yield
     finally:
-        st.movable, st.arrived_only, st.confined, st.onto = pinned, False, None, None
+        st.movable, st.arrived_only, st.onto, st.onto_held, st.onto_need = pinned, False, None, None, None
 
 
 def _named_brokers_topics(st: State) -> BoolArray:
@@ -63,7 +64,7 @@ def repair_racks_and_groups(st: State, free: BoolArray) -> None:
 def repair_capacity(st: State, free: BoolArray, evacuated: Ints, *, fewest_bytes: bool) -> None:
     """The capacity repair with the operation's replicas first, then, if that leaves a broker above a
     limit, with every partition of ``free`` and every replica of the operation's partitions too;
-    those on brokers the user named stay on them.
+    each partition keeps as many replicas on the brokers the user named as it needs there.
 
     fix-offline-replicas first moves only the re-placed replicas (their live peers stay), which may
     settle on another broker of their rack: putting them back in their rack's free room is often
@@ -71,25 +72,39 @@ def repair_capacity(st: State, free: BoolArray, evacuated: Ints, *, fewest_bytes
     may settle on another of them (which target takes which replica is the operation's choice).
     """
     op = st.options.operation
-    locked = _named_brokers_topics(st)
+    # What stays on the named brokers: every replica of the topics moved there; of a removed
+    # broker's partition, as many replicas placed there as it had on the removed brokers (which
+    # ones is the planner's choice; its other replicas may move to make room, as in a hardware
+    # swap). Nothing of a partition re-placed only for a dead broker's replica, which may go
+    # anywhere in its group.
+    held = _named_brokers_topics(st)
+    need = np.zeros(st.model.num_partitions, dtype=np.int64)
     onto_targets = op.type == "remove-brokers" and bool(op.target_brokers)
     if onto_targets:
-        locked[evacuated] = True
+        need[evacuated] = _held_on_removed(st, evacuated)
+    locked = held | (need > 0)
     allowed = (free | st.movable) & ~locked
     replaced = op.type == "fix-offline-replicas"
     arrived_only = replaced or onto_targets
     first = st.movable | locked
-    if replaced:
+    if arrived_only:
         first[evacuated] = True
-    with _movable(st, first, arrived_only=arrived_only, confined=locked if locked.any() else None):
+    with _movable(st, first, arrived_only=arrived_only, onto=(held, need) if locked.any() else None):
         try:
             enforce_capacity(st, fewest_bytes=fewest_bytes)
         except PlanningError as error:
             # Again with the other partitions, and the peers of the replicas that moved first.
             if error.reason not in CAPACITY_GOALS or not ((allowed & ~first).any() or arrived_only):
                 raise
-            st.movable, st.arrived_only = allowed | locked, False
+            st.movable, st.arrived_only = allowed | first, False
             enforce_capacity(st, fewest_bytes=fewest_bytes)
+
+
+def _held_on_removed(st: State, parts: Ints) -> Ints:
+    """How many replicas each of ``parts`` held on the brokers the operation removes."""
+    held = st.model.replicas[parts]
+    out: Ints = ((held != NO_BROKER) & st.removed[np.maximum(held, 0)]).sum(axis=1)
+    return out
 
 
 def repair_capacity_by_leadership(st: State, allowed: BoolArray) -> None:

@@ -341,10 +341,14 @@ def may_go_to(st: State, parts: Ints, slots: Ints, *, d: int, nracks: Ints) -> t
     return parts[keep], slots[keep]
 
 
-def may_host(st: State, parts: Ints, slots: Ints, *, d: int, returning: bool = False) -> BoolArray:
+def may_host(
+    st: State, parts: Ints, slots: Ints, *, d: int, returning: bool = False, counting_named: bool = False
+) -> BoolArray:
     """Which of the replicas ``(parts, slots)`` broker ``d`` may take, whatever the partitions' other
     replicas (their brokers and racks are :func:`may_go_to`'s to check): its group, exclusions.
-    With ``returning``, a live broker excluded from new replicas may take back one it held before."""
+    With ``returning``, a live broker excluded from new replicas may take back one it held before;
+    with ``counting_named``, the caller keeps as many replicas it placed on the named brokers as each
+    partition needs there (``st.onto_need``) itself (it places several of a partition's at once)."""
     keep: BoolArray
     if st.can_host[d]:
         keep = np.ones(parts.size, dtype=np.bool_)
@@ -354,9 +358,15 @@ def may_host(st: State, parts: Ints, slots: Ints, *, d: int, returning: bool = F
         # The exchanges' way back goes to a giver, which may be excluded from taking replicas.
         return np.zeros(parts.size, dtype=np.bool_)
     keep &= (st.groups.partition[parts] == st.groups.broker[d]) | st.unmanaged[parts]
-    if st.confined is not None and st.onto is not None and not st.onto[d]:
-        # Only a replica on a named broker is held there: the others of its partition may move.
-        keep &= ~(st.confined[parts] & st.onto[st.rep[parts, slots]])
+    if st.onto is not None and st.onto_held is not None and st.onto_need is not None and not st.onto[d]:
+        on_named = st.onto[st.rep[parts, slots]]
+        held = on_named & st.onto_held[parts]
+        if not counting_named:
+            # One this plan placed there leaves only while its partition keeps as many placed
+            # there as it needs; one that was there before may move like any other peer.
+            placed = ~(st.model.replicas[parts] == st.rep[parts, slots][:, None]).any(axis=1)
+            held |= on_named & placed & (st.placed_on_named(parts) <= st.onto_need[parts])
+        keep &= ~held
     if not st.can_lead[d]:
         keep &= slots != 0
     return keep

@@ -163,10 +163,13 @@ class State:
         # Whether, of the movable partitions, only replicas that arrived in this plan may move
         # (fix-offline-replicas: a re-placed replica may settle elsewhere, its live peers stay).
         self.arrived_only = False
-        # Partitions whose replicas on ``onto``'s brokers (the brokers a user named) may move only
-        # among them, when set: the operation's replicas settle among the targets, their peers move.
-        self.confined: BoolArray | None = None
+        # When set, for an operation onto brokers a user named (``onto``): the partitions whose every
+        # replica there stays there (move-topics), and how many replicas this plan placed there each
+        # other partition keeps there (remove-brokers: its replicas of the removed brokers). Those
+        # settle among the named brokers; their peers may move.
         self.onto: BoolArray | None = None
+        self.onto_held: BoolArray | None = None
+        self.onto_need: Ints | None = None
         # Whether the replica-count goal may exchange several light replicas for one heavy one
         # (planner.count_exchange): only in the second pass of a plan that left that goal out of band.
         self.count_exchanges = False
@@ -235,6 +238,14 @@ class State:
         rep = self.rep[parts]
         count: Ints = ((rep != NO_BROKER) & brokers[np.maximum(rep, 0)]).sum(axis=1).astype(np.int32)
         return count
+
+    def placed_on_named(self, parts: Ints) -> Ints:
+        """How many replicas of each of ``parts`` this plan placed on ``onto``'s brokers (0 when unset)."""
+        if self.onto is None:
+            return np.zeros(parts.size, dtype=np.int64)
+        rep = self.rep[parts]
+        out: Ints = (arrived_replicas(rep, self.model.replicas[parts]) & self.onto[np.maximum(rep, 0)]).sum(axis=1)
+        return out
 
     def named_targets(self) -> BoolArray:
         """The brokers the operation's ``targetBrokers`` names, as a mask."""
