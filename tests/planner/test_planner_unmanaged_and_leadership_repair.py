@@ -8,6 +8,7 @@ from collections import Counter
 
 from checks import placement_after, rack_spread_ok
 from kafka_balancer.model import ClusterBuilder, ClusterModel
+from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner import GroupOptions, OperationOptions, PlannerOptions, plan
 
 from bench.random_operations import random_case
@@ -26,6 +27,19 @@ def _network_out(model: ClusterModel, placement: dict[tuple[str, int], tuple[int
 
 def _limits(model: ClusterModel) -> dict[int, float]:
     return {b.id: 0.8 * b.network_out_bytes_per_sec for b in model.brokers() if b.network_out_bytes_per_sec}
+
+
+def _demotion_placement(model: ClusterModel, proposal: Proposal) -> dict[tuple[str, int], tuple[int, ...]]:
+    """The placement after a demotion's plan, checked: no data moved, every broker's network out
+    (recomputed here) under its limit."""
+    assert proposal.summary["moves"] == 0
+    placement = placement_after(model, proposal.plan)
+    assert {key: set(r) for key, r in placement.items()} == {
+        (p.topic, p.partition): set(p.replicas) for p in model.partitions()
+    }
+    out = _network_out(model, placement)
+    assert all(out[b] <= limit + 1e-6 for b, limit in _limits(model).items()), (out, _limits(model))
+    return placement
 
 
 def test_demoting_moves_the_leadership_of_a_topic_in_no_group_off_a_broker_over_its_limit() -> None:
@@ -137,15 +151,8 @@ def test_a_demotion_hands_leaderships_out_again_where_one_step_at_a_time_cannot_
     model, options = random_case(13972, "demote-brokers")
     assert options.operation.brokers == (9,)
     assert options.capacity_threshold == 0.8  # as _limits assumes
-    proposal = plan(model, options)
-    assert proposal.summary["moves"] == 0
-    placement = placement_after(model, proposal.plan)
-    assert {key: set(r) for key, r in placement.items()} == {
-        (p.topic, p.partition): set(p.replicas) for p in model.partitions()
-    }
+    placement = _demotion_placement(model, plan(model, options))
     assert all(replicas[0] != 9 for replicas in placement.values())
-    out = _network_out(model, placement)
-    assert all(out[b] <= limit + 1e-6 for b, limit in _limits(model).items()), (out, _limits(model))
 
 
 def test_a_demotion_hands_a_leadership_to_a_broker_above_its_disk_limit() -> None:
@@ -162,17 +169,10 @@ def test_a_demotion_hands_a_leadership_to_a_broker_above_its_disk_limit() -> Non
     assert broker_3.disk_bytes is not None
     disk_3 = sum(p.size_bytes for p in model.partitions() if 3 in p.replicas)
     assert disk_3 > 0.8 * broker_3.disk_bytes  # above its disk limit, which a demotion cannot mend
-    proposal = plan(model, options)
-    assert proposal.summary["moves"] == 0
-    placement = placement_after(model, proposal.plan)
-    assert {key: set(r) for key, r in placement.items()} == {
-        (p.topic, p.partition): set(p.replicas) for p in model.partitions()
-    }
+    placement = _demotion_placement(model, plan(model, options))
     # Every partition with a replica that may lead is led by one (t0-9's replicas are on the dead
     # broker 8 and the demoted 12: it keeps its leader).
     assert all(replicas[0] not in (1, 12) for key, replicas in placement.items() if key != ("t0", 9))
-    out = _network_out(model, placement)
-    assert all(out[b] <= limit + 1e-6 for b, limit in _limits(model).items()), (out, _limits(model))
 
 
 def test_replicas_placed_of_a_topic_in_no_group_go_back_out_of_a_group_to_make_room() -> None:

@@ -25,7 +25,7 @@ from kafka_balancer.planner.goals import (
     topic_leader_applies,
     violation,
 )
-from kafka_balancer.planner.state import NUM_Q, Q_LEADERS, Ints, State
+from kafka_balancer.planner.state import NUM_Q, Q_LEADERS, Ints, State, arrived_replicas
 
 # Passes of "take the longest fitting prefix, drop the blocker, continue" per batch.
 TAKE_PASSES: Final = 4
@@ -364,7 +364,7 @@ def may_host(
         if not counting_named:
             # One this plan placed there leaves only while its partition keeps as many placed
             # there as it needs; one that was there before may move like any other peer.
-            placed = ~(st.model.replicas[parts] == st.rep[parts, slots][:, None]).any(axis=1)
+            placed = arrived_replicas(st.rep[parts, slots][:, None], st.model.replicas[parts])[:, 0]
             held |= on_named & placed & (st.placed_on_named(parts) <= st.onto_need[parts])
         keep &= ~held
     if not st.can_lead[d]:
