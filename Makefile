@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv browser test lint typecheck contracts pytest demo bench crds clean
+.PHONY: venv browser kafka test lint typecheck contracts pytest demo bench crds clean
 
 venv: $(STAMP)
 
@@ -34,12 +34,30 @@ browser:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium; }
 
-pytest: venv browser
+# Apache Kafka 4.3.1 (the broker's jars and a log4j2 provider for SLF4J), from Maven Central with Maven:
+# kafka-runtime/pom.xml lists them, the dependency plugin copies them into build/kafka/libs, once.
+# The tests and the demo run real KRaft brokers from these jars (kafka_balancer.sandbox.real).
+# Debian's maven (and a Java 17 runtime) are installed when missing, with sudo when not root.
+KAFKA_LIBS := build/kafka/libs
+KAFKA_STAMP := build/kafka/.fetched
+kafka: $(KAFKA_STAMP)
+
+$(KAFKA_STAMP): kafka-runtime/pom.xml
+	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless maven; }
+	rm -rf $(KAFKA_LIBS)
+	mvn -q -B -Dstyle.color=never -f kafka-runtime/pom.xml dependency:copy-dependencies \
+	  -DincludeScope=runtime -DoutputDirectory=$(abspath $(KAFKA_LIBS))
+	touch $@
+
+pytest: venv browser kafka
 	$(BIN)/python -m pytest
 
 test: lint typecheck contracts pytest
 
-demo: venv
+demo: venv kafka
 	$(BIN)/kafka-balancer demo
 
 bench: venv
@@ -51,4 +69,4 @@ crds: venv
 	cp crds/*.yaml charts/kafka-balancer/crds/
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build/kafka

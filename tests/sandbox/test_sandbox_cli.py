@@ -35,7 +35,7 @@ def test_sandbox_serves_the_snapshot_and_stops_on_sigterm(tmp_path: Path) -> Non
         assert proc.stdout is not None
         first = proc.stdout.readline()
         expected = ",".join(f"127.0.0.1:{base + i}" for i in range(6))
-        assert first.strip() == f"bootstrap servers: {expected}"
+        assert first.strip() == f"bootstrap.servers={expected}"
         adapter = KafkaAdapter(ConnectionSpec(expected))
         try:
             description = adapter.describe_cluster()
@@ -94,7 +94,7 @@ def test_time_scale_makes_the_served_cluster_grow_faster_than_real_time(tmp_path
     )
     try:
         assert proc.stdout is not None
-        servers = proc.stdout.readline().split(": ", 1)[1].strip()
+        servers = proc.stdout.readline().strip().removeprefix("bootstrap.servers=")
         adapter = KafkaAdapter(ConnectionSpec(servers))
         tp = TopicPartition("t", 0)
         try:

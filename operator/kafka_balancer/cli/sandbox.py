@@ -1,7 +1,13 @@
-"""`kafka-balancer sandbox`: serve a cluster snapshot as a live emulated Kafka cluster.
+"""`kafka-balancer sandbox`: a local Kafka cluster on 127.0.0.1 to rehearse on, until SIGTERM or Ctrl-C.
 
-Brokers listen on 127.0.0.1:PORT, PORT+1, ... in ascending broker id order until SIGTERM or
-Ctrl-C. Point any Kafka admin tool at the printed bootstrap servers to rehearse a plan.
+- ``--real``: real Apache Kafka brokers (KRaft; jars from `make kafka`), empty: N broker JVMs on
+  PORT, PORT+1, ... (node ids 1..N) and a controller-only JVM on PORT+N. Data is deleted at the end
+  unless ``--data-dir`` keeps it (the same command then starts the same cluster again).
+- ``--snapshot FILE``: the protocol emulator serving a cluster snapshot, brokers on PORT, PORT+1, ...
+  in ascending broker id order; copies run at the emulated clock (``--time-scale``).
+
+Either way the first line printed is ``bootstrap.servers=...`` once every broker answers.
+Exit status: 0 stopped by a signal, 1 the cluster failed, 2 bad input.
 """
 
 from __future__ import annotations
@@ -15,24 +21,87 @@ from types import FrameType
 
 from kafka_balancer.model import ModelError, loads_snapshot
 from kafka_balancer.sandbox import EmulatedCluster, EmulatorOptions
+from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions, SandboxError
 
-HELP = "Serve a cluster snapshot as an emulated Kafka cluster on 127.0.0.1 (for rehearsals and tests)."
+HELP = "Run a local Kafka cluster on 127.0.0.1: real brokers (--real) or the emulator serving a snapshot."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--snapshot", required=True, type=Path, help="cluster snapshot JSON file")
-    parser.add_argument("--port-base", required=True, type=int, help="port of the lowest broker id; +1 per broker")
-    parser.add_argument(
+    kind = parser.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--real", action="store_true", help="real Apache Kafka brokers (KRaft), empty")
+    kind.add_argument("--snapshot", type=Path, help="cluster snapshot JSON file for the emulator to serve")
+    parser.add_argument("--port-base", required=True, type=int, help="port of broker 1 (lowest id); +1 per broker")
+    real = parser.add_argument_group("real brokers (--real)")
+    real.add_argument("--brokers", type=int, default=3, help="number of brokers, node ids 1..N (default 3)")
+    real.add_argument("--racks", type=int, default=3, help="racks rack-a, rack-b, ... round robin (default 3)")
+    real.add_argument("--log-dirs", type=int, default=2, help="log directories per broker (default 2)")
+    real.add_argument("--data-dir", type=Path, help="keep the cluster's data here (default: a temporary folder)")
+    real.add_argument("--kafka-libs", type=Path, help="folder of Kafka's jars (default: build/kafka/libs)")
+    emulated = parser.add_argument_group("emulator (--snapshot)")
+    emulated.add_argument(
         "--time-scale", type=float, default=1.0, help="emulated seconds per real second (copying, growth)"
     )
 
 
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return stop
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.time_scale <= 0:
-        print(f"sandbox: --time-scale must be > 0, got {args.time_scale}", file=sys.stderr)
-        return 2
     if not 0 < args.port_base < 65536:
         print(f"sandbox: --port-base must be a TCP port, got {args.port_base}", file=sys.stderr)
+        return 2
+    return _run_real(args) if args.real else _run_emulated(args)
+
+
+def _run_real(args: argparse.Namespace) -> int:
+    stop = _stop_on_signals()
+    try:
+        options = RealClusterOptions(
+            brokers=args.brokers,
+            racks=args.racks,
+            port_base=args.port_base,
+            log_dirs=args.log_dirs,
+            data_dir=args.data_dir,
+            kafka_libs=args.kafka_libs,
+        )
+    except SandboxError as err:
+        print(f"sandbox: {err}", file=sys.stderr)
+        return 2
+    try:
+        cluster = RealCluster(options)  # finds Java and the jars
+        cluster.start()
+    except SandboxError as err:
+        print(f"sandbox: {err}", file=sys.stderr)
+        return 1
+    try:
+        print(f"bootstrap.servers={cluster.bootstrap_servers}", flush=True)
+        print(
+            f"{args.brokers} Apache Kafka brokers in {min(args.racks, args.brokers)} racks, controller on "
+            f"127.0.0.1:{options.controller_port}, data in {cluster.data_dir}; stop with Ctrl-C or SIGTERM",
+            flush=True,
+        )
+        while not stop.wait(0.5):
+            if not all(cluster.running(b) for b in cluster.brokers):
+                down = [b for b in cluster.brokers if not cluster.running(b)]
+                print(f"sandbox: broker(s) {down} exited; stopping", file=sys.stderr)
+                return 1
+    finally:
+        cluster.stop()
+    print("sandbox stopped", flush=True)
+    return 0
+
+
+def _run_emulated(args: argparse.Namespace) -> int:
+    if args.time_scale <= 0:
+        print(f"sandbox: --time-scale must be > 0, got {args.time_scale}", file=sys.stderr)
         return 2
     try:
         model = loads_snapshot(args.snapshot.read_bytes())
@@ -42,13 +111,7 @@ def run(args: argparse.Namespace) -> int:
     except ModelError as err:
         print(f"sandbox: invalid snapshot {args.snapshot}: {err}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-
-    def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = _stop_on_signals()
     options = EmulatorOptions(time_scale=args.time_scale, port_base=args.port_base)
     try:
         cluster = EmulatedCluster(model, options)
@@ -57,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"sandbox: cannot listen from port {args.port_base}: {err.strerror}", file=sys.stderr)
         return 1
     try:
-        print(f"bootstrap servers: {cluster.bootstrap_servers}", flush=True)
+        print(f"bootstrap.servers={cluster.bootstrap_servers}", flush=True)
         print(
             f"{model.num_brokers} brokers, {model.num_partitions} partitions, time scale {args.time_scale:g}x; "
             "stop with Ctrl-C or SIGTERM",

@@ -1,0 +1,405 @@
+"""A real Apache Kafka cluster on 127.0.0.1: KRaft, one controller-only JVM and N broker JVMs.
+
+The jars come from Maven Central (``make kafka`` copies them into ``build/kafka/libs``); nothing is
+downloaded here. Broker ``i`` (node ids 1..N) listens on ``port_base + i - 1`` and the controller
+(node id 0) on ``port_base + N``. Racks are ``rack-a``, ``rack-b``, ... assigned round robin, and each
+broker has ``log_dirs`` log directories. Heaps are small, the JIT stops at C1 and GC is serial: a
+2-core machine runs a whole cluster plus the tests beside it.
+
+Every JVM is started under ``setpriv --pdeathsig KILL`` (util-linux), so that it dies with the
+process that started it even when that process is killed with SIGKILL and runs no cleanup.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from base64 import urlsafe_b64encode
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafka_balancer.kafka.adapter import KafkaAdapter
+from kafka_balancer.kafka.connection import ConnectionSpec
+from kafka_balancer.kafka.port import KafkaError
+
+KAFKA_VERSION = "4.3.1"
+CONTROLLER_ID = 0
+LIBS_ENV = "KAFKA_BALANCER_KAFKA_LIBS"
+JAVA_MAJOR = 17
+_REPO_LIBS = Path(__file__).resolve().parents[3] / "build" / "kafka" / "libs"
+_LOG4J = """\
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.kafka-request.name = kafka.request.logger
+logger.kafka-request.level = WARN
+"""
+
+
+class SandboxError(Exception):
+    """The real cluster cannot start or stop as asked; the message is one line that says why."""
+
+
+@dataclass(frozen=True)
+class RealClusterOptions:
+    brokers: int = 3
+    racks: int = 3
+    port_base: int = 9092
+    log_dirs: int = 2
+    # Kept after stop when given (and reused by the next start); a fresh temporary folder otherwise.
+    data_dir: Path | None = None
+    kafka_libs: Path | None = None  # default: $KAFKA_BALANCER_KAFKA_LIBS, then the repository's build/kafka/libs
+    heap_mb: int = 320
+    broker_configs: Mapping[str, str] = field(default_factory=dict)  # extra server.properties of every broker
+    start_timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.brokers <= 64:
+            raise SandboxError(f"--brokers must be between 1 and 64, got {self.brokers}")
+        if not 1 <= self.racks <= 26:
+            raise SandboxError(f"--racks must be between 1 and 26, got {self.racks}")
+        if not 1 <= self.log_dirs <= 16:
+            raise SandboxError(f"--log-dirs must be between 1 and 16, got {self.log_dirs}")
+        if self.port_base < 1024 or self.port_base + self.brokers > 65535:
+            raise SandboxError(
+                f"--port-base must leave room for {self.brokers + 1} ports between 1024 and 65535, got {self.port_base}"
+            )
+
+    def broker_port(self, broker_id: int) -> int:
+        return self.port_base + broker_id - 1
+
+    @property
+    def controller_port(self) -> int:
+        return self.port_base + self.brokers
+
+    def rack(self, broker_id: int) -> str:
+        return f"rack-{chr(ord('a') + (broker_id - 1) % self.racks)}"
+
+
+def kafka_libs(configured: Path | None = None) -> Path:
+    """The folder of Kafka's jars, checked: raises SandboxError naming what is missing."""
+    libs = configured or Path(os.environ.get(LIBS_ENV) or _REPO_LIBS)
+    jars = {p.name for p in libs.glob("*.jar")} if libs.is_dir() else set()
+    wanted = (f"kafka_2.13-{KAFKA_VERSION}.jar", f"kafka-clients-{KAFKA_VERSION}.jar")
+    missing = [j for j in wanted if j not in jars]
+    if not any(j.startswith("log4j-slf4j2-impl-") for j in jars):
+        missing.append("log4j-slf4j2-impl-*.jar")
+    if missing:
+        raise SandboxError(
+            f"Kafka {KAFKA_VERSION} jars missing in {libs} ({', '.join(missing)}): run `make kafka`, "
+            f"or point --kafka-libs or ${LIBS_ENV} at a folder that has them"
+        )
+    return libs
+
+
+def java_binary() -> str:
+    """The java of $JAVA_HOME (else on PATH), checked to be Java 17 or newer."""
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not Path(java).is_file():
+        raise SandboxError(f"Java {JAVA_MAJOR} or newer is needed and no java was found (JAVA_HOME or PATH)")
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False).stderr
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise SandboxError(f"cannot run {java} -version: {err}") from err
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    major = int(found.group(1)) if found else 0
+    if major == 1 and found and found.group(2):  # "1.8.0" spells Java 8
+        major = int(found.group(2))
+    if major < JAVA_MAJOR:
+        first = out.strip().splitlines()[0] if out.strip() else "no version"
+        raise SandboxError(f"Java {JAVA_MAJOR} or newer is needed, {java} is {first!r}")
+    return java
+
+
+def check_ports_free(ports: list[int], host: str = "127.0.0.1") -> None:
+    for port in ports:
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((host, port))
+            except OSError as err:
+                raise SandboxError(f"port {port} on {host} is taken ({err.strerror})") from err
+
+
+def _properties(values: Mapping[str, object]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in values.items())
+
+
+@dataclass
+class _Node:
+    node_id: int
+    home: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def config(self) -> Path:
+        return self.home / "server.properties"
+
+    @property
+    def log(self) -> Path:
+        return self.home / "logs" / "server.log"
+
+    def log_tail(self, lines: int = 5) -> str:
+        for path in (self.log, self.home / "logs" / "stdout.log"):
+            try:
+                text = path.read_text(errors="replace").strip().splitlines()
+            except OSError:
+                continue
+            if text:
+                return " | ".join(text[-lines:])
+        return "(no log)"
+
+
+class RealCluster:
+    """Start, stop and restart the JVMs of one local KRaft cluster. Use as a context manager."""
+
+    def __init__(self, options: RealClusterOptions):
+        self.options = options
+        self.libs = kafka_libs(options.kafka_libs)
+        self.java = java_binary()
+        self._temporary = options.data_dir is None
+        self.data_dir = options.data_dir or Path(tempfile.mkdtemp(prefix="kafka-sandbox-"))
+        self.controller = _Node(CONTROLLER_ID, self.data_dir / "controller")
+        self.brokers = {i: _Node(i, self.data_dir / f"broker-{i}") for i in range(1, options.brokers + 1)}
+
+    # ----- addresses ----------------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{self.options.broker_port(b)}" for b in self.brokers)
+
+    def log_dirs(self, broker_id: int) -> list[Path]:
+        return [self.brokers[broker_id].home / f"data-{k}" for k in range(self.options.log_dirs)]
+
+    # ----- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Write the configs, format the storage (first start only), start every JVM and wait until
+        every broker is registered. On failure everything started is stopped again."""
+        o = self.options
+        check_ports_free([*(o.broker_port(b) for b in self.brokers), o.controller_port])
+        try:
+            self._write_configs()
+            self._format()
+            self._launch(self.controller)
+            for node in self.brokers.values():
+                self._launch(node)
+            self.wait_registered(set(self.brokers))
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop every JVM (brokers first, with a controlled shutdown, then the controller) and
+        delete the data unless a data directory was given."""
+        self._terminate(list(self.brokers.values()), timeout_s=30.0)
+        self._terminate([self.controller], timeout_s=15.0)
+        if self._temporary:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> RealCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop_broker(self, broker_id: int, *, kill: bool = False) -> None:
+        """SIGTERM (a controlled shutdown) or SIGKILL one broker and wait until it has exited."""
+        node = self.brokers[broker_id]
+        if kill and node.process is not None and node.process.poll() is None:
+            node.process.kill()
+        self._terminate([node], timeout_s=30.0)
+
+    def start_broker(self, broker_id: int) -> None:
+        """Start a stopped broker again and wait until it is registered."""
+        node = self.brokers[broker_id]
+        if node.process is not None and node.process.poll() is None:
+            raise SandboxError(f"broker {broker_id} is running")
+        check_ports_free([self.options.broker_port(broker_id)])
+        self._launch(node)
+        self.wait_registered({broker_id})
+
+    def running(self, broker_id: int) -> bool:
+        process = self.brokers[broker_id].process
+        return process is not None and process.poll() is None
+
+    def pids(self) -> list[int]:
+        nodes = [self.controller, *self.brokers.values()]
+        return [n.process.pid for n in nodes if n.process is not None and n.process.poll() is None]
+
+    def wait_registered(self, broker_ids: set[int]) -> None:
+        """Wait until DescribeCluster lists ``broker_ids``; fail at once when a JVM exits.
+
+        The brokers' ports are polled first: a Kafka client pointed at brokers still starting logs
+        every refused connection."""
+        deadline = time.monotonic() + self.options.start_timeout_s
+        adapter: KafkaAdapter | None = None
+        registered: set[int] = set()
+        try:
+            while not broker_ids <= registered:
+                self._check_alive()
+                if time.monotonic() > deadline:
+                    missing = sorted(broker_ids - registered)
+                    tails = "; ".join(f"broker {b}: {self.brokers[b].log_tail(2)}" for b in missing)
+                    raise SandboxError(
+                        f"brokers {missing} not registered after {self.options.start_timeout_s:g} s ({tails})"
+                    )
+                time.sleep(0.3)
+                if adapter is None:
+                    if all(self._accepts(self.options.broker_port(b)) for b in broker_ids):
+                        adapter = KafkaAdapter(ConnectionSpec(self.bootstrap_servers, request_timeout_s=5))
+                    continue
+                try:
+                    registered = {b.id for b in adapter.describe_cluster().brokers}
+                except KafkaError:
+                    registered = set()
+        finally:
+            if adapter is not None:
+                adapter.close()
+
+    @staticmethod
+    def _accepts(port: int) -> bool:
+        with socket.socket() as sock:
+            sock.settimeout(1.0)
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    # ----- internals ----------------------------------------------------------------------------
+    def _check_alive(self) -> None:
+        for node in [self.controller, *self.brokers.values()]:
+            if node.process is not None and node.process.poll() is not None:
+                code = node.process.returncode
+                node.process = None
+                raise SandboxError(f"node {node.node_id} exited with status {code}: {node.log_tail()}")
+
+    def _write_configs(self) -> None:
+        o = self.options
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        (self.data_dir / "log4j2.properties").write_text(_LOG4J)
+        voters = f"{CONTROLLER_ID}@127.0.0.1:{o.controller_port}"
+        common = {
+            "controller.quorum.voters": voters,
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        }
+        controller = {
+            "process.roles": "controller",
+            "node.id": CONTROLLER_ID,
+            "listeners": f"CONTROLLER://127.0.0.1:{o.controller_port}",
+            "log.dirs": self.controller.home / "metadata",
+            **common,
+        }
+        self.controller.home.mkdir(parents=True, exist_ok=True)
+        self.controller.config.write_text(_properties(controller))
+        replication = min(3, o.brokers)
+        for b, node in self.brokers.items():
+            address = f"127.0.0.1:{o.broker_port(b)}"
+            broker: dict[str, object] = {
+                "process.roles": "broker",
+                "node.id": b,
+                "listeners": f"PLAINTEXT://{address}",
+                "advertised.listeners": f"PLAINTEXT://{address}",
+                "inter.broker.listener.name": "PLAINTEXT",
+                "broker.rack": o.rack(b),
+                "log.dirs": ",".join(str(d) for d in self.log_dirs(b)),
+                # The balancer decides leadership; Kafka's own rebalancer would move it behind its back.
+                "auto.leader.rebalance.enable": "false",
+                "offsets.topic.replication.factor": replication,
+                "offsets.topic.num.partitions": 10,
+                "transaction.state.log.replication.factor": replication,
+                "transaction.state.log.min.isr": min(2, replication),
+                "group.initial.rebalance.delay.ms": 0,
+                # Thread pools and buffers sized for a 2-core machine running several brokers.
+                "num.network.threads": 2,
+                "num.io.threads": 2,
+                "background.threads": 2,
+                "log.cleaner.threads": 1,
+                "log.cleaner.dedupe.buffer.size": 8 * 1024 * 1024,
+                **common,
+                **o.broker_configs,
+            }
+            node.home.mkdir(parents=True, exist_ok=True)
+            node.config.write_text(_properties(broker))
+
+    def _cluster_id(self) -> str:
+        """The id in an existing meta.properties (a kept data directory), else a new one."""
+        meta = self.controller.home / "metadata" / "meta.properties"
+        if meta.is_file():
+            for line in meta.read_text().splitlines():
+                if line.startswith("cluster.id="):
+                    return line.partition("=")[2].strip()
+        return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+    def _format(self) -> None:
+        """kafka.tools.StorageTool format on every node not formatted yet, all at once."""
+        cluster_id = self._cluster_id()
+        pending = []
+        for node in [self.controller, *self.brokers.values()]:
+            dirs = [self.controller.home / "metadata"] if node is self.controller else self.log_dirs(node.node_id)
+            if all((d / "meta.properties").is_file() for d in dirs):
+                continue
+            command = [*self._java_command(node), "kafka.tools.StorageTool", "format", "--ignore-formatted"]
+            command += ["-t", cluster_id, "-c", str(node.config)]
+            pending.append((node, subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
+        for node, process in pending:
+            out, _ = process.communicate(timeout=120)
+            if process.returncode != 0:
+                last = out.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+                raise SandboxError(f"formatting node {node.node_id} failed: {last[0]}")
+
+    def _java_command(self, node: _Node) -> list[str]:
+        prefix = ["setpriv", "--pdeathsig", "KILL"] if shutil.which("setpriv") else []
+        heap = self.options.heap_mb
+        return [
+            *prefix,
+            self.java,
+            f"-Xmx{heap}m",
+            f"-Xms{min(heap, 64)}m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:-UsePerfData",
+            "-Djava.awt.headless=true",
+            f"-Dkafka.logs.dir={node.home / 'logs'}",
+            f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
+            "-cp",
+            f"{self.libs}/*",
+        ]
+
+    def _launch(self, node: _Node) -> None:
+        (node.home / "logs").mkdir(parents=True, exist_ok=True)
+        with (node.home / "logs" / "stdout.log").open("ab") as out:
+            node.process = subprocess.Popen(
+                [*self._java_command(node), "kafka.Kafka", str(node.config)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+
+    def _terminate(self, nodes: list[_Node], *, timeout_s: float) -> None:
+        """SIGTERM all at once, wait, SIGKILL whatever is left."""
+        live = [n for n in nodes if n.process is not None and n.process.poll() is None]
+        for node in live:
+            assert node.process is not None
+            node.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        for node in live:
+            assert node.process is not None
+            try:
+                node.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                node.process.kill()
+                node.process.wait()
+        for node in nodes:
+            node.process = None

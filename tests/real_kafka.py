@@ -1,0 +1,253 @@
+"""Real Apache Kafka brokers for the tests: one KRaft cluster per test session (issue 32).
+
+    def test_something(real_kafka):                 # the session's cluster, reset for this test
+        real_kafka.create_topic("orders", [[1, 2, 3], [2, 3, 4]], {"min.insync.replicas": "2"})
+        written = real_kafka.produce("orders", records_per_partition=1000, record_bytes=1024)
+        ...
+        assert real_kafka.read_back("orders") == written  # every record still there, same checksums
+
+The cluster is ``kafka-balancer sandbox --real``'s own code (kafka_balancer.sandbox.real): 6 brokers
+(node ids 1-6) in 3 racks (rack-a, rack-b, rack-c round robin), 2 log directories each, started on
+first use and stopped at the end of the session. Before each test ``reset`` brings it back to empty:
+every broker running, no topics, no consumer groups, no throttle configs. The jars come from
+``make kafka``; when Java or the jars are missing the tests fail with the reason, never skip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
+from kafka_balancer.kafka.port import FOLLOWER_THROTTLE_RATE, LEADER_THROTTLE_RATE
+from kafka_balancer.sandbox.ports import free_port_range
+from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions
+
+BROKERS = 6
+RACKS = 3
+LOG_DIRS = 2
+THROTTLE_RATES = (LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE)
+QUIET = {"log_level": 3}  # librdkafka: errors only (a stopped broker is expected in fault tests)
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a partition holds: its log-end offset and the SHA-256 over every record's offset, key and value."""
+
+    end_offset: int
+    digest: str
+
+
+class RealKafka:
+    """The session's real cluster as a test uses it: topics, records, brokers."""
+
+    def __init__(self, cluster: RealCluster):
+        self.cluster = cluster
+        self.bootstrap_servers = cluster.bootstrap_servers
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, **QUIET})
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return sorted(self.cluster.brokers)
+
+    def rack(self, broker_id: int) -> str:
+        return self.cluster.options.rack(broker_id)
+
+    # ----- topics -------------------------------------------------------------------------------
+    def create_topic(
+        self, name: str, assignment: Sequence[Sequence[int]], configs: Mapping[str, str] | None = None
+    ) -> None:
+        """Create a topic with the given replicas per partition (first = preferred leader) and wait
+        until every partition has its leader."""
+        replicas = [list(r) for r in assignment]
+        topic = NewTopic(name, len(replicas), replica_assignment=replicas, config=dict(configs or {}))
+        self.admin.create_topics([topic])[name].result(timeout=30)
+        self.wait_until(lambda: self._has_leaders(name, len(assignment)), f"leaders of {name}")
+
+    def _has_leaders(self, name: str, partitions: int) -> bool:
+        topic = self.admin.list_topics(name, timeout=10).topics.get(name)
+        if topic is None or topic.error is not None or len(topic.partitions) != partitions:
+            return False
+        return all(p.leader >= 0 and p.error is None for p in topic.partitions.values())
+
+    def topics(self) -> list[str]:
+        return sorted(t for t in self.admin.list_topics(timeout=10).topics if not t.startswith("__"))
+
+    # ----- records ------------------------------------------------------------------------------
+    def produce(
+        self,
+        topic: str,
+        *,
+        partitions: Sequence[int],
+        records_per_partition: int,
+        record_bytes: int,
+    ) -> dict[int, Written]:
+        """Write keyed records (acks=all, idempotent) and return each partition's offsets and digest."""
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap_servers,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 20,
+                "batch.size": 512 * 1024,
+                "compression.type": "none",
+                **QUIET,
+            }
+        )
+        failures: list[str] = []
+
+        def delivered(err: object, _msg: object) -> None:
+            if err is not None:
+                failures.append(str(err))
+
+        for p in partitions:
+            for i in range(records_per_partition):
+                key = f"{topic}-{p}-{i}".encode()
+                value = _payload(key, record_bytes)
+                while True:
+                    try:
+                        producer.produce(topic, value=value, key=key, partition=p, on_delivery=delivered)
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
+                producer.poll(0)
+        left = producer.flush(120)
+        assert left == 0, f"{left} records not delivered"
+        assert not failures, f"delivery errors: {failures[:3]}"
+        return self.read_back(topic, partitions)
+
+    def read_back(self, topic: str, partitions: Sequence[int]) -> dict[int, Written]:
+        """Read every record of the partitions from offset 0 to the log end; the digest covers
+        offset, key and value of each record in order."""
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap_servers,
+                "group.id": f"read-back-{time.monotonic_ns()}",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "fetch.max.bytes": 16 * 1024 * 1024,
+                **QUIET,
+            }
+        )
+        try:
+            out: dict[int, Written] = {}
+            for p in partitions:
+                low, high = consumer.get_watermark_offsets(CkTopicPartition(topic, p), timeout=20)
+                assert low == 0, f"{topic}-{p} starts at offset {low}: records were deleted"
+                out[p] = Written(high, _digest(consumer, topic, p, high))
+            return out
+        finally:
+            consumer.close()
+
+    # ----- brokers ------------------------------------------------------------------------------
+    def stop_broker(self, broker_id: int, *, kill: bool = False) -> None:
+        self.cluster.stop_broker(broker_id, kill=kill)
+
+    def start_broker(self, broker_id: int) -> None:
+        self.cluster.start_broker(broker_id)
+
+    def wait_until(self, condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> float:
+        """Poll ``condition`` until it holds; the seconds it took."""
+        started = time.monotonic()
+        while True:
+            try:
+                if condition():
+                    return time.monotonic() - started
+            except KafkaException:
+                pass
+            if time.monotonic() - started > timeout_s:
+                raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        # librdkafka has no close(): dropping the handle destroys it (before the session's cluster
+        # stops, which a live handle would report as refused connections).
+        del self.admin
+
+    # ----- between tests ------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Every broker running, every user topic and consumer group deleted, no throttle rate set."""
+        for b in self.broker_ids:
+            if not self.cluster.running(b):
+                self.cluster.start_broker(b)
+        groups = [g.group_id for g in self.admin.list_consumer_groups().result(timeout=30).valid]
+        if groups:
+            for future in self.admin.delete_consumer_groups(groups).values():
+                future.result(timeout=30)
+        names = self.topics()
+        if names:
+            for future in self.admin.delete_topics(names).values():
+                future.result(timeout=30)
+            self.wait_until(lambda: not self.topics(), "topics deleted")
+        resources = [
+            ConfigResource(
+                ConfigResource.Type.BROKER,
+                str(b),
+                incremental_configs=[
+                    ConfigEntry(k, "", incremental_operation=AlterConfigOpType.DELETE) for k in THROTTLE_RATES
+                ],
+            )
+            for b in self.broker_ids
+        ]
+        for resource in resources:
+            for future in self.admin.incremental_alter_configs([resource]).values():
+                future.result(timeout=30)
+
+
+def _payload(key: bytes, size: int) -> bytes:
+    """Deterministic bytes of ``size`` derived from the key (so that a lost or changed record shows)."""
+    seed = hashlib.sha256(key).digest()
+    return (seed * (size // len(seed) + 1))[:size]
+
+
+def _digest(consumer: Consumer, topic: str, partition: int, end: int) -> str:
+    digest = hashlib.sha256()
+    if end == 0:
+        return digest.hexdigest()
+    consumer.assign([CkTopicPartition(topic, partition, 0)])
+    expected = 0
+    deadline = time.monotonic() + 120
+    while expected < end:
+        assert time.monotonic() < deadline, f"reading {topic}-{partition} stalled at offset {expected} of {end}"
+        for msg in consumer.consume(num_messages=1000, timeout=1.0):
+            if msg.error() is not None:
+                raise AssertionError(f"reading {topic}-{partition}: {msg.error()}")
+            assert msg.offset() == expected, f"{topic}-{partition}: offset {msg.offset()} where {expected} was due"
+            digest.update(f"{msg.offset()}:".encode())
+            digest.update(msg.key() or b"")
+            digest.update(msg.value() or b"")
+            expected += 1
+    consumer.unassign()
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="session")
+def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+    """The session's real KRaft cluster (started on first use, stopped at the end of the session)."""
+    options = RealClusterOptions(
+        brokers=BROKERS,
+        racks=RACKS,
+        log_dirs=LOG_DIRS,
+        port_base=free_port_range(BROKERS + 1),
+        data_dir=tmp_path_factory.mktemp("kafka"),
+    )
+    cluster = RealCluster(options)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def real_kafka(real_cluster: RealCluster) -> Iterator[RealKafka]:
+    kafka = RealKafka(real_cluster)
+    kafka.reset()
+    yield kafka
+    kafka.close()
