@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, str] = {
     "demo": "demo",
     "plan": "plan",
     "sandbox": "sandbox",
+    "snapshot": "snapshot",
     "analyze": "analyze",
     "sample": "sample",
     "execute": "execute",
