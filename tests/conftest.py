@@ -4,6 +4,7 @@ import os
 
 from emulator_fixtures import emulator  # noqa: F401  (the Kafka emulator, see emulator_fixtures.py)
 from hypothesis import settings
+from kafka_targets import kafka_target  # noqa: F401  (emulator or real brokers, see kafka_targets.py)
 from real_kafka import real_cluster, real_kafka  # noqa: F401  (real Kafka brokers, see real_kafka.py)
 from spark_fixtures import spark  # noqa: F401  (the one shared SparkSession, see spark_fixtures.py)
 

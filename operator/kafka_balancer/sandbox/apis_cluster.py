@@ -4,6 +4,7 @@ CreateTopics, DeleteTopics, DescribeConfigs, IncrementalAlterConfigs. Called wit
 
 from __future__ import annotations
 
+import re
 import zlib
 from typing import Any
 
@@ -348,18 +349,44 @@ def describe_configs(call: Call) -> Any:
     return DescribeConfigsResponse(version=call.version, throttle_time_ms=0, results=results)
 
 
-def _check_value(name: str, value: str | None) -> str | None:
-    """Validate the configs the balancer writes, the way Kafka's config definitions do."""
+LONG_MAX = 2**63 - 1
+
+
+def _check_value(name: str, value: str | None) -> tuple[str, str] | None:
+    """Validate the configs the balancer writes as Kafka 4.3 does: (error name, Kafka's message).
+
+    A broker's LONG config that does not parse is INVALID_REQUEST, a topic's replica list that does
+    not parse is INVALID_CONFIG (both as real brokers answer IncrementalAlterConfigs)."""
     if value is None:
         return None
-    if name in BROKER_DYNAMIC and (not value.lstrip("-").isdigit() or int(value) < 0):
-        return f"Invalid value {value} for configuration {name}: must be a non-negative long"
+    if name in BROKER_DYNAMIC:
+        prefix = f"Invalid value {value} for configuration {name}"
+        text = value.strip()
+        if not re.fullmatch(r"[+-]?\d+", text) or not -LONG_MAX - 1 <= int(text) <= LONG_MAX:
+            return "INVALID_REQUEST", f"{prefix}: Not a number of type LONG"
+        if int(text) < 0:
+            return "INVALID_REQUEST", f"{prefix}: Value must be at least 0"
     if name in (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS) and value.strip() not in ("", "*"):
-        for item in value.split(","):
-            p, _, b = item.strip().partition(":")
+        for item in _list_items(value):
+            p, _, b = item.partition(":")
             if not (p.isdigit() and b.isdigit()):
-                return f"Invalid value {value} for configuration {name}: expected [partitionId]:[brokerId],..."
+                return "INVALID_CONFIG", (
+                    f"Invalid value [{value}] for configuration {name}: {name} must be the literal '*' or a list "
+                    "of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+                )
     return None
+
+
+def _list_items(value: str) -> list[str]:
+    """A LIST config's entries as Kafka parses them: split on commas, whitespace around each dropped."""
+    return re.split(r"\s*,\s*", value.strip()) if value.strip() else []
+
+
+def _stored(name: str, value: str) -> str:
+    """The value Kafka stores for a config: a replica list re-joined from its trimmed entries."""
+    if name in (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS):
+        return ",".join(_list_items(value))
+    return value
 
 
 def incremental_alter_configs(call: Call) -> Any:
@@ -380,10 +407,10 @@ def incremental_alter_configs(call: Call) -> Any:
             for c in res.configs:
                 problem = _check_value(c.name, c.value)
                 if problem is not None:
-                    err, message = error_code("INVALID_CONFIG"), problem
+                    err, message = error_code(problem[0]), problem[1]
                     break
                 if c.config_operation == SET:
-                    updated[c.name] = c.value or ""
+                    updated[c.name] = _stored(c.name, c.value or "")
                 elif c.config_operation == DELETE:
                     updated.pop(c.name, None)
                 elif c.config_operation in (APPEND, SUBTRACT):

@@ -1,0 +1,369 @@
+"""Conformance: every call the Kafka adapter makes, run against the emulator and against real Apache
+Kafka 4.3.1 brokers, with the same assertions (issue 32). Where the two differed, real Kafka was
+right and the emulator was changed; docs/index.md#testing lists what is emulated and why.
+
+The calls covered: Metadata and DescribeCluster (read_cluster, describe_cluster), DescribeConfigs and
+IncrementalAlterConfigs (topic and broker configs, throttles), DescribeLogDirs (sizes),
+AlterPartitionReassignments (start and cancel), ListPartitionReassignments, ElectLeaders,
+ListOffsets, and the consumer-group reads (ListGroups, DescribeGroups, OffsetFetch).
+"""
+
+from __future__ import annotations
+
+import pytest
+from kafka_balancer.kafka.adapter import KafkaAdapter
+from kafka_balancer.kafka.port import (
+    FOLLOWER_THROTTLE_RATE,
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLE_RATE,
+    LEADER_THROTTLED_REPLICAS,
+    KafkaError,
+    TopicPartition,
+)
+from kafka_balancer.kafka.throttles import ThrottleRecord, remove_throttles, set_throttles
+from kafka_targets import BACKENDS, GroupMember, KafkaTarget, converge, wait_until
+
+MB = 1_000_000
+RATES = (LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE)
+RECORD = 10_000  # bytes per record where sizes matter: batch overhead stays well under 1%
+
+backends = pytest.mark.parametrize("kafka_target", BACKENDS, indirect=True)
+
+
+def _size_ok(size: float, payload: int) -> bool:
+    """A log holds the payload plus record and batch headers (real Kafka), or exactly it (emulator)."""
+    return payload <= size <= payload * 1.02
+
+
+@backends
+def test_read_cluster_sees_placement_leaders_isr_racks_and_topic_settings(kafka_target: KafkaTarget) -> None:
+    kafka_target.create_topic(
+        "orders",
+        [[1, 2, 3], [2, 3, 4], [3, 4, 5], [4, 5, 6]],
+        {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"},
+    )
+    kafka_target.create_topic("audit", [[5, 6], [6, 1]], {"unclean.leader.election.enable": "true"})
+    kafka_target.create_topic("plain", [[1]])
+    kafka_target.fill("orders", 1, records=100, record_bytes=RECORD)
+    adapter = kafka_target.adapter()
+
+    model = adapter.read_cluster()
+
+    assert [model.broker(i).id for i in range(model.num_brokers)] == [1, 2, 3, 4, 5, 6]
+    assert [model.broker(i).rack for i in range(model.num_brokers)] == [kafka_target.rack(b) for b in range(1, 7)]
+    assert all(model.broker(i).alive for i in range(model.num_brokers))
+    rows = {(p.topic, p.partition): (p.replicas, p.leader, tuple(sorted(p.isr))) for p in model.partitions()}
+    assert rows == {
+        ("audit", 0): ((5, 6), 5, (5, 6)),
+        ("audit", 1): ((6, 1), 6, (1, 6)),
+        ("orders", 0): ((1, 2, 3), 1, (1, 2, 3)),
+        ("orders", 1): ((2, 3, 4), 2, (2, 3, 4)),
+        ("orders", 2): ((3, 4, 5), 3, (3, 4, 5)),
+        ("orders", 3): ((4, 5, 6), 4, (4, 5, 6)),
+        ("plain", 0): ((1,), 1, (1,)),
+    }
+    settings = {s.name: (s.min_insync_replicas, s.unclean_leader_election) for s in model.topic_settings()}
+    assert settings == {"audit": (None, True), "orders": (2, False), "plain": (None, None)}
+    sizes = {(p.topic, p.partition): p.size_bytes for p in model.partitions()}
+    assert _size_ok(sizes[("orders", 1)], 100 * RECORD)
+    assert sizes[("orders", 0)] == 0
+
+    description = adapter.describe_cluster()
+    assert [(b.id, b.rack) for b in description.brokers] == [(b, kafka_target.rack(b)) for b in range(1, 7)]
+    assert description.controller_id in {1, 2, 3, 4, 5, 6}
+    assert description.cluster_id
+
+
+@backends
+def test_replica_sizes_and_log_end_offsets(kafka_target: KafkaTarget) -> None:
+    kafka_target.create_topic("events", [[1, 2], [3, 4]])
+    kafka_target.fill("events", 0, records=250, record_bytes=RECORD)
+    kafka_target.fill("events", 1, records=40, record_bytes=RECORD)
+    adapter = kafka_target.adapter()
+    tp0, tp1 = TopicPartition("events", 0), TopicPartition("events", 1)
+
+    # Followers catch up within moments: wait until both replicas of each partition report one size.
+    def replicated() -> bool:
+        sizes = adapter.replica_sizes()
+        return sizes[(tp0, 1)] == sizes[(tp0, 2)] and sizes[(tp1, 3)] == sizes[(tp1, 4)]
+
+    wait_until(replicated, "followers to catch up", timeout_s=30)
+    sizes = adapter.replica_sizes()
+    assert _size_ok(sizes[(tp0, 1)], 250 * RECORD)
+    assert _size_ok(sizes[(tp1, 4)], 40 * RECORD)
+    assert {key for key in sizes if key[0].topic == "events"} == {(tp0, 1), (tp0, 2), (tp1, 3), (tp1, 4)}
+    assert adapter.log_end_offsets([tp0, tp1]) == {tp0: 250, tp1: 40}
+
+
+@backends
+def test_describe_configs_gives_effective_topic_values(kafka_target: KafkaTarget) -> None:
+    kafka_target.create_topic("orders", [[1, 2, 3]], {"min.insync.replicas": "2"})
+    kafka_target.create_topic("plain", [[1, 2]])
+    adapter = kafka_target.adapter()
+
+    configs = adapter.topic_configs(["orders", "plain"])
+
+    assert configs["orders"]["min.insync.replicas"] == "2"
+    assert configs["plain"]["min.insync.replicas"] == "1"  # the broker default, reported as the value
+    assert configs["plain"]["unclean.leader.election.enable"] == "false"
+    for name in ("orders", "plain"):
+        assert configs[name][LEADER_THROTTLED_REPLICAS] == ""
+        assert configs[name][FOLLOWER_THROTTLED_REPLICAS] == ""
+    brokers = adapter.broker_configs([1, 2])
+    for b in (1, 2):
+        assert LEADER_THROTTLE_RATE not in brokers[b]  # unset: not reported
+        assert FOLLOWER_THROTTLE_RATE not in brokers[b]
+        assert brokers[b]["broker.rack"] == kafka_target.rack(b)
+
+
+def _rates(adapter: KafkaAdapter, brokers: list[int]) -> dict[int, dict[str, str]]:
+    configs = adapter.broker_configs(brokers)
+    return {b: {k: v for k, v in configs[b].items() if k in RATES} for b in brokers}
+
+
+def _lists(adapter: KafkaAdapter, topics: list[str]) -> dict[str, tuple[str, str]]:
+    configs = adapter.topic_configs(topics)
+    return {t: (configs[t][LEADER_THROTTLED_REPLICAS], configs[t][FOLLOWER_THROTTLED_REPLICAS]) for t in topics}
+
+
+@backends
+def test_throttles_are_set_and_removed_leaving_foreign_throttles_alone(kafka_target: KafkaTarget) -> None:
+    kafka_target.create_topic("orders", [[1, 2, 3], [2, 3, 4], [3, 4, 5], [4, 5, 6], [5, 6, 1], [6, 1, 2]])
+    kafka_target.create_topic("payments", [[1, 2, 3], [2, 3, 4], [3, 4, 5]])
+    adapter = kafka_target.adapter()
+    brokers, topics = [1, 2, 3, 4, 6], ["orders", "payments"]
+    # An operator's own throttles, set before we start: they must survive our cleanup.
+    adapter.alter_broker_configs({1: {LEADER_THROTTLE_RATE: "5000"}, 6: {FOLLOWER_THROTTLE_RATE: "7000"}})
+    adapter.alter_topic_configs(
+        {"orders": {LEADER_THROTTLED_REPLICAS: "5:6"}, "payments": {FOLLOWER_THROTTLED_REPLICAS: "0:4"}}
+    )
+    foreign_rates = {1: {LEADER_THROTTLE_RATE: "5000"}, 2: {}, 3: {}, 4: {}, 6: {FOLLOWER_THROTTLE_RATE: "7000"}}
+    foreign_lists = {"orders": ("5:6", ""), "payments": ("", "0:4")}
+    converge(lambda: _rates(adapter, brokers), foreign_rates, "the operator's rates")
+    converge(lambda: _lists(adapter, topics), foreign_lists, "the operator's lists")
+    tp = TopicPartition("orders", 0)
+
+    record = set_throttles(adapter, 1_000_000, {tp: ((1, 2, 3), (1, 2, 4))})
+
+    ours = dict.fromkeys(RATES, "1000000")
+    converge(
+        lambda: _rates(adapter, brokers),
+        {1: ours, 2: ours, 3: ours, 4: ours, 6: {FOLLOWER_THROTTLE_RATE: "7000"}},
+        "our rates",
+    )
+    converge(
+        lambda: _lists(adapter, topics),
+        {"orders": ("5:6,0:1,0:2,0:3", "0:4"), "payments": ("", "0:4")},
+        "our lists",
+    )
+    record = ThrottleRecord.from_dict(record.to_dict())
+
+    remove_throttles(adapter, record)
+
+    converge(lambda: _rates(adapter, brokers), foreign_rates, "the operator's rates restored")
+    converge(lambda: _lists(adapter, topics), foreign_lists, "the operator's lists restored")
+
+
+@backends
+def test_invalid_throttle_values_are_refused_by_name(kafka_target: KafkaTarget) -> None:
+    kafka_target.create_topic("orders", [[1, 2, 3]])
+    adapter = kafka_target.adapter()
+    for value, reason in (("fast", "Not a number of type LONG"), ("-5", "Value must be at least 0")):
+        with pytest.raises(KafkaError) as rate:
+            adapter.alter_broker_configs({1: {LEADER_THROTTLE_RATE: value}})
+        assert rate.value.name == "INVALID_REQUEST"
+        assert f"Invalid value {value} for configuration {LEADER_THROTTLE_RATE}: {reason}" in str(rate.value)
+    with pytest.raises(KafkaError) as replicas:
+        adapter.alter_topic_configs({"orders": {LEADER_THROTTLED_REPLICAS: "zero:one"}})
+    assert replicas.value.name == "INVALID_CONFIG"
+    # Whitespace around entries is dropped, as Kafka parses a list config.
+    adapter.alter_topic_configs({"orders": {LEADER_THROTTLED_REPLICAS: " 0:1 , 0:2"}})
+    converge(lambda: _lists(adapter, ["orders"]), {"orders": ("0:1,0:2", "")}, "the trimmed list")
+    assert LEADER_THROTTLE_RATE not in adapter.broker_configs([1])[1]
+
+
+@backends
+def test_reassignment_under_throttle_takes_size_over_throttle(kafka_target: KafkaTarget) -> None:
+    """20 MB onto a new broker under a 4 MB/s throttle: about 5 s, the ISR never loses an original
+    replica, the old replica leaves only at the end, and the new one holds the same bytes."""
+    kafka_target.create_topic("orders", [[1, 2, 3]])
+    kafka_target.fill("orders", 0, records=2000, record_bytes=RECORD)
+    adapter = kafka_target.adapter()
+    tp = TopicPartition("orders", 0)
+    size = adapter.replica_sizes()[(tp, 1)]
+    record = set_throttles(adapter, 4 * MB, {tp: ((1, 2, 3), (1, 2, 4))})
+
+    assert adapter.alter_reassignments({tp: [1, 2, 4]}) == {tp: None}
+    ongoing = adapter.list_reassignments()
+    assert ongoing[tp].adding == (4,)
+    assert ongoing[tp].removing == (3,)
+    assert ongoing[tp].target == (1, 2, 4)
+
+    def done() -> bool:
+        model = adapter.read_cluster(with_sizes=False)
+        part = model.partition(model.partition_index("orders", 0))
+        if tp in adapter.list_reassignments():
+            assert set(part.replicas) == {1, 2, 3, 4}
+            assert {1, 2, 3} <= set(part.isr)
+            return False
+        return True
+
+    elapsed = wait_until(done, "the move", timeout_s=60)
+    remove_throttles(adapter, record)
+
+    assert size / (4 * MB) * 0.75 <= elapsed <= size / (4 * MB) * 1.5
+    model = adapter.read_cluster(with_sizes=False)
+    moved = model.partition(model.partition_index("orders", 0))
+    assert moved.replicas == (1, 2, 4)
+    assert set(moved.isr) == {1, 2, 4}
+    wait_until(lambda: adapter.replica_sizes().get((tp, 4)) == size, "the new replica's size", timeout_s=10)
+    assert (tp, 3) not in adapter.replica_sizes()
+
+
+@backends
+def test_cancel_restores_the_original_replicas(kafka_target: KafkaTarget) -> None:
+    kafka_target.create_topic("orders", [[1, 2, 3]])
+    kafka_target.fill("orders", 0, records=2000, record_bytes=RECORD)
+    adapter = kafka_target.adapter()
+    tp = TopicPartition("orders", 0)
+    record = set_throttles(adapter, 2 * MB, {tp: ((1, 2, 3), (4, 5, 6))})
+    assert adapter.alter_reassignments({tp: [4, 5, 6]}) == {tp: None}
+    assert adapter.list_reassignments()[tp].adding == (4, 5, 6)
+
+    assert adapter.alter_reassignments({tp: None}) == {tp: None}
+
+    assert adapter.list_reassignments() == {}
+    remove_throttles(adapter, record)
+    model = adapter.read_cluster(with_sizes=False)
+    part = model.partition(model.partition_index("orders", 0))
+    assert part.replicas == (1, 2, 3)
+    assert set(part.isr) == {1, 2, 3}
+    assert part.leader == 1
+    wait_until(
+        lambda: not any((tp, b) in adapter.replica_sizes() for b in (4, 5, 6)), "the new replicas to go", timeout_s=30
+    )
+    error = adapter.alter_reassignments({tp: None})[tp]
+    assert isinstance(error, KafkaError)
+    assert error.name == "NO_REASSIGNMENT_IN_PROGRESS"
+
+
+@backends
+def test_invalid_reassignments_get_named_errors(kafka_target: KafkaTarget) -> None:
+    kafka_target.create_topic("orders", [[1, 2, 3], [2, 3, 4], [3, 4, 5]])
+    adapter = kafka_target.adapter()
+    result = adapter.alter_reassignments(
+        {
+            TopicPartition("orders", 0): [1, 1, 2],
+            TopicPartition("orders", 1): [1, 2, 99],
+            TopicPartition("orders", 2): [],
+            TopicPartition("missing", 0): [1, 2, 3],
+        }
+    )
+    names = {tp: err.name if err else None for tp, err in result.items()}
+    assert names == {
+        TopicPartition("orders", 0): "INVALID_REPLICA_ASSIGNMENT",
+        TopicPartition("orders", 1): "INVALID_REPLICA_ASSIGNMENT",
+        TopicPartition("orders", 2): "INVALID_REPLICA_ASSIGNMENT",
+        TopicPartition("missing", 0): "UNKNOWN_TOPIC_OR_PARTITION",
+    }
+    assert adapter.list_reassignments() == {}
+
+
+@backends
+def test_preferred_leader_election(kafka_target: KafkaTarget) -> None:
+    """Led by the second replica (an order-only reassignment makes it preferred): the election moves
+    leadership in batches; already-preferred is a success; a stopped preferred leader is named."""
+    kafka_target.create_topic("events", [[1 + (p + k) % 6 for k in range(3)] for p in range(12)])
+    adapter = kafka_target.adapter()
+    tps = [TopicPartition("events", p) for p in range(12)]
+    reordered = {tp: [1 + (tp.partition + k) % 6 for k in (1, 0, 2)] for tp in tps}
+    assert adapter.alter_reassignments(reordered) == dict.fromkeys(tps)
+    wait_until(lambda: not adapter.list_reassignments(), "the order-only reassignments")
+    model = adapter.read_cluster(with_sizes=False)
+    assert all(p.leader == p.replicas[1] for p in model.partitions())
+
+    kafka_target.stop_broker(reordered[tps[0]][0])  # the new preferred leader of events-0 (and others)
+    down = reordered[tps[0]][0]
+    result = adapter.elect_preferred_leaders(tps, batch_size=5)
+    for tp in tps:
+        error = result[tp]
+        if reordered[tp][0] == down:
+            assert isinstance(error, KafkaError)
+            assert error.name == "PREFERRED_LEADER_NOT_AVAILABLE"
+            assert error.partition == tp
+        else:
+            assert error is None, f"{tp}: {error}"
+    kafka_target.start_broker(down)
+
+    def in_sync() -> bool:
+        parts = adapter.read_cluster(with_sizes=False).partitions()
+        return all(len(p.isr) == 3 for p in parts)
+
+    wait_until(in_sync, "the restarted broker to rejoin every ISR")
+    assert adapter.elect_preferred_leaders(tps) == dict.fromkeys(tps)
+    model = adapter.read_cluster(with_sizes=False)
+    assert all(p.leader == p.replicas[0] for p in model.partitions())
+    assert adapter.elect_preferred_leaders(tps) == dict.fromkeys(tps)  # ELECTION_NOT_NEEDED is a success
+
+
+@backends
+def test_read_cluster_sees_a_stopped_broker_and_its_shrunken_isrs(kafka_target: KafkaTarget) -> None:
+    kafka_target.create_topic("orders", [[1 + (p + k) % 6 for k in range(3)] for p in range(6)])
+    adapter = kafka_target.adapter()
+    kafka_target.stop_broker(2)
+
+    model = adapter.read_cluster()
+
+    assert not model.broker(model.broker_index(2)).alive
+    assert [b.id for b in adapter.describe_cluster().brokers] == [1, 3, 4, 5, 6]
+    for part in model.partitions():
+        assert 2 not in part.isr
+        assert part.leader not in (None, 2)
+        assert len(part.replicas) == 3
+
+
+@backends
+def test_broker_stop_mid_reassignment_stalls_without_losing_a_replica(kafka_target: KafkaTarget) -> None:
+    kafka_target.create_topic("orders", [[1, 2, 3]])
+    kafka_target.fill("orders", 0, records=2000, record_bytes=RECORD)
+    adapter = kafka_target.adapter()
+    tp = TopicPartition("orders", 0)
+    record = set_throttles(adapter, 4 * MB, {tp: ((1, 2, 3), (1, 2, 4))})
+    assert adapter.alter_reassignments({tp: [1, 2, 4]}) == {tp: None}
+    wait_until(lambda: adapter.replica_sizes().get((tp, 4), 0) > 0, "the copy to start", timeout_s=20)
+
+    kafka_target.stop_broker(4)
+
+    assert adapter.list_reassignments()[tp].adding == (4,)
+    model = adapter.read_cluster(with_sizes=False)
+    part = model.partition(model.partition_index("orders", 0))
+    assert set(part.replicas) == {1, 2, 3, 4}
+    assert set(part.isr) == {1, 2, 3}  # every original replica still in sync
+
+    kafka_target.start_broker(4)
+    wait_until(lambda: not adapter.list_reassignments(), "the move to finish after the restart", timeout_s=60)
+    remove_throttles(adapter, record)
+    model = adapter.read_cluster(with_sizes=False)
+    part = model.partition(model.partition_index("orders", 0))
+    assert part.replicas == (1, 2, 4)
+    assert set(part.isr) == {1, 2, 4}
+
+
+@backends
+def test_consumer_groups_are_read_with_members_assignments_and_lag(kafka_target: KafkaTarget) -> None:
+    kafka_target.create_topic("clicks", [[1], [2], [3], [4]])
+    kafka_target.fill("clicks", 0, records=10, record_bytes=100)
+    members = (GroupMember("client-a", ("clicks",)), GroupMember("client-b", ("clicks",)))
+    kafka_target.join_group("readers", members, assignor="roundrobin", commits={("clicks", 0): 4})
+
+    groups = kafka_target.adapter().consumer_groups()
+
+    assert [g.group_id for g in groups] == ["readers"]
+    group = groups[0]
+    assert (group.state, group.protocol_type, group.assignor) == ("Stable", "consumer", "roundrobin")
+    seen = sorted((m.client_id, m.host, m.subscription) for m in group.members)
+    assert seen == [("client-a", "/127.0.0.1", ("clicks",)), ("client-b", "/127.0.0.1", ("clicks",))]
+    owned = sorted(tuple(m.assignment["clicks"]) for m in group.members)
+    assert owned == [(0, 2), (1, 3)]
+    assert group.committed == {TopicPartition("clicks", 0): 4}
+    assert group.lag() == {TopicPartition("clicks", 0): 6}
