@@ -37,6 +37,13 @@ QUIET = {"log_level": 3}  # librdkafka: errors only (a stopped broker is expecte
 
 
 @dataclass(frozen=True)
+class PartitionView:
+    replicas: tuple[int, ...]
+    leader: int
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Written:
     """What a partition holds: its log-end offset and the SHA-256 over every record's offset, key and value."""
 
@@ -144,6 +151,43 @@ class RealKafka:
             return out
         finally:
             consumer.close()
+
+    def set_broker_configs(self, changes: Mapping[int, Mapping[str, str]]) -> None:
+        """IncrementalAlterConfigs SET on brokers, as an operator does with kafka-configs.sh."""
+        for broker, configs in changes.items():
+            entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
+            resource = ConfigResource(ConfigResource.Type.BROKER, str(broker), incremental_configs=entries)
+            for future in self.admin.incremental_alter_configs([resource]).values():
+                future.result(timeout=30)
+
+    # ----- observing ----------------------------------------------------------------------------
+    def partitions(self) -> dict[tuple[str, int], PartitionView]:
+        """Every user partition's replicas, leader and ISR, from one Metadata request."""
+        out: dict[tuple[str, int], PartitionView] = {}
+        for name, topic in self.admin.list_topics(timeout=20).topics.items():
+            if name.startswith("__"):
+                continue
+            for index, p in topic.partitions.items():
+                out[(name, index)] = PartitionView(tuple(p.replicas), p.leader, tuple(sorted(p.isrs)))
+        return out
+
+    def throttle_leftovers(self) -> dict[str, dict[str, str]]:
+        """Every throttle config set on a broker or a topic (DescribeConfigs, any non-default source)."""
+        resources = [
+            ConfigResource(ConfigResource.Type.BROKER, str(b)) for b in self.broker_ids if self.cluster.running(b)
+        ]
+        resources += [ConfigResource(ConfigResource.Type.TOPIC, t) for t in self.topics()]
+        out: dict[str, dict[str, str]] = {}
+        for resource in resources:
+            for res, future in self.admin.describe_configs([resource]).items():
+                found = {
+                    k: e.value or ""
+                    for k, e in future.result(timeout=30).items()
+                    if "throttled" in k and not e.is_default
+                }
+                if found:
+                    out[f"{res.restype.name.lower()} {res.name}"] = found
+        return out
 
     # ----- brokers ------------------------------------------------------------------------------
     def stop_broker(self, broker_id: int, *, kill: bool = False) -> None:

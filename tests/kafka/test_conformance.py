@@ -221,28 +221,33 @@ def test_reassignment_under_throttle_takes_size_over_throttle(kafka_target: Kafk
 
 
 @backends
-def test_cancel_restores_the_original_replicas(kafka_target: KafkaTarget) -> None:
-    kafka_target.create_topic("orders", [[1, 2, 3]])
+def test_cancel_restores_the_original_replicas_in_the_order_of_the_in_flight_list(kafka_target: KafkaTarget) -> None:
+    """KIP-455 cancel: the replicas being added are dropped from the in-flight list (target +
+    removing). orders-0 [1,2,3] -> [4,5,6] comes back as [1,2,3]; orders-1 [1,2,3] -> [4,2,1] was
+    [4,2,1,3] in flight and comes back as [2,1,3]: the original set, not the original order."""
+    kafka_target.create_topic("orders", [[1, 2, 3], [1, 2, 3]])
     kafka_target.fill("orders", 0, records=2000, record_bytes=RECORD)
+    kafka_target.fill("orders", 1, records=2000, record_bytes=RECORD)
     adapter = kafka_target.adapter()
-    tp = TopicPartition("orders", 0)
-    record = set_throttles(adapter, 2 * MB, {tp: ((1, 2, 3), (4, 5, 6))})
-    assert adapter.alter_reassignments({tp: [4, 5, 6]}) == {tp: None}
-    assert adapter.list_reassignments()[tp].adding == (4, 5, 6)
+    tp0, tp1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+    record = set_throttles(adapter, 2 * MB, {tp0: ((1, 2, 3), (4, 5, 6)), tp1: ((1, 2, 3), (4, 2, 1))})
+    assert adapter.alter_reassignments({tp0: [4, 5, 6], tp1: [4, 2, 1]}) == {tp0: None, tp1: None}
+    ongoing = adapter.list_reassignments()
+    assert (ongoing[tp0].replicas, ongoing[tp0].adding) == ((4, 5, 6, 1, 2, 3), (4, 5, 6))
+    assert (ongoing[tp1].replicas, ongoing[tp1].adding) == ((4, 2, 1, 3), (4,))
 
-    assert adapter.alter_reassignments({tp: None}) == {tp: None}
+    assert adapter.alter_reassignments({tp0: None, tp1: None}) == {tp0: None, tp1: None}
 
     assert adapter.list_reassignments() == {}
     remove_throttles(adapter, record)
     model = adapter.read_cluster(with_sizes=False)
-    part = model.partition(model.partition_index("orders", 0))
-    assert part.replicas == (1, 2, 3)
-    assert set(part.isr) == {1, 2, 3}
-    assert part.leader == 1
+    first, second = (model.partition(model.partition_index("orders", p)) for p in (0, 1))
+    assert (first.replicas, first.leader, set(first.isr)) == ((1, 2, 3), 1, {1, 2, 3})
+    assert (second.replicas, second.leader, set(second.isr)) == ((2, 1, 3), 1, {1, 2, 3})
     wait_until(
-        lambda: not any((tp, b) in adapter.replica_sizes() for b in (4, 5, 6)), "the new replicas to go", timeout_s=30
+        lambda: not any((tp0, b) in adapter.replica_sizes() for b in (4, 5, 6)), "the new replicas to go", timeout_s=30
     )
-    error = adapter.alter_reassignments({tp: None})[tp]
+    error = adapter.alter_reassignments({tp0: None})[tp0]
     assert isinstance(error, KafkaError)
     assert error.name == "NO_REASSIGNMENT_IN_PROGRESS"
 

@@ -19,6 +19,7 @@ from enum import Enum
 
 from kafka_balancer.executor.options import Clock, ExecutorOptions, SystemClock
 from kafka_balancer.executor.progress import Progress, RateMeter, broker_progress, eta
+from kafka_balancer.executor.recovery import order_restores
 from kafka_balancer.executor.safety import alive_brokers, move_blocker, offline_partitions
 from kafka_balancer.executor.scheduler import pick_moves, strategy_named
 from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, TaskState, plan_id
@@ -472,6 +473,12 @@ class Executor:
             if waiting:
                 self.clock.sleep(self.options.poll_interval_seconds)
 
+    def _restore_order(self, cluster: ClusterModel, cancelled: list[Task]) -> None:
+        reorder = order_restores(cluster, {t.tp: t.original for t in cancelled})
+        if reorder:
+            accepted = [tp for tp, err in self.port.alter_reassignments(reorder).items() if err is None]
+            self._wait_reassignments_gone(accepted)
+
     # ----- ending ------------------------------------------------------------------------
     def _wind_down(self, *, failed: bool) -> ExecutionResult:
         """Stop (or fail): cancel our in-flight moves, remove our throttles, report."""
@@ -490,6 +497,7 @@ class Executor:
             if done:
                 self.record.bytes_done += task.bytes_to_move
             self._forget(i)
+        self._restore_order(cluster, [t for i, t in cancelling.items() if self.record.tasks[i] is TaskState.ABORTED])
         self._sync_in_flight()
         left = self.throttles.clear()
         self.record.reason = reason if failed else "stopped on request"

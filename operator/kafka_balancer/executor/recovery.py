@@ -4,11 +4,29 @@ is running, and what the operator does before replacing an unfinished execution.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 
 from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, TaskState
 from kafka_balancer.executor.store import ExecutionStore
 from kafka_balancer.executor.throttle import ThrottleManager
 from kafka_balancer.kafka.port import KafkaPort, TopicPartition
+from kafka_balancer.model import ClusterModel
+
+
+def order_restores(
+    cluster: ClusterModel, originals: Mapping[TopicPartition, Sequence[int]]
+) -> dict[TopicPartition, Sequence[int] | None]:
+    """The order-only reassignments that put cancelled partitions back in their original order.
+
+    Cancelling (KIP-455) drops the replicas being added from the in-flight list (target +
+    removing): the original replicas come back, but possibly in another order and so with another
+    preferred leader. Reassigning to the original order copies no data."""
+    out: dict[TopicPartition, Sequence[int] | None] = {}
+    for tp, original in originals.items():
+        current = cluster.replica_ids(cluster.partition_index(tp.topic, tp.partition))
+        if set(current) == set(original) and tuple(current) != tuple(original):
+            out[tp] = list(original)
+    return out
 
 
 def abandon(

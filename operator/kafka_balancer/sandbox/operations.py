@@ -54,8 +54,10 @@ def reassign(state: ClusterState, part: PartitionState, target: Sequence[int] | 
 
 
 def _cancel(state: ClusterState, part: PartitionState, current: Reassignment) -> None:
-    # KIP-455: cancelling reverts to the original replica set; adding replicas are dropped.
-    part.replicas = list(current.original)
+    # KIP-455: cancelling reverts to the original replica set by dropping the adding replicas from
+    # the in-flight list (target + removing), as Kafka's PartitionReassignmentRevert does: the
+    # original replicas come back in that list's order, not always in their original order.
+    part.replicas = [b for b in part.replicas if b not in current.adding]
     part.isr = [b for b in part.isr if b in part.replicas]
     part.reassignment = None
     if part.leader not in part.replicas or part.leader not in part.isr:
