@@ -1,6 +1,7 @@
-"""`kafka-balancer demo` end to end, as a newcomer runs it: a subprocess, its terminal output, its report.
+"""`kafka-balancer demo --emulated` end to end, as a newcomer runs it: a subprocess, its terminal output, its
+report (the demo on real brokers, the default: test_demo_real.py).
 
-The demo starts the Kafka emulator, a Kubernetes API emulator and the real operator (kopf, a process
+The emulated demo starts the Kafka emulator, a Kubernetes API emulator and the real operator (kopf, a process
 of its own); these tests read only what a person sees (stdout, stderr, the HTML file) and then check
 that nothing the demo started is still running or listening. Smaller data (--size-scale) keeps the
 copy phase short; the shape of the cluster and every step are the same as `make demo`.
@@ -26,7 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 CLI = str(Path(sys.executable).parent / "kafka-balancer")
 REPO = Path(__file__).resolve().parents[2]
-QUICK = ["--size-scale", "0.25", "--time-scale", "200"]
+QUICK = ["--emulated", "--size-scale", "0.25", "--time-scale", "200"]
 ROW = re.compile(r"^\s+(\d+)\s+(rack-\w)\s+(\w+)\s+(\d+)\s+(\d+)\s+([\d,.]+)\s+([\d,.]+)\s+([\d,.]+)$")
 SPREAD = re.compile(r"^max/avg\s+(\w+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
 
@@ -100,10 +101,10 @@ def test_demo_proposes_approves_executes_and_ends_balanced(tmp_path: Path) -> No
         "==> Kafka emulator",
         "==> Kubernetes API emulator",
         "kubectl apply -f",
-        "==> The cluster before",
         "==> Starting the operator",
         "balancepolicy.kafkabalancer.io/main created",
         "proposal ready after",
+        "==> The cluster before",
         "==> Approving it",
         '"approvedProposal":"',
         "==> Executing",
@@ -217,7 +218,7 @@ def test_demo_fails_clearly_and_stops_everything_when_the_policy_is_refused(tmp_
 
 def test_demo_interrupted_mid_execution_stops_everything(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [CLI, "demo", "--report-dir", str(tmp_path), "--size-scale", "1", "--time-scale", "50"],
+        [CLI, "demo", "--emulated", "--report-dir", str(tmp_path), "--size-scale", "1", "--time-scale", "50"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

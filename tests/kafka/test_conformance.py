@@ -372,3 +372,23 @@ def test_consumer_groups_are_read_with_members_assignments_and_lag(kafka_target:
     assert owned == [(0, 2), (1, 3)]
     assert group.committed == {TopicPartition("clicks", 0): 4}
     assert group.lag() == {TopicPartition("clicks", 0): 6}
+
+
+@backends
+def test_log_end_offsets_right_after_leadership_moves(kafka_target: KafkaTarget) -> None:
+    """A new leader answers ListOffsets with OFFSET_NOT_AVAILABLE until its high watermark has caught up
+    (real brokers for some milliseconds, the emulator for the first request): the adapter reads again."""
+    kafka_target.create_topic("events", [[1, 2, 3], [2, 3, 1]])
+    kafka_target.fill("events", 0, records=30, record_bytes=100)
+    kafka_target.fill("events", 1, records=20, record_bytes=100)
+    adapter = kafka_target.adapter()
+    tps = [TopicPartition("events", 0), TopicPartition("events", 1)]
+    assert adapter.log_end_offsets(tps) == dict(zip(tps, (30, 20), strict=True))
+    assert adapter.alter_reassignments({tps[0]: [2, 1, 3], tps[1]: [3, 2, 1]}) == dict.fromkeys(tps)
+    wait_until(lambda: not adapter.list_reassignments(), "the order-only reassignments")
+
+    assert adapter.elect_preferred_leaders(tps) == dict.fromkeys(tps)
+
+    assert adapter.log_end_offsets(tps) == dict(zip(tps, (30, 20), strict=True))
+    model = adapter.read_cluster(with_sizes=False)
+    assert [model.partition(model.partition_index("events", p)).leader for p in (0, 1)] == [2, 3]

@@ -1,11 +1,13 @@
-"""`kafka-balancer demo`: the whole operator, end to end, on an emulated Kafka cluster and Kubernetes API.
+"""`kafka-balancer demo`: the whole operator, end to end, on real Kafka brokers (or, with ``--emulated``,
+the Kafka emulator) and an emulated Kubernetes API.
 
-Steps, each printed as it happens: the Kafka emulator starts with the skewed demo cluster; a
-Kubernetes API emulator starts on 127.0.0.1 and gets the CRDs (crds/*.yaml); the real operator runs
-as a separate process (``kopf run``, as the image runs it) against both; the example ResourceGroups
-and Manual BalancePolicy (examples/) are applied; the proposal appears in status; the demo approves
-it by id as a person would; execution progress is polled from status; then the cluster is read back
-through the Kafka adapter, shown before/after, and drawn in the HTML report.
+Steps, each printed as it happens: the Kafka cluster starts (cli.demo_kafka: real brokers with live
+skewed traffic, or the emulator's skewed cluster); a Kubernetes API emulator starts on 127.0.0.1 and
+gets the CRDs (crds/*.yaml); the real operator runs as a separate process (``kopf run``, as the image
+runs it) against both; an example Manual BalancePolicy (examples/) is applied; the proposal appears
+in status; the cluster's load is shown; the demo approves the proposal by id as a person would;
+execution progress is polled from status; then the cluster is read back through the Kafka adapter,
+shown before/after, and drawn in the HTML report.
 
 Everything started is stopped on the way out, also on errors, timeouts and Ctrl-C.
 """
@@ -31,13 +33,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import yaml
 
 from kafka_balancer.cli import demo_view as view
+from kafka_balancer.cli.demo_kafka import DemoError, EmulatedDemo, RealDemo, emulated, placement, real
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
-from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.policy import group_brokers, parse_manifests
 from kafka_balancer.report import write_report
-from kafka_balancer.sandbox import EmulatedCluster, EmulatorOptions
-from kafka_balancer.sandbox.demo_cluster import skewed_demo_model
 from kafka_balancer.sandbox.ports import free_port
 
 if TYPE_CHECKING:
@@ -51,27 +51,29 @@ REPO = Path(__file__).resolve().parents[3]  # operator/kafka_balancer/cli/demo.p
 T = TypeVar("T")
 
 
-class DemoError(RuntimeError):
-    """A step failed or timed out; the message says which and why."""
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--emulated",
+        action="store_true",
+        help="the Kafka emulator's 8-broker cluster at a scaled clock instead of real brokers",
+    )
     parser.add_argument(
         "--time-scale",
         type=float,
         default=200.0,
-        help="emulated seconds per real second: copies run at the policy's throttle in emulated time (default 200)",
+        help="--emulated: emulated seconds per real second; copies run at the policy's throttle in emulated time "
+        "(default 200)",
     )
     parser.add_argument(
         "--size-scale",
         type=float,
         default=1.0,
-        help="scale partition sizes (not the cluster's shape) for a quicker run (default 1.0)",
+        help="--emulated: scale partition sizes (not the cluster's shape) for a quicker run (default 1.0)",
     )
     parser.add_argument(
         "--report-dir", type=Path, default=Path("build/demo"), help="where report.html goes (default build/demo)"
     )
-    parser.add_argument("--timeout", type=float, default=170.0, help="fail if the demo takes longer (seconds)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="fail if the demo takes longer (seconds)")
     parser.add_argument("--examples", type=Path, default=REPO / "examples", help="the examples/ directory")
     parser.add_argument("--crds", type=Path, default=REPO / "crds", help="the crds/ directory")
 
@@ -248,16 +250,21 @@ def install_crds(client: KubeClient, crds: Path) -> list[str]:
     return names
 
 
-def load_examples(examples: Path, bootstrap: str) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
-    """The example ResourceGroups and Manual BalancePolicy, pointed at the emulator; and what was changed."""
-    groups_file, policy_file = examples / "00-resource-groups.yaml", examples / "01-rebalance-manual.yaml"
+def load_examples(
+    examples: Path, files: tuple[str, ...], bootstrap: str
+) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
+    """The example's ResourceGroups and BalancePolicy, pointed at the demo's cluster, in Manual mode,
+    executing now; and what was changed."""
+    docs: list[dict[str, Any]] = []
     try:
-        groups = [d for d in yaml.safe_load_all(groups_file.read_text()) if d]
-        policy = next(d for d in yaml.safe_load_all(policy_file.read_text()) if d and d.get("kind") == "BalancePolicy")
+        for name in files:
+            docs += [d for d in yaml.safe_load_all((examples / name).read_text()) if d]
+        policy = next(d for d in docs if d.get("kind") == "BalancePolicy")
     except (OSError, StopIteration) as err:
-        raise DemoError(f"cannot read the example manifests in {examples} (--examples): {err}") from None
+        raise DemoError(f"cannot read the example manifests {files} in {examples} (--examples): {err}") from None
+    groups = [d for d in docs if d.get("kind") == "ResourceGroup"]
     spec = policy["spec"]
-    changes = [f"spec.cluster.bootstrapServers: {spec['cluster']['bootstrapServers']} -> {bootstrap} (the emulator)"]
+    changes = [f"spec.cluster.bootstrapServers: {spec['cluster']['bootstrapServers']} -> {bootstrap}"]
     spec["cluster"]["bootstrapServers"] = bootstrap
     windows = (spec.get("execution") or {}).pop("maintenanceWindows", None)
     if windows:
@@ -278,20 +285,6 @@ def stalled(status: dict[str, Any]) -> None:
     for cond in status.get("conditions") or []:
         if cond.get("type") == "Stalled" and cond.get("status") == "True":
             raise DemoError(f"the policy is Stalled: {cond.get('reason')}: {cond.get('message')}")
-
-
-# ----- Kafka side ---------------------------------------------------------------------------------
-def read_back(bootstrap: str, model: ClusterModel) -> ClusterModel:
-    """Placement read from Kafka (real clients over TCP), laid over the demo model's sizes and traffic."""
-    adapter = KafkaAdapter(ConnectionSpec(bootstrap))
-    try:
-        return view.with_observed_placement(model, adapter.read_cluster(with_sizes=False))
-    finally:
-        adapter.close()
-
-
-def start_kafka(model: ClusterModel, time_scale: float) -> contextlib.AbstractContextManager[EmulatedCluster]:
-    return EmulatedCluster.start(model, options=EmulatorOptions(time_scale=time_scale))
 
 
 # ----- the demo -----------------------------------------------------------------------------------
@@ -316,7 +309,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     say()
     say(f"HTML report: {report}")
-    say(f"demo finished in {time.monotonic() - started:.1f} s; the emulators and the operator are stopped.")
+    say(f"demo finished in {time.monotonic() - started:.1f} s; Kafka, the API emulator and the operator are stopped.")
     return 0
 
 
@@ -326,29 +319,23 @@ def demo(ctx: Context) -> Path:
         from kafka_balancer.sandbox.kube import kube_api_server  # noqa: PLC0415
     except ImportError as err:
         raise DemoError(f"the Kubernetes API emulator needs kmock ({err}): pip install -e '.[dev]'") from None
-    try:
-        model = skewed_demo_model(args.size_scale)
-    except ValueError as err:
-        raise DemoError(f"--size-scale: {err}") from None
-    step(f"Kafka emulator: cluster '{model.cluster_name}', time x{args.time_scale:g}")
-    with start_kafka(model, args.time_scale) as kafka:
-        # The emulator has no retention: with traffic its logs would grow for as long as they are
-        # copied. A steady cluster's size is flat (retention deletes what producers add), so the demo
-        # keeps sizes fixed and uses its model's traffic for the network figures.
-        kafka.set_rates(
-            [(model.topic_name(p), int(model.partition_id[p]), 0.0, 0.0) for p in range(model.num_partitions)]
-        )
-        say(f"    {model.num_brokers} brokers on {kafka.bootstrap_servers}")
+    kind = "Kafka emulator" if args.emulated else "Apache Kafka brokers"
+    step(f"{kind}: starting")
+    cluster = emulated(args.size_scale, args.time_scale) if args.emulated else real(ctx.workdir)
+    with cluster as kafka:
+        say(f"    {kafka.title}")
+        say(f"    brokers on {kafka.bootstrap_servers}")
         with kube_api_server() as kube:
-            return balance(ctx, model, kafka, kube)
+            return balance(ctx, kafka, kube)
 
 
-def balance(ctx: Context, model: ClusterModel, kafka: EmulatedCluster, kube: KubeApiServer) -> Path:
+def balance(ctx: Context, kafka: EmulatedDemo | RealDemo, kube: KubeApiServer) -> Path:
     from kafka_balancer.sandbox.kube import KubeClient, KubeError  # noqa: PLC0415 - needs kmock, see demo()
 
     args = ctx.args
     client = KubeClient(kube.url)
-    groups, policy, changes = load_examples(args.examples, kafka.bootstrap_servers)
+    groups, policy, changes = load_examples(args.examples, kafka.examples, kafka.bootstrap_servers)
+    changes += kafka.adapt(policy["spec"], ctx.workdir)
     namespace = policy["metadata"]["namespace"]
     kubeconfig = kube.write_kubeconfig(ctx.workdir / "kubeconfig", namespace)
     step(f"Kubernetes API emulator on {kube.url} (KUBECONFIG={kubeconfig})")
@@ -357,16 +344,15 @@ def balance(ctx: Context, model: ClusterModel, kafka: EmulatedCluster, kube: Kub
     except KubeError as err:
         raise DemoError(f"installing the CRDs: {err}") from None
 
+    before_placement = placement(kafka.bootstrap_servers)
     _, parsed_groups = parse_manifests(groups)
-    racks = dict(zip((int(b) for b in model.broker_ids), model.broker_racks, strict=True))
-    members = {g.metadata.name: group_brokers(g.spec, racks) for g in parsed_groups}
-    before = read_back(kafka.bootstrap_servers, model)
-    step("The cluster before, read back from Kafka (traffic from the demo's model)")
-    say(view.broker_table(before, members))
+    racks = {int(b): before_placement.broker_racks[i] for i, b in enumerate(before_placement.broker_ids.tolist())}
+    members = {g.metadata.name: group_brokers(g.spec, racks) for g in parsed_groups} or {"cluster": sorted(racks)}
 
     step("Starting the operator")
     with operator_process(ctx, kubeconfig, namespace) as operator:
-        step(f"Applying the examples ({args.examples}/00-resource-groups.yaml, 01-rebalance-manual.yaml)")
+        files = ", ".join(kafka.examples)
+        step(f"Applying the example ({args.examples}/{files})")
         for doc in [*groups, policy]:
             try:
                 client.create(doc, PLURALS[doc["kind"]])
@@ -376,23 +362,35 @@ def balance(ctx: Context, model: ClusterModel, kafka: EmulatedCluster, kube: Kub
         for change in changes:
             say(f"    (demo) {change}")
         proposal, imbalance = await_proposal(ctx, client, policy)
+        kafka.measure()
+        before = kafka.loads(before_placement)
+        step(f"The cluster before, read back from Kafka ({_load_source(kafka)})")
+        say(view.broker_table(before, members))
         executed = approve_and_follow(ctx, client, policy, proposal, kafka)
         operator_view(ctx, client, policy, imbalance)
         show_metrics(operator.metrics_url, policy["metadata"]["name"])
-    after = read_back(kafka.bootstrap_servers, model)
+    after = kafka.loads(placement(kafka.bootstrap_servers))
     step("The cluster after, read back from Kafka")
     say(view.broker_table(after, members))
     say()
     say(f"    bytes moved  {view.gigabytes(float(executed['bytesMoved']))} in {executed['partitions']} partitions")
-    say(
-        f"    execution    {executed['seconds']:.1f} s real, {executed['emulated']:.0f} s emulated "
-        f"(x{args.time_scale:g}); demo so far {ctx.elapsed():.1f} s"
-    )
-    summary = {**executed["summary"], "bytesMoved": executed["bytesMoved"], "durationSeconds": executed["emulated"]}
-    summary["demo"] = {"timeScale": args.time_scale, "realSeconds": round(executed["seconds"], 1)}
+    emulated_seconds = executed["emulated"]
+    clock = "" if emulated_seconds is None else f", {emulated_seconds:.0f} s emulated (x{args.time_scale:g})"
+    say(f"    execution    {executed['seconds']:.1f} s real{clock}; demo so far {ctx.elapsed():.1f} s")
+    duration = executed["seconds"] if emulated_seconds is None else emulated_seconds
+    summary = {**executed["summary"], "bytesMoved": executed["bytesMoved"], "durationSeconds": duration}
+    summary["demo"] = {"realSeconds": round(executed["seconds"], 1)}
+    if emulated_seconds is not None:
+        summary["demo"]["timeScale"] = args.time_scale
     path = args.report_dir.resolve() / "report.html"
     args.report_dir.mkdir(parents=True, exist_ok=True)
     return write_report(path, before, after, summary, title="kafka-balancer demo: before and after")
+
+
+def _load_source(kafka: EmulatedDemo | RealDemo) -> str:
+    if isinstance(kafka, RealDemo):
+        return "traffic as the analysis measured it from the operator's samples, on local Spark"
+    return "traffic from the demo's model"
 
 
 def await_proposal(ctx: Context, client: KubeClient, policy: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
@@ -427,8 +425,14 @@ def operator_view(ctx: Context, client: KubeClient, policy: dict[str, Any], befo
     say(f"    the operator re-read the cluster: status.imbalance {shown} (was {was}), state {status.get('state')}")
 
 
+def _now(kafka: EmulatedDemo | RealDemo, start: float) -> float:
+    """Seconds on the clock copies run by: the emulator's, else the wall clock since ``start``."""
+    clock = kafka.clock()
+    return time.monotonic() - start if clock is None else clock
+
+
 def approve_and_follow(
-    ctx: Context, client: KubeClient, policy: dict[str, Any], proposal: dict[str, Any], kafka: EmulatedCluster
+    ctx: Context, client: KubeClient, policy: dict[str, Any], proposal: dict[str, Any], kafka: EmulatedDemo | RealDemo
 ) -> dict[str, Any]:
     meta = policy["metadata"]
     patch = {"spec": {"approvedProposal": proposal["id"]}}
@@ -439,12 +443,11 @@ def approve_and_follow(
     summary = json.loads((configmap.get("data") or {}).get("summary.json", "{}"))
 
     step("Executing (progress from status.progress; moves in flight from Kafka's ListPartitionReassignments)")
-    with kafka.state.lock:
-        clock0 = kafka.state.clock
     start = time.monotonic()
+    clock0 = kafka.clock()
     adapter = KafkaAdapter(ConnectionSpec(kafka.bootstrap_servers))
-    last_line, last_bytes, last_clock = "", 0.0, clock0
-    rate: float | None = None  # bytes per emulated second: what the policy's throttle limits
+    last_line, last_bytes, last_clock = "", 0.0, _now(kafka, start)
+    rate: float | None = None  # bytes per (emulated) second: what the policy's throttle limits
     try:
         while True:
             status = policy_status(client, policy)
@@ -453,8 +456,7 @@ def approve_and_follow(
             if run_.get("proposalId") == proposal["id"] and run_.get("result"):
                 break
             progress = status.get("progress") or {}
-            with kafka.state.lock:
-                clock = kafka.state.clock
+            clock = _now(kafka, start)
             moved = float(progress.get("bytesMoved", 0))
             if moved > last_bytes and clock > last_clock:
                 rate, last_bytes, last_clock = (moved - last_bytes) / (clock - last_clock), moved, clock
@@ -472,8 +474,8 @@ def approve_and_follow(
     finally:
         adapter.close()
     seconds = time.monotonic() - start
-    with kafka.state.lock:
-        emulated = kafka.state.clock - clock0
+    end = kafka.clock()
+    emulated = None if end is None or clock0 is None else end - clock0
     if run_["result"] != "Completed":
         raise DemoError(f"the execution ended {run_['result']}: {run_.get('message') or status.get('state')}")
     progress = status.get("progress") or {}

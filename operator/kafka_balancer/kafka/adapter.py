@@ -29,7 +29,7 @@ from kafka import TopicPartition as KpTopicPartition
 from kafka.admin import KafkaAdminClient
 
 from kafka_balancer.kafka.connection import ConnectionSpec
-from kafka_balancer.kafka.errors import error_name
+from kafka_balancer.kafka.errors import TRANSIENT_PARTITION_ERRORS, error_name
 from kafka_balancer.kafka.port import (
     DEFAULT_ELECTION_BATCH,
     MIN_INSYNC_REPLICAS,
@@ -336,7 +336,27 @@ class KafkaAdapter:
                 out[tp] = offset
             return out
 
-        return self._read(read)
+        return self._read(functools.partial(self._settled, read))
+
+    def _settled(self, read: Callable[[], T]) -> T:
+        """Run a per-partition read again while it fails with a transient error (leadership moving).
+
+        librdkafka sends the leader epoch of its cached metadata, which it refreshes only every few
+        minutes: after an election the broker fences that epoch (FENCED_LEADER_EPOCH) until the
+        client learns the new one, so each retry first refreshes the metadata."""
+        deadline = time.monotonic() + self._timeout
+        pause = 0.05
+        while True:
+            try:
+                return read()
+            except KafkaError as err:
+                if err.name not in TRANSIENT_PARTITION_ERRORS or time.monotonic() + pause > deadline:
+                    raise
+                log.info("reading again after a transient error: %s", err)
+                time.sleep(pause)
+                pause = min(1.0, pause * 2)
+                with contextlib.suppress(KafkaException):
+                    self._admin.list_topics(timeout=max(0.1, deadline - time.monotonic()))
 
     def _describe_configs(self, rtype: Any, names: Iterable[str]) -> dict[str, dict[str, Any]]:
         resources = [ConfigResource(rtype, str(n)) for n in names]

@@ -37,6 +37,9 @@ ERROR_CODES: Final[dict[str, int]] = {
     "INVALID_REQUEST": 42,
     "SASL_AUTHENTICATION_FAILED": 58,
     "REASSIGNMENT_IN_PROGRESS": 60,
+    "FENCED_LEADER_EPOCH": 74,
+    "UNKNOWN_LEADER_EPOCH": 75,
+    "OFFSET_NOT_AVAILABLE": 78,
     "PREFERRED_LEADER_NOT_AVAILABLE": 80,
     "ELIGIBLE_LEADERS_NOT_AVAILABLE": 83,
     "ELECTION_NOT_NEEDED": 84,
@@ -45,6 +48,21 @@ ERROR_CODES: Final[dict[str, int]] = {
     "INVALID_RECORD": 87,
     "UNSTABLE_OFFSET_COMMIT": 88,
 }
+
+# Per-partition errors that last only while leadership moves (an election, a broker restarting, a
+# reassignment finishing): the same read a moment later succeeds. Real brokers answer ListOffsets
+# with OFFSET_NOT_AVAILABLE right after a partition's leader changed, until the new leader's high
+# watermark has caught up.
+TRANSIENT_PARTITION_ERRORS: Final = frozenset(
+    {
+        "LEADER_NOT_AVAILABLE",
+        "NOT_LEADER_OR_FOLLOWER",
+        "REPLICA_NOT_AVAILABLE",
+        "FENCED_LEADER_EPOCH",
+        "UNKNOWN_LEADER_EPOCH",
+        "OFFSET_NOT_AVAILABLE",
+    }
+)
 
 ERROR_NAMES: Final[dict[int, str]] = {code: name for name, code in ERROR_CODES.items()}
 

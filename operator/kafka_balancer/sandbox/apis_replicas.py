@@ -205,6 +205,13 @@ def list_offsets(call: Call) -> Any:
                 err = error_code("UNKNOWN_TOPIC_OR_PARTITION")
             elif part.leader != call.broker_id:
                 err = error_code("NOT_LEADER_OR_FOLLOWER")
+            elif 0 <= getattr(p, "current_leader_epoch", -1) != part.leader_epoch:
+                # The client's metadata names another leader epoch (KIP-320), as real brokers check.
+                stale = p.current_leader_epoch < part.leader_epoch
+                err = error_code("FENCED_LEADER_EPOCH" if stale else "UNKNOWN_LEADER_EPOCH")
+            elif part.hw_epoch != part.leader_epoch:
+                part.hw_epoch = part.leader_epoch  # the followers' next fetch tells the new leader
+                err = error_code("OFFSET_NOT_AVAILABLE")
             elif p.timestamp == EARLIEST:
                 offset = 0
             elif p.timestamp in (LATEST, MAX_TIMESTAMP):

@@ -41,7 +41,18 @@ class Reassignment:
 class PartitionState:
     """Metadata of one partition. ``lagging`` holds the log size of replicas outside the ISR."""
 
-    __slots__ = ("index", "isr", "lagging", "leader", "leader_epoch", "reassignment", "replicas", "row", "topic")
+    __slots__ = (
+        "hw_epoch",
+        "index",
+        "isr",
+        "lagging",
+        "leader",
+        "leader_epoch",
+        "reassignment",
+        "replicas",
+        "row",
+        "topic",
+    )
 
     def __init__(self, topic: str, index: int, row: int, replicas: list[int], isr: list[int], leader: int):  # noqa: PLR0917
         self.topic = topic
@@ -51,6 +62,10 @@ class PartitionState:
         self.isr = isr
         self.leader = leader
         self.leader_epoch = 0
+        # The leader epoch whose leader knows its high watermark. A new leader learns it from its
+        # followers' next fetch; until then real brokers answer ListOffsets with OFFSET_NOT_AVAILABLE.
+        # The emulator answers so once after each leader change (apis_replicas.list_offsets).
+        self.hw_epoch = 0
         self.reassignment: Reassignment | None = None
         self.lagging: dict[int, float] = {}
 
@@ -287,6 +302,7 @@ class ClusterState:
             self.rows.append(part)
             topic.partitions.append(part)
             self.elect_from_isr(part)
+            part.hw_epoch = part.leader_epoch  # a new partition's leader knows its (empty) log
             self.refresh_partition(part)
         self.topics[name] = topic
         self.version += 1

@@ -1,0 +1,147 @@
+"""Topics and traffic for a local cluster, as client applications make them: CreateTopics with explicit
+replicas, and producers writing keyed records (acks=all) at set rates. Used by the demo, the tests
+and the benchmarks against real brokers (and, for topics, the emulator).
+
+Every record's value is derived from its key (``payload``), so a reader can tell a lost, reordered or
+changed record from the records alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+MB = 1_000_000
+QUIET: Mapping[str, Any] = {"log_level": 3}  # librdkafka: errors only
+
+
+class TrafficError(RuntimeError):
+    """Topics could not be created, or records not delivered; the message says which."""
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    replicas: tuple[tuple[int, ...], ...]  # per partition; the first is the preferred leader
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+def create_topics(bootstrap: str, topics: Sequence[TopicSpec], *, timeout_s: float = 30.0) -> None:
+    """CreateTopics with the given replicas and wait until every partition has a leader."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+    new = [
+        NewTopic(t.name, len(t.replicas), replica_assignment=[list(r) for r in t.replicas], config=dict(t.configs))
+        for t in topics
+    ]
+    for name, future in admin.create_topics(new).items():
+        try:
+            future.result(timeout=timeout_s)
+        except KafkaException as err:
+            raise TrafficError(f"creating topic {name}: {err.args[0].str() if err.args else err}") from None
+    deadline = time.monotonic() + timeout_s
+    while not _all_led(admin, topics):
+        if time.monotonic() > deadline:
+            raise TrafficError(f"topics {[t.name for t in topics]} got no leaders within {timeout_s:g} s")
+        time.sleep(0.1)
+
+
+def _all_led(admin: AdminClient, topics: Sequence[TopicSpec]) -> bool:
+    meta = admin.list_topics(timeout=10).topics
+    for t in topics:
+        found = meta.get(t.name)
+        if found is None or found.error is not None or len(found.partitions) != len(t.replicas):
+            return False
+        if any(p.leader < 0 for p in found.partitions.values()):
+            return False
+    return True
+
+
+def payload(key: bytes, size: int) -> bytes:
+    """The value of the record with ``key``: ``size`` bytes derived from the key."""
+    seed = hashlib.sha256(key).digest()
+    return (seed * (size // len(seed) + 1))[:size]
+
+
+class RecordWriter:
+    """A producer of keyed records: acks=all, idempotent, failures collected and raised on flush."""
+
+    def __init__(self, bootstrap: str, *, record_bytes: int, client_id: str = "kafka-balancer-traffic") -> None:
+        self.record_bytes = record_bytes
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 20,
+                "batch.size": 512 * 1024,
+                "compression.type": "none",
+                "client.id": client_id,
+                **QUIET,
+            }
+        )
+        self.failures: list[str] = []
+
+    def send(self, topic: str, partition: int, key: bytes) -> None:
+        value = payload(key, self.record_bytes)
+        while True:
+            try:
+                self.producer.produce(topic, value=value, key=key, partition=partition, on_delivery=self._delivered)
+                break
+            except BufferError:
+                self.producer.poll(0.05)
+        self.producer.poll(0)
+
+    def write(self, topic: str, partitions: Sequence[int], records_per_partition: int) -> None:
+        """``records_per_partition`` records into each partition, keys ``<topic>-<partition>-<i>``."""
+        for p in partitions:
+            for i in range(records_per_partition):
+                self.send(topic, p, f"{topic}-{p}-{i}".encode())
+
+    def flush(self, timeout_s: float = 120.0) -> None:
+        left = self.producer.flush(timeout_s)
+        if left or self.failures:
+            raise TrafficError(f"{left} records not delivered; errors: {self.failures[:3]}")
+
+    def _delivered(self, err: Any, _msg: Any) -> None:
+        if err is not None:
+            self.failures.append(str(err))
+
+
+class SteadyTraffic:
+    """A thread writing to each topic at its rate (bytes per second, spread over its partitions)
+    until the context ends. Keys continue after those of the initial records."""
+
+    def __init__(self, writer: RecordWriter, rates: Mapping[str, tuple[int, float]]) -> None:
+        self.writer = writer
+        self.rates = dict(rates)  # topic -> (partitions, bytes per second)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="steady-traffic", daemon=True)
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        sent = dict.fromkeys(self.rates, 0)
+        while not self.stop.wait(0.05):
+            elapsed = time.monotonic() - started
+            for topic, (partitions, rate) in self.rates.items():
+                due = int(elapsed * rate / self.writer.record_bytes)
+                for i in range(sent[topic], due):
+                    p = i % partitions
+                    self.writer.send(topic, p, f"{topic}-{p}-live-{i}".encode())
+                sent[topic] = max(due, sent[topic])
+
+    def __enter__(self) -> SteadyTraffic:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
+        self.writer.producer.flush(10)
