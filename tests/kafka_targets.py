@@ -25,13 +25,13 @@ from typing import Any, Protocol, TypeVar
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CkTopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.model import ClusterBuilder
 from kafka_balancer.sandbox import EmulatedCluster, EmulatorOptions, GroupSeed, MemberSeed
 from kafka_balancer.sandbox.real import RealClusterOptions
-from real_kafka import BROKERS, QUIET, RACKS, RealKafka
+from kafka_balancer.sandbox.traffic import QUIET, TopicSpec, create_topics
+from real_kafka import BROKERS, RACKS, RealKafka
 
 BACKENDS = ("emulator", "real")
 T = TypeVar("T")
@@ -117,21 +117,7 @@ class _Base:
     ) -> None:
         """CreateTopics with explicit replicas (the first is the preferred leader), through
         confluent-kafka on both clusters; waits until every partition has a leader."""
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, **QUIET})
-        replicas = [list(r) for r in assignment]
-        topic = NewTopic(name, len(replicas), replica_assignment=replicas, config=dict(configs or {}))
-        admin.create_topics([topic])[name].result(timeout=30)
-
-        def led() -> bool:
-            meta = admin.list_topics(name, timeout=10).topics.get(name)
-            return (
-                meta is not None
-                and meta.error is None
-                and len(meta.partitions) == len(replicas)
-                and all(p.leader >= 0 for p in meta.partitions.values())
-            )
-
-        wait_until(led, f"leaders of {name}")
+        create_topics(self.bootstrap_servers, [TopicSpec(name, tuple(map(tuple, assignment)), dict(configs or {}))])
 
     def close(self) -> None:
         for adapter in self.opened:

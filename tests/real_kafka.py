@@ -21,19 +21,19 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as CkTopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
 from kafka_balancer.kafka.port import FOLLOWER_THROTTLE_RATE, LEADER_THROTTLE_RATE
 from kafka_balancer.sandbox.ports import free_port_range
 from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions
+from kafka_balancer.sandbox.traffic import QUIET, RecordWriter, TopicSpec, create_topics
 
 BROKERS = 6
 RACKS = 3
 LOG_DIRS = 2
 THROTTLE_RATES = (LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE)
-QUIET = {"log_level": 3}  # librdkafka: errors only (a stopped broker is expected in fault tests)
 
 
 @dataclass(frozen=True)
@@ -72,16 +72,7 @@ class RealKafka:
     ) -> None:
         """Create a topic with the given replicas per partition (first = preferred leader) and wait
         until every partition has its leader."""
-        replicas = [list(r) for r in assignment]
-        topic = NewTopic(name, len(replicas), replica_assignment=replicas, config=dict(configs or {}))
-        self.admin.create_topics([topic])[name].result(timeout=30)
-        self.wait_until(lambda: self._has_leaders(name, len(assignment)), f"leaders of {name}")
-
-    def _has_leaders(self, name: str, partitions: int) -> bool:
-        topic = self.admin.list_topics(name, timeout=10).topics.get(name)
-        if topic is None or topic.error is not None or len(topic.partitions) != partitions:
-            return False
-        return all(p.leader >= 0 and p.error is None for p in topic.partitions.values())
+        create_topics(self.bootstrap_servers, [TopicSpec(name, tuple(map(tuple, assignment)), dict(configs or {}))])
 
     def topics(self) -> list[str]:
         return sorted(t for t in self.admin.list_topics(timeout=10).topics if not t.startswith("__"))
@@ -96,37 +87,9 @@ class RealKafka:
         record_bytes: int,
     ) -> dict[int, Written]:
         """Write keyed records (acks=all, idempotent) and return each partition's offsets and digest."""
-        producer = Producer(
-            {
-                "bootstrap.servers": self.bootstrap_servers,
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 20,
-                "batch.size": 512 * 1024,
-                "compression.type": "none",
-                **QUIET,
-            }
-        )
-        failures: list[str] = []
-
-        def delivered(err: object, _msg: object) -> None:
-            if err is not None:
-                failures.append(str(err))
-
-        for p in partitions:
-            for i in range(records_per_partition):
-                key = f"{topic}-{p}-{i}".encode()
-                value = _payload(key, record_bytes)
-                while True:
-                    try:
-                        producer.produce(topic, value=value, key=key, partition=p, on_delivery=delivered)
-                        break
-                    except BufferError:
-                        producer.poll(0.05)
-                producer.poll(0)
-        left = producer.flush(120)
-        assert left == 0, f"{left} records not delivered"
-        assert not failures, f"delivery errors: {failures[:3]}"
+        writer = RecordWriter(self.bootstrap_servers, record_bytes=record_bytes)
+        writer.write(topic, partitions, records_per_partition)
+        writer.flush()
         return self.read_back(topic, partitions)
 
     def read_back(self, topic: str, partitions: Sequence[int]) -> dict[int, Written]:
@@ -242,12 +205,6 @@ class RealKafka:
         for resource in resources:
             for future in self.admin.incremental_alter_configs([resource]).values():
                 future.result(timeout=30)
-
-
-def _payload(key: bytes, size: int) -> bytes:
-    """Deterministic bytes of ``size`` derived from the key (so that a lost or changed record shows)."""
-    seed = hashlib.sha256(key).digest()
-    return (seed * (size // len(seed) + 1))[:size]
 
 
 def _digest(consumer: Consumer, topic: str, partition: int, end: int) -> str:
