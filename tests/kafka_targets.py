@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import pytest
+import raw_client
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from kafka_balancer.kafka.adapter import KafkaAdapter
@@ -64,6 +65,10 @@ class KafkaTarget(Protocol):
     def join_group(
         self, group_id: str, members: Sequence[GroupMember], *, assignor: str, commits: Mapping[tuple[str, int], int]
     ) -> None: ...
+
+    def set_cluster_default(self, key: str, value: str | None, effective: str) -> None: ...
+
+    def throttle_leftovers(self) -> dict[str, dict[str, str]]: ...
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> float:
@@ -119,6 +124,12 @@ class _Base:
         confluent-kafka on both clusters; waits until every partition has a leader."""
         create_topics(self.bootstrap_servers, [TopicSpec(name, tuple(map(tuple, assignment)), dict(configs or {}))])
 
+    def set_cluster_default(self, key: str, value: str | None, effective: str) -> None:
+        """A cluster-wide broker default (None deletes it); waits until brokers report ``effective``."""
+        raw_client.set_cluster_default(self.bootstrap_servers, key, value)
+        adapter = self.adapter()
+        converge(lambda: adapter.broker_configs([1])[1].get(key), effective, f"the cluster default {key}")
+
     def close(self) -> None:
         for adapter in self.opened:
             adapter.close()
@@ -161,6 +172,20 @@ class EmulatedTarget(_Base):
             for i, m in enumerate(members)
         )
         self.cluster.seed_group(GroupSeed(group_id, seeds, assignor=assignor, offsets=dict(commits)))
+
+    def throttle_leftovers(self) -> dict[str, dict[str, str]]:
+        """Every throttle config set on a broker or a topic, as DescribeConfigs would list it."""
+        out: dict[str, dict[str, str]] = {}
+        with self.cluster.state.lock:
+            for b, broker in self.cluster.state.brokers.items():
+                found = {k: v for k, v in broker.configs.items() if "throttled" in k}
+                if found:
+                    out[f"broker {b}"] = found
+            for name, topic in self.cluster.state.topics.items():
+                found = {k: v for k, v in topic.configs.items() if "throttled" in k}
+                if found:
+                    out[f"topic {name}"] = found
+        return out
 
     def close(self) -> None:
         super().close()
@@ -213,6 +238,9 @@ class RealTarget(_Base):
         if commits:
             offsets = [CkTopicPartition(t, p, o) for (t, p), o in sorted(commits.items())]
             self.consumers[0].commit(offsets=offsets, asynchronous=False)
+
+    def throttle_leftovers(self) -> dict[str, dict[str, str]]:
+        return self.kafka.throttle_leftovers()
 
     def close(self) -> None:
         for consumer in self.consumers:

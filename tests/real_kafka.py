@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import pytest
+import raw_client
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient
@@ -179,10 +180,12 @@ class RealKafka:
 
     # ----- between tests ------------------------------------------------------------------------
     def reset(self) -> None:
-        """Every broker running, every user topic and consumer group deleted, no throttle rate set."""
+        """Every broker running, every user topic and consumer group deleted, no throttle rate set,
+        the cluster-wide min.insync.replicas back to 1 (with ELR it can be set but not deleted)."""
         for b in self.broker_ids:
             if not self.cluster.running(b):
                 self.cluster.start_broker(b)
+        raw_client.set_cluster_default(self.bootstrap_servers, "min.insync.replicas", "1")
         groups = [g.group_id for g in self.admin.list_consumer_groups().result(timeout=30).valid]
         if groups:
             for future in self.admin.delete_consumer_groups(groups).values():

@@ -324,7 +324,7 @@ def test_operator_killed_mid_execution_is_resumed_by_a_new_process(
     assert record["state"] == "MovingReplicas"
     assert record["context"]["proposalId"] == proposal["id"]
     # Write-ahead: the checkpoint names a move before it is submitted.
-    assert set(in_flight) <= {(t, p) for t, p, _ in record["inFlight"]}
+    assert set(in_flight) <= {(t, p) for t, p, *_ in record["inFlight"]}
     with kafka.state.lock:
         assert sorted(kafka.state.reassigning) == in_flight, "the moves stay in flight in Kafka"
     throttled = _throttles(kafka)

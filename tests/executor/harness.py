@@ -103,7 +103,7 @@ def leftover_throttles(cluster: EmulatedCluster) -> dict[str, dict[str, str]]:
             if found:
                 out[f"broker {b}"] = found
         for name, topic in cluster.state.topics.items():
-            found = {k: v for k, v in topic.configs.items() if k in THROTTLED_REPLICA_KEYS and v}
+            found = {k: v for k, v in topic.configs.items() if k in THROTTLED_REPLICA_KEYS}
             if found:
                 out[f"topic {name}"] = found
         return out

@@ -146,7 +146,7 @@ def test_stop_after_the_executor_was_killed_cleans_up_itself(emulator, submissio
     assert main(["stop", "--state", str(state)]) == 0  # no executor alive: stop cancels and cleans itself
     assert not cluster.state.reassigning
     assert leftover_throttles(cluster) == {}
-    for topic, p, _ in record["inFlight"]:
+    for topic, p, *_ in record["inFlight"]:
         if submissions.cancels[(topic, p)]:  # not finished before the cancel arrived
             original = model.partition(model.partition_index(topic, p)).replicas
             assert cluster.partition_view(topic, p)[0] == list(original)

@@ -26,10 +26,15 @@ from kafka_balancer.executor import (
 from kafka_balancer.executor.progress import RateMeter, eta
 from kafka_balancer.executor.safety import move_blocker, offline_partitions
 from kafka_balancer.executor.scheduler import HelpfulFirst, SmallFirst, broker_counts, pick_moves, strategy_named
-from kafka_balancer.executor.state import ThrottleRecord, decode_states, encode_states
+from kafka_balancer.executor.state import InFlight, ThrottleRecord, decode_states, encode_states
 from kafka_balancer.executor.tasks import Task, TaskKind, build_tasks
-from kafka_balancer.executor.throttle import _merged, format_replica_list, parse_replica_list
-from kafka_balancer.kafka.port import OngoingReassignment, TopicPartition
+from kafka_balancer.executor.throttle import wanted_entries
+from kafka_balancer.kafka.port import (
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLED_REPLICAS,
+    OngoingReassignment,
+    TopicPartition,
+)
 from kafka_balancer.model import ClusterBuilder, ClusterModel, ModelError, PartitionTarget, ReassignmentPlan
 
 
@@ -82,30 +87,48 @@ def test_record_round_trips_through_json_and_checks_the_plan() -> None:
         plan_id(plan),
         ExecutionState.MOVING_REPLICAS,
         [TaskState.COMPLETED, TaskState.IN_PROGRESS, TaskState.PENDING, TaskState.DEAD, TaskState.ABORTED],
-        throttles=ThrottleRecord(brokers=[1, 2], topics={"t": (None, "0:3")}),
+        throttles=ThrottleRecord(
+            brokers={1: "2000000", 2: "2000000"},
+            topics={"t": {"follower.replication.throttled.replicas": ["1:3"]}},
+            created={"t": ["follower.replication.throttled.replicas"]},
+        ),
         dead_reasons={"t-3": "stuck"},
-        in_flight=[("t", 1, 2e6)],
+        in_flight=[InFlight("t", 1, 2e6, (1, 2), (1, 3), 1)],
         bytes_done=12.5,
     )
     text = json.dumps(record.to_dict())
     again = ExecutionRecord.from_dict(json.loads(text), plan)
     assert again == record
-    assert len(text) < 400
+    assert len(text) < 600
     other = ReassignmentPlan.of([PartitionTarget("t", p, (1, 2)) for p in range(6)])
     assert plan_id(other) != plan_id(plan)
     with pytest.raises(ModelError, match="covers 5 partitions, the plan has 6"):
         ExecutionRecord.from_dict(json.loads(text), other)
 
 
+def test_a_version_1_record_still_resumes_and_cleans_up() -> None:
+    """Records written before version 2 kept whole original lists and no in-flight targets."""
+    plan = ReassignmentPlan.of([PartitionTarget("t", p, (1, 2)) for p in range(2)])
+    old = {
+        "version": 1, "planId": plan_id(plan), "state": "MovingReplicas", "tasks": "c1i1",
+        "throttles": {"brokers": [1, 2], "topics": {"t": [None, "0:3"]}},
+        "inFlight": [["t", 1, 2e6]],
+    }  # fmt: skip
+    record = ExecutionRecord.from_dict(old, plan)
+    assert record.throttles.brokers == {1: "", 2: ""}  # the rate we wrote is not known: removed as before
+    assert record.throttles.legacy_topics == {"t": (None, "0:3")}
+    assert record.in_flight == [InFlight("t", 1, 2e6, None, None)]
+
+
 @pytest.mark.parametrize(
     ("patch", "message"),
     [
-        ({"version": 2}, "field 'version' must be 1, got 2"),
+        ({"version": 3}, "field 'version' must be 1 or 2, got 3"),
         ({"state": "Running"}, "field 'state' is not a state, got 'Running'"),
         ({"tasks": "c3x"}, "field 'tasks' is not a run-length state string"),
         ({"tasks": "q3"}, "unknown state code 'q'"),
-        ({"inFlight": [["t"]]}, "field 'inFlight' must be a list of \\[topic, partition, bytes\\]"),
-        ({"throttles": {"brokers": ["a"]}}, "field 'throttles.brokers' must be a list of ids"),
+        ({"inFlight": [["t"]]}, "field 'inFlight' must be a list of \\[topic, partition, bytes, original, target"),
+        ({"throttles": {"brokers": ["a"]}}, "field 'throttles.brokers' must map broker ids to rates"),
     ],
 )
 def test_bad_records_name_the_field(patch: dict[str, object], message: str) -> None:
@@ -171,7 +194,6 @@ def test_build_tasks_recovers_original_replicas_of_a_running_reassignment() -> N
     ("target", "message"),
     [
         (PartitionTarget("nope", 0, (1,)), r"partitions\[0\] \(nope-0\): the cluster has no such partition"),
-        (PartitionTarget("t", 0, (1, 9)), r"partitions\[0\] \(t-0\): field 'replicas' names unknown broker 9"),
     ],
 )
 def test_plan_that_does_not_fit_the_cluster_is_refused(target: PartitionTarget, message: str) -> None:
@@ -281,13 +303,13 @@ def test_limits_name_the_field() -> None:
 
 
 # ----- throttles, rates -----------------------------------------------------------------------
-def test_throttled_replica_values_keep_what_was_there() -> None:
-    assert parse_replica_list("0:1, 0:2,3:4") == {(0, 1), (0, 2), (3, 4)}
-    assert format_replica_list({(3, 4), (0, 1)}) == "0:1,3:4"
-    assert _merged(None, {(0, 1)}) == "0:1"
-    assert _merged("5:5", {(0, 1)}) == "0:1,5:5"
-    assert _merged("*", {(0, 1)}) == "*"
-    assert _merged(None, set()) is None
+def test_throttled_replica_entries_are_the_sources_as_leaders_and_the_added_as_followers() -> None:
+    moving = Task(0, TopicPartition("t", 3), (1, 2, 3), (1, 2, 4), 100.0)
+    other = Task(1, TopicPartition("u", 0), (5, 6), (6, 7), 100.0)
+    assert wanted_entries([moving, other]) == {
+        "t": {LEADER_THROTTLED_REPLICAS: {"3:1", "3:2", "3:3"}, FOLLOWER_THROTTLED_REPLICAS: {"3:4"}},
+        "u": {LEADER_THROTTLED_REPLICAS: {"0:5", "0:6"}, FOLLOWER_THROTTLED_REPLICAS: {"0:7"}},
+    }
 
 
 @pytest.mark.parametrize(

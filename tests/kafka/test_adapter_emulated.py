@@ -40,7 +40,11 @@ def kafka_visible(model: ClusterModel) -> dict[str, Any]:
         p.setdefault("leader", p["replicas"][0])
         p.setdefault("isr", p["replicas"])
         p["sizeBytes"] = int(p.get("sizeBytes", 0))
-    return {"brokers": brokers, "partitions": partitions, "topics": doc.get("topics", [])}
+    # Kafka reports every topic's effective settings: Kafka's defaults where a topic sets none.
+    names = sorted({p["topic"] for p in partitions})
+    given = {t["name"]: t for t in doc.get("topics", [])}
+    topics = [{"name": n, "minInsyncReplicas": 1, "uncleanLeaderElection": False, **given.get(n, {})} for n in names]
+    return {"brokers": brokers, "partitions": partitions, "topics": topics}
 
 
 @pytest.fixture

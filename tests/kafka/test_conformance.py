@@ -11,6 +11,7 @@ ListOffsets, and the consumer-group reads (ListGroups, DescribeGroups, OffsetFet
 from __future__ import annotations
 
 import pytest
+import raw_client
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.port import (
     FOLLOWER_THROTTLE_RATE,
@@ -63,7 +64,8 @@ def test_read_cluster_sees_placement_leaders_isr_racks_and_topic_settings(kafka_
         ("plain", 0): ((1,), 1, (1,)),
     }
     settings = {s.name: (s.min_insync_replicas, s.unclean_leader_election) for s in model.topic_settings()}
-    assert settings == {"audit": (None, True), "orders": (2, False), "plain": (None, None)}
+    # Effective values: Kafka's defaults (min.insync.replicas 1, no unclean election) where a topic sets none.
+    assert settings == {"audit": (1, True), "orders": (2, False), "plain": (1, False)}
     sizes = {(p.topic, p.partition): p.size_bytes for p in model.partitions()}
     assert _size_ok(sizes[("orders", 1)], 100 * RECORD)
     assert sizes[("orders", 0)] == 0
@@ -124,6 +126,31 @@ def _rates(adapter: KafkaAdapter, brokers: list[int]) -> dict[int, dict[str, str
 def _lists(adapter: KafkaAdapter, topics: list[str]) -> dict[str, tuple[str, str]]:
     configs = adapter.topic_configs(topics)
     return {t: (configs[t][LEADER_THROTTLED_REPLICAS], configs[t][FOLLOWER_THROTTLED_REPLICAS]) for t in topics}
+
+
+@backends
+def test_a_cluster_wide_min_isr_is_every_topics_effective_value_and_cannot_be_deleted(
+    kafka_target: KafkaTarget,
+) -> None:
+    """kafka-configs.sh --entity-type brokers --entity-default --add-config min.insync.replicas=2: a topic
+    that sets none inherits it. With eligible leader replicas (KIP-966, on by default since Kafka 4.1)
+    the cluster-level value can be changed but not deleted."""
+    kafka_target.create_topic("plain", [[1, 2, 3]])
+    kafka_target.create_topic("own", [[1, 2, 3]], {"min.insync.replicas": "3"})
+    adapter = kafka_target.adapter()
+    kafka_target.set_cluster_default("min.insync.replicas", "2", effective="2")
+    try:
+        converge(
+            lambda: {t: c["min.insync.replicas"] for t, c in adapter.topic_configs(["plain", "own"]).items()},
+            {"plain": "2", "own": "3"},
+            "the effective min.insync.replicas",
+        )
+        model = adapter.read_cluster(with_sizes=False)
+        assert {s.name: s.min_insync_replicas for s in model.topic_settings()} == {"plain": 2, "own": 3}
+        with pytest.raises(AssertionError, match=r"40 Cluster-level min\.insync\.replicas cannot be removed"):
+            raw_client.set_cluster_default(kafka_target.bootstrap_servers, "min.insync.replicas", None)
+    finally:
+        kafka_target.set_cluster_default("min.insync.replicas", "1", effective="1")
 
 
 @backends

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import socket
@@ -170,11 +171,25 @@ def load_plan(text: bytes) -> tuple[ReassignmentPlan, list[TopicPartition]]:
     return ReassignmentPlan.from_dict(data), []
 
 
+SECONDS_OPTIONS = {"poll_interval": "--poll-interval", "stuck_after": "--stuck-after"}
+SECONDS_OPTIONS |= {"give_up_blocked_after": "--give-up-blocked-after"}
+
+
+def check_seconds(args: argparse.Namespace) -> None:
+    """Every option in seconds is a finite number > 0 (NaN passes every comparison: a sleep(nan)
+    would end the run mid-way, with moves started)."""
+    for name, option in SECONDS_OPTIONS.items():
+        value = getattr(args, name)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ModelError(f"{option} must be a finite number of seconds > 0, got {value}")
+
+
 def run(args: argparse.Namespace) -> int:
     if not args.bootstrap_servers:
         print("execute: --bootstrap-servers is required", file=sys.stderr)
         return EXIT_USAGE
     try:
+        check_seconds(args)
         plan, elections = load_plan(Path(args.plan).read_bytes())
         options = options_from_args(args)
     except (OSError, ModelError) as err:
@@ -185,6 +200,11 @@ def run(args: argparse.Namespace) -> int:
         store = MemoryExecutionStore()
     else:
         file_store = FileExecutionStore(args.state)
+        try:
+            file_store.lock(f"kafka-balancer execute, pid {os.getpid()} on {socket.gethostname()}")
+        except ModelError as err:
+            print(f"execute: {err}", file=sys.stderr)
+            return EXIT_USAGE
         file_store.clear_stop()  # a stop request left over from an earlier run is not for this one
         store = file_store
     printer = ProgressPrinter(sys.stderr, enabled=not args.quiet and not options.dry_run)

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if record.state.finished and record.throttles.empty:
         print(_summary(record))
         return 0
-    if not record.state.finished and _alive(record):
+    if not record.state.finished and (store.locked_by_another() or _alive(record)):
         store.request_stop()
         deadline = time.monotonic() + args.timeout
         while time.monotonic() < deadline:
@@ -90,6 +90,12 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        # Hold the state while cleaning up, so that no `execute` starts on it meanwhile.
+        store.lock(f"kafka-balancer stop, pid {os.getpid()} on {socket.gethostname()}")
+    except ModelError as err:
+        print(f"stop: {err}", file=sys.stderr)
+        return 1
     port = open_port(args, "stop")
     try:
         final = abandon(port, store, reason="stopped by kafka-balancer stop (no executor was running)")

@@ -20,9 +20,15 @@ from enum import Enum
 from kafka_balancer.executor.options import Clock, ExecutorOptions, SystemClock
 from kafka_balancer.executor.progress import Progress, RateMeter, broker_progress, eta
 from kafka_balancer.executor.recovery import order_restores
-from kafka_balancer.executor.safety import alive_brokers, move_blocker, offline_partitions
+from kafka_balancer.executor.safety import (
+    alive_brokers,
+    below_min_isr,
+    move_blocker,
+    offline_partitions,
+    partition_replicas,
+)
 from kafka_balancer.executor.scheduler import pick_moves, strategy_named
-from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, TaskState, plan_id
+from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, InFlight, TaskState, plan_id
 from kafka_balancer.executor.store import ExecutionStore
 from kafka_balancer.executor.tasks import Task, TaskKind, build_tasks
 from kafka_balancer.executor.throttle import ThrottleManager
@@ -39,6 +45,8 @@ MAX_CONSECUTIVE_ERRORS = 10
 
 # The adaptive poll (see Executor._next_poll_in) never polls more often than this.
 MIN_POLL_SECONDS = 0.5
+
+VANISHED = "the partition no longer exists (its topic was deleted?)"
 
 ProgressCallback = Callable[[Progress], None]
 log = logging.getLogger(__name__)
@@ -113,6 +121,7 @@ class Executor:
         self._election_failures: dict[str, str] = {}
         self._throttle_failures: list[str] = []
         self._started = 0.0
+        self._involved: set[int] = set()  # brokers the plan's moves add replicas to or take them from
         self.submitted = 0
 
     # ----- public ------------------------------------------------------------------------
@@ -122,9 +131,24 @@ class Executor:
         self._stop.set()
 
     def run(self) -> ExecutionResult:
+        """Execute the plan. Bad input (a plan that does not fit the cluster, another unfinished
+        execution in the store) raises ModelError before anything is sent or saved. Once started,
+        every way out winds down: moves in flight are cancelled and throttles removed, also after an
+        unexpected error (the run then ends Failed, with the error as its reason). Only losing the
+        cluster leaves the run resumable as it was (there is nothing to wind down with)."""
         initial = self._start()
         if self.options.dry_run:
             return self._result()
+        try:
+            return self._run(initial)
+        except KafkaUnavailableError:
+            raise
+        except Exception as err:
+            log.exception("execution failed unexpectedly; winding down")
+            self.record.reason = f"unexpected error: {type(err).__name__}: {err}"
+            return self._wind_down(failed=True)
+
+    def _run(self, initial: ClusterModel) -> ExecutionResult:
         state = self.record.state
         if state in (ExecutionState.PENDING, ExecutionState.MOVING_REPLICAS):
             self._set_state(ExecutionState.MOVING_REPLICAS)
@@ -147,6 +171,10 @@ class Executor:
         ongoing = self.port.list_reassignments()
         cluster = self.port.read_cluster(with_sizes=True)
         self.tasks = build_tasks(self.plan, cluster, ongoing)
+        unsafe = below_min_isr(self.tasks, cluster)
+        if unsafe:
+            shown = "; ".join(unsafe[:10]) + (f"; and {len(unsafe) - 10} more" if len(unsafe) > 10 else "")
+            raise ModelError(f"plan refused, nothing was executed: {shown}")
         saved = self.store.load()
         resumed = False
         if saved is not None:
@@ -167,18 +195,19 @@ class Executor:
         states = self.record.tasks
         # What the previous run had in flight, with the bytes each copies (the cluster no longer
         # shows them for a move that finished while no executor was running).
-        recorded = {(t, p): b for t, p, b in self.record.in_flight} if resumed else {}
+        recorded = {(m.topic, m.partition): m for m in self.record.in_flight} if resumed else {}
         for task in self.tasks:
             i = task.index
             if resumed and states[i] in (TaskState.COMPLETED, TaskState.DEAD, TaskState.ABORTED):
                 continue  # never redone: a completed move is not submitted again
             running = ongoing.get(task.tp)
-            if running is not None and set(running.target) == set(task.target):
+            mine = recorded.get((task.tp.topic, task.tp.partition))
+            if running is not None and mine is not None and set(running.target) == set(mine.target or task.target):
                 states[i] = TaskState.IN_PROGRESS  # ours, submitted before a restart: adopt it
                 self.in_flight[i] = task
             elif running is None and task.kind is TaskKind.NOOP:
                 if states[i] is TaskState.IN_PROGRESS:
-                    self.record.bytes_done += recorded.get((task.tp.topic, task.tp.partition), 0.0)
+                    self.record.bytes_done += mine.bytes if mine is not None else 0.0
                 states[i] = TaskState.COMPLETED
             else:
                 states[i] = TaskState.PENDING
@@ -199,11 +228,11 @@ class Executor:
         states = self.record.tasks
         movable = [t for t in self.tasks if t.kind is TaskKind.MOVE and states[t.index] is TaskState.PENDING]
         queue = strategy_named(opts.strategy).order(movable, initial)
-        involved = {b for t in self.tasks if t.kind is TaskKind.MOVE for b in (*t.original, *t.target)}
+        self._involved = {b for t in self.tasks if t.kind is TaskKind.MOVE for b in (*t.original, *t.target)}
         # A broker that is down neither sends nor receives, and a config request to it only times
         # out (plans that move replicas off a dead broker are normal); the other side of each of
-        # its moves is throttled.
-        self.throttles.set_rates(involved & alive_brokers(initial))
+        # its moves is throttled, and the broker itself when it is back (see _poll).
+        self.throttles.set_rates(self._involved & alive_brokers(initial))
         self.throttles.update_replicas(list(self.in_flight.values()))
         now = self.clock.now()
         for i in self.in_flight:
@@ -237,8 +266,13 @@ class Executor:
             shown = ", ".join(offline[:20]) + (f" and {len(offline) - 20} more" if len(offline) > 20 else "")
             self.record.reason = f"{len(offline)} offline partitions: {shown}"
             return queue, _Outcome.FAIL
+        self.throttles.set_rates(self._involved & alive_brokers(cluster))
         changed = self._retire_finished(cluster, ongoing)
         changed |= self._watch_in_flight(now)
+        for task in queue:
+            if states[task.index] is TaskState.PENDING and partition_replicas(cluster, task.tp) is None:
+                self._give_up(task.index, VANISHED)
+                changed = True
         queue = [t for t in queue if states[t.index] is TaskState.PENDING]
         self.blocked.clear()
         limit = self.options.max_bytes_per_run
@@ -279,8 +313,10 @@ class Executor:
         for i, task in list(self.in_flight.items()):
             if task.tp in ongoing:
                 continue
-            current = cluster.replica_ids(cluster.partition_index(task.tp.topic, task.tp.partition))
-            if set(current) == set(task.target):
+            current = partition_replicas(cluster, task.tp)
+            if current is None:
+                self._give_up(i, VANISHED)
+            elif set(current) == set(task.target):
                 self.record.tasks[i] = TaskState.COMPLETED
                 self.record.bytes_done += task.bytes_to_move
             elif set(task.target) < set(current):
@@ -384,6 +420,8 @@ class Executor:
             self._forget(task.index)
             if error.name in RETRIABLE:
                 self.record.tasks[task.index] = TaskState.PENDING
+            elif error.name == "UNKNOWN_TOPIC_OR_PARTITION":
+                self._give_up(task.index, VANISHED)  # deleted since this poll read the cluster
             else:
                 self.record.tasks[task.index] = TaskState.DEAD
                 self.record.dead_reasons[str(task.tp)] = f"reassignment refused: {error}"
@@ -391,6 +429,11 @@ class Executor:
             self._sync_in_flight()
             self.throttles.update_replicas(list(self.in_flight.values()))
             self._save()
+
+    def _give_up(self, i: int, reason: str) -> None:
+        self.record.tasks[i] = TaskState.DEAD
+        self.record.dead_reasons[str(self.tasks[i].tp)] = reason
+        self._forget(i)
 
     def _forget(self, i: int) -> None:
         self.in_flight.pop(i, None)
@@ -423,8 +466,10 @@ class Executor:
         cluster = self.port.read_cluster(with_sizes=False)
         for task in reorders:
             if states[task.index] is TaskState.PENDING:
-                current = cluster.replica_ids(cluster.partition_index(task.tp.topic, task.tp.partition))
-                if current == task.target:
+                current = partition_replicas(cluster, task.tp)
+                if current is None:
+                    self._give_up(task.index, VANISHED)
+                elif current == task.target:
                     states[task.index] = TaskState.COMPLETED
                 else:
                     states[task.index] = TaskState.DEAD
@@ -434,6 +479,7 @@ class Executor:
             t.tp
             for t in self.tasks
             if states[t.index] is TaskState.COMPLETED
+            and partition_replicas(cluster, t.tp) is not None
             and cluster.leader_id(cluster.partition_index(t.tp.topic, t.tp.partition)) != t.target[0]
         ]
         planned = {t.tp for t in self.tasks}
@@ -490,7 +536,10 @@ class Executor:
             self._wait_reassignments_gone([t.tp for t in cancelling.values()])
         cluster = self.port.read_cluster(with_sizes=False)
         for i, task in cancelling.items():
-            current = cluster.replica_ids(cluster.partition_index(task.tp.topic, task.tp.partition))
+            current = partition_replicas(cluster, task.tp)
+            if current is None:
+                self._give_up(i, VANISHED)
+                continue
             # A move may have finished just before the cancel reached the controller.
             done = set(current) == set(task.target)
             self.record.tasks[i] = TaskState.COMPLETED if done else TaskState.ABORTED
@@ -568,7 +617,10 @@ class Executor:
         self._save()
 
     def _sync_in_flight(self) -> None:
-        self.record.in_flight = sorted((t.tp.topic, t.tp.partition, t.bytes_to_move) for t in self.in_flight.values())
+        self.record.in_flight = [
+            InFlight(t.tp.topic, t.tp.partition, t.bytes_to_move, t.original, t.target, t.index)
+            for t in sorted(self.in_flight.values(), key=lambda t: t.tp)
+        ]
 
     def _save(self) -> None:
         if self.options.dry_run:

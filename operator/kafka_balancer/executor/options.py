@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -57,16 +58,19 @@ class ExecutorOptions:
             raise ModelError(f"execution: field 'throttleBytesPerSec' must be >= 1, got {self.throttle_bytes_per_sec}")
         if self.max_bytes_per_run is not None and self.max_bytes_per_run < 1:
             raise ModelError(f"execution: field 'maxBytesPerRun' must be >= 1, got {self.max_bytes_per_run}")
-        if self.stuck_after_seconds <= 0:
-            raise ModelError(f"execution: field 'stuckAfterSeconds' must be > 0, got {self.stuck_after_seconds}")
         if self.election_batch_size < 1:
             raise ModelError(f"execution: field 'electionBatchSize' must be >= 1, got {self.election_batch_size}")
-        if self.measure_interval_seconds < 0:
-            raise ModelError(
-                f"execution: field 'measureIntervalSeconds' must be >= 0, got {self.measure_interval_seconds}"
-            )
-        if self.poll_interval_seconds <= 0:
-            raise ModelError(f"execution: field 'pollIntervalSeconds' must be > 0, got {self.poll_interval_seconds}")
+        seconds = {
+            "stuckAfterSeconds": (self.stuck_after_seconds, False),
+            "pollIntervalSeconds": (self.poll_interval_seconds, False),
+            "measureIntervalSeconds": (self.measure_interval_seconds, True),
+            "blockedAfterSeconds": (self.blocked_after_seconds, False),
+        }
+        for name, (value, zero_ok) in seconds.items():
+            # NaN passes every comparison: a sleep(nan) would crash mid-run, after moves started.
+            if value is not None and (not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok)):
+                bound = ">= 0" if zero_ok else "> 0"
+                raise ModelError(f"execution: field '{name}' must be a finite number {bound}, got {value}")
 
     @classmethod
     def from_spec(cls, spec: Execution) -> ExecutorOptions:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
-from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, TaskState
+from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, InFlight, TaskState
 from kafka_balancer.executor.store import ExecutionStore
 from kafka_balancer.executor.throttle import ThrottleManager
-from kafka_balancer.kafka.port import KafkaPort, TopicPartition
+from kafka_balancer.kafka.port import KafkaPort, OngoingReassignment, TopicPartition
 from kafka_balancer.model import ClusterModel
 
 
@@ -32,11 +32,14 @@ def order_restores(
 def abandon(
     port: KafkaPort, store: ExecutionStore, *, reason: str = "stopped with no executor running"
 ) -> ExecutionRecord | None:
-    """Cancel the recorded in-flight moves, remove the recorded throttles, mark the record Stopped.
+    """Cancel the recorded in-flight moves that are still ours, remove the recorded throttles, mark
+    the record Stopped.
 
-    Works from the record alone (no plan needed): it names the in-flight partitions and every
-    throttle config the executor set, with the values to restore. Returns the final record, or
-    None when the store is empty. A finished record is returned unchanged, except that throttles
+    Works from the record alone (no plan needed): it names the in-flight partitions with their
+    original and target replicas, and every throttle config the executor set. A partition whose
+    reassignment now has another target is someone else's: it is left running (and its task given
+    up); a move that finished while no executor ran counts as completed. Returns the final record,
+    or None when the store is empty. A finished record is returned unchanged, except that throttles
     it still lists (a broker was down when it ended) are removed.
     """
     raw = store.load()
@@ -57,16 +60,65 @@ def abandon(
     record.state = ExecutionState.STOPPING
     save()
     ongoing = port.list_reassignments()
-    ours = [TopicPartition(t, p) for t, p, _ in record.in_flight if TopicPartition(t, p) in ongoing]
+    cluster = port.read_cluster(with_sizes=False)
+    outcome = {m: _outcome(m, ongoing, cluster) for m in record.in_flight}
+    ours = [m for m, state in outcome.items() if state is TaskState.ABORTED and _tp(m) in ongoing]
     if ours:
-        # Cancelling (KIP-455) puts each partition back on its original replicas.
-        port.alter_reassignments(dict.fromkeys(ours))
+        # Cancelling (KIP-455) puts each partition back on its original replicas, then their order.
+        port.alter_reassignments({_tp(m): None for m in ours})
+        _wait_gone(port, [_tp(m) for m in ours])
+        cluster = port.read_cluster(with_sizes=False)
+        originals = {_tp(m): m.original for m in ours if m.original is not None}
+        restores = order_restores(cluster, originals)
+        if restores:
+            port.alter_reassignments(restores)
     left = ThrottleManager(port, None, record.throttles, save).clear()
     if left:
         reason += f"; throttles not removed: {', '.join(left)}"
-    record.tasks = [TaskState.ABORTED if s is TaskState.IN_PROGRESS else s for s in record.tasks]
+    _record_outcomes(record, outcome)
     record.in_flight = []
     record.reason = reason
     record.state = ExecutionState.STOPPED
     save()
     return record
+
+
+def _tp(m: InFlight) -> TopicPartition:
+    return TopicPartition(m.topic, m.partition)
+
+
+def _outcome(m: InFlight, ongoing: Mapping[TopicPartition, OngoingReassignment], cluster: ClusterModel) -> TaskState:
+    """What became of a recorded in-flight move: ABORTED (ours and still running: to cancel; or
+    never applied), COMPLETED (it finished meanwhile) or DEAD (someone else's reassignment runs or ran
+    there since, or the partition is gone)."""
+    running = ongoing.get(_tp(m))
+    if running is not None:
+        return TaskState.ABORTED if m.target is None or set(running.target) == set(m.target) else TaskState.DEAD
+    try:
+        current = set(cluster.replica_ids(cluster.partition_index(m.topic, m.partition)))
+    except KeyError:
+        return TaskState.DEAD
+    if m.target is not None and current == set(m.target):
+        return TaskState.COMPLETED
+    return TaskState.ABORTED if m.original is None or current == set(m.original) else TaskState.DEAD
+
+
+def _record_outcomes(record: ExecutionRecord, outcome: Mapping[InFlight, TaskState]) -> None:
+    for m, state in outcome.items():
+        if m.index is None or not 0 <= m.index < len(record.tasks):
+            continue
+        record.tasks[m.index] = state
+        if state is TaskState.COMPLETED:
+            record.bytes_done += m.bytes
+        elif state is TaskState.DEAD:
+            record.dead_reasons[f"{m.topic}-{m.partition}"] = (
+                "left alone when stopped: another reassignment of it is or was in progress, or it no longer exists"
+            )
+    # Version-1 records name no task positions: every task still in progress is cancelled.
+    record.tasks = [TaskState.ABORTED if s is TaskState.IN_PROGRESS else s for s in record.tasks]
+
+
+def _wait_gone(port: KafkaPort, tps: list[TopicPartition], timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while set(tps) & set(port.list_reassignments()) and time.monotonic() < deadline:
+        time.sleep(0.2)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -15,6 +15,32 @@ def offline_partitions(cluster: ClusterModel) -> list[str]:
     """Partitions without a leader, anywhere in the cluster: execution must not continue."""
     rows = np.flatnonzero(cluster.leader == NO_BROKER).tolist()
     return [f"{cluster.topic_name(p)}-{int(cluster.partition_id[p])}" for p in rows]
+
+
+def partition_replicas(cluster: ClusterModel, tp: TopicPartition) -> tuple[int, ...] | None:
+    """The partition's replicas, or None when the cluster no longer has it (its topic was deleted)."""
+    try:
+        return cluster.replica_ids(cluster.partition_index(tp.topic, tp.partition))
+    except KeyError:
+        return None
+
+
+def below_min_isr(tasks: Sequence[Task], cluster: ClusterModel) -> list[str]:
+    """Targets with fewer replicas than their topic's effective min.insync.replicas: once such a
+    move completes, producers with acks=all fail. One line per partition."""
+    out = []
+    for task in tasks:
+        try:
+            p = cluster.partition_index(task.tp.topic, task.tp.partition)
+        except KeyError:
+            continue
+        min_isr = int(cluster.topic_min_isr[int(cluster.partition_topic[p])])
+        if len(task.target) < min_isr:
+            out.append(
+                f"{task.tp} -> {list(task.target)}: {len(task.target)} replicas, fewer than its "
+                f"min.insync.replicas {min_isr}"
+            )
+    return out
 
 
 def alive_brokers(cluster: ClusterModel) -> set[int]:
@@ -39,10 +65,14 @@ def move_blocker(
     alive = alive_brokers(cluster)
     offline = [b for b in task.adding if b not in alive]
     if offline:
+        # Down, or not registered yet: a broker that is down and holds nothing is not in the metadata.
         return f"target broker {offline[0]} is offline"
     replicas, isr = cluster.replica_ids(p), cluster.isr_ids(p)
     min_isr = int(cluster.topic_min_isr[int(cluster.partition_topic[p])])
-    if min_isr > 0 and len(isr) <= min_isr:
+    # At min ISR, one in-sync follower falling behind under the copy load fails acks=all producers.
+    # A lone in-sync leader (replication factor 1, or min ISR 1 with the followers out) has no
+    # follower the move could slow down: the move adds no risk there.
+    if len(isr) < min_isr or (len(isr) == min_isr and len(isr) > 1):
         return f"ISR size {len(isr)} is at or below min.insync.replicas={min_isr}"
     # Out-of-sync replicas that this very move takes away are the plan's business (moving
     # replicas off a dead broker); any other one is a problem the move must not add load to.

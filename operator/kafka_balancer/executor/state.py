@@ -18,7 +18,7 @@ from typing import Any
 
 from kafka_balancer.model import ModelError, ReassignmentPlan
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: throttle entries we added (not whole lists), in-flight targets
 
 
 class ExecutionState(StrEnum):
@@ -111,36 +111,96 @@ def plan_id(plan: ReassignmentPlan) -> str:
 
 @dataclass
 class ThrottleRecord:
-    """Throttle configs this executor set, and what was there before, so cleanup restores exactly that.
+    """The throttle configs this executor set, so that cleanup takes back exactly those and nothing else.
 
-    ``brokers``: broker ids whose replication rates we set (brokers that already had a rate are
-    never touched, so never listed). ``topics``: topic -> the original values of its
-    leader/follower throttled.replicas configs (None = was not set) before we changed them.
+    ``brokers``: broker id -> the rate we set on it (brokers that had a rate of their own are never
+    touched, so never listed; "" in records written before version 2: the rate is not known).
+    ``topics``: topic -> throttled-replicas config -> the entries we added to that list (entries
+    already listed are someone else's, never ours). ``created``: topic -> the lists that did not
+    exist before we added to them (deleted once nothing but ours is left in them).
+    ``legacy_topics``: version-1 records: topic -> the original (leader, follower) values to restore.
     """
 
-    brokers: list[int] = field(default_factory=list)
-    topics: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    brokers: dict[int, str] = field(default_factory=dict)
+    topics: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    created: dict[str, list[str]] = field(default_factory=dict)
+    legacy_topics: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
-        return not self.brokers and not self.topics
+        return not self.brokers and not self.topics and not self.legacy_topics
 
     def to_dict(self) -> dict[str, Any]:
-        return {"brokers": sorted(self.brokers), "topics": {t: list(v) for t, v in sorted(self.topics.items())}}
+        out: dict[str, Any] = {
+            "brokers": {str(b): rate for b, rate in sorted(self.brokers.items())},
+            "topics": {t: {k: list(v) for k, v in sorted(c.items())} for t, c in sorted(self.topics.items())},
+            "created": {t: sorted(keys) for t, keys in sorted(self.created.items()) if keys},
+        }
+        if self.legacy_topics:
+            out["legacyTopics"] = {t: list(v) for t, v in sorted(self.legacy_topics.items())}
+        return out
 
     @classmethod
-    def from_dict(cls, data: Any) -> ThrottleRecord:
+    def from_dict(cls, data: Any, version: int = RECORD_VERSION) -> ThrottleRecord:
         if not isinstance(data, dict):
             raise ModelError(f"execution record: field 'throttles' must be an object, got {data!r}")
+        if version == 1:
+            return cls._from_version_1(data)
+        brokers = data.get("brokers", {})
+        if not isinstance(brokers, dict) or not all(
+            str(b).isdigit() and isinstance(r, str) for b, r in brokers.items()
+        ):
+            raise ModelError(
+                f"execution record: field 'throttles.brokers' must map broker ids to rates, got {brokers!r}"
+            )
+        topics: dict[str, dict[str, list[str]]] = {}
+        for name, configs in dict(data.get("topics", {})).items():
+            if not isinstance(configs, dict) or not all(
+                isinstance(v, list) and all(isinstance(e, str) for e in v) for v in configs.values()
+            ):
+                raise ModelError(f"execution record: field 'throttles.topics.{name}' must map configs to entry lists")
+            topics[str(name)] = {str(k): list(v) for k, v in configs.items()}
+        created = {str(t): [str(k) for k in keys] for t, keys in dict(data.get("created", {})).items()}
+        legacy = cls._legacy_topics(data.get("legacyTopics", {}))
+        return cls(
+            brokers={int(b): r for b, r in brokers.items()}, topics=topics, created=created, legacy_topics=legacy
+        )
+
+    @classmethod
+    def _from_version_1(cls, data: dict[str, Any]) -> ThrottleRecord:
         brokers = data.get("brokers", [])
         if not isinstance(brokers, list) or not all(isinstance(b, int) for b in brokers):
             raise ModelError(f"execution record: field 'throttles.brokers' must be a list of ids, got {brokers!r}")
+        return cls(brokers=dict.fromkeys(brokers, ""), legacy_topics=cls._legacy_topics(data.get("topics", {})))
+
+    @staticmethod
+    def _legacy_topics(data: Any) -> dict[str, tuple[str | None, str | None]]:
         topics: dict[str, tuple[str | None, str | None]] = {}
-        for name, pair in dict(data.get("topics", {})).items():
+        for name, pair in dict(data).items():
             if not isinstance(pair, list) or len(pair) != 2:
                 raise ModelError(f"execution record: field 'throttles.topics.{name}' must be [leader, follower]")
             topics[str(name)] = (pair[0], pair[1])
-        return cls(brokers=list(brokers), topics=topics)
+        return topics
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """A move submitted and not yet seen finished: what `stop` may cancel without the plan (only if
+    Kafka still reports our ``target``: a reassignment to another target is someone else's)."""
+
+    topic: str
+    partition: int
+    bytes: float
+    original: tuple[int, ...] | None  # None (and index) in records written before version 2
+    target: tuple[int, ...] | None
+    index: int | None = None  # the task's position in the plan
+
+    def to_list(self) -> list[Any]:
+        return [self.topic, self.partition, self.bytes, _ids(self.original), _ids(self.target), self.index]
+
+
+def _ids(replicas: tuple[int, ...] | None) -> list[int] | None:
+    return None if replicas is None else list(replicas)
 
 
 @dataclass
@@ -159,9 +219,9 @@ class ExecutionRecord:
     updated_at: float = 0.0
     # Who is running it (pid, host, bootstrap servers): lets `kafka-balancer stop` act on its own.
     context: dict[str, str] = field(default_factory=dict)
-    # Moves submitted and not yet finished: (topic, partition, bytes to copy), so they can be
-    # cancelled without the plan, and a move that finished while no executor ran still counts.
-    in_flight: list[tuple[str, int, float]] = field(default_factory=list)
+    # Moves submitted and not yet finished, so they can be cancelled without the plan, and a move that
+    # finished while no executor ran still counts.
+    in_flight: list[InFlight] = field(default_factory=list)
     # Bytes copied by moves that completed (in this and earlier runs).
     bytes_done: float = 0.0
 
@@ -177,7 +237,7 @@ class ExecutionRecord:
             "startedAt": self.started_at,
             "updatedAt": self.updated_at,
             "context": dict(self.context),
-            "inFlight": [[t, p, b] for t, p, b in self.in_flight],
+            "inFlight": [m.to_list() for m in self.in_flight],
             "bytesDone": self.bytes_done,
         }
 
@@ -186,8 +246,9 @@ class ExecutionRecord:
         """Parse a saved record; with ``plan``, check the task string covers exactly its partitions."""
         if not isinstance(data, dict):
             raise ModelError(f"execution record: must be an object, got {type(data).__name__}")
-        if data.get("version") != RECORD_VERSION:
-            raise ModelError(f"execution record: field 'version' must be {RECORD_VERSION}, got {data.get('version')!r}")
+        version = data.get("version")
+        if version not in (1, RECORD_VERSION):
+            raise ModelError(f"execution record: field 'version' must be 1 or {RECORD_VERSION}, got {version!r}")
         try:
             state = ExecutionState(str(data.get("state")))
         except ValueError:
@@ -196,7 +257,7 @@ class ExecutionRecord:
             plan_id=str(data.get("planId")),
             state=state,
             tasks=decode_states(str(data.get("tasks", "")), None if plan is None else len(plan)),
-            throttles=ThrottleRecord.from_dict(data.get("throttles", {})),
+            throttles=ThrottleRecord.from_dict(data.get("throttles", {}), int(version)),
             dead_reasons={str(k): str(v) for k, v in dict(data.get("deadReasons", {})).items()},
             reason=str(data.get("reason", "")),
             started_at=float(data.get("startedAt", 0.0)),
@@ -207,16 +268,27 @@ class ExecutionRecord:
         )
 
 
-def parse_in_flight(data: Any) -> list[tuple[str, int, float]]:
-    if not isinstance(data, list) or not all(
-        isinstance(x, list)
-        and len(x) == 3
-        and isinstance(x[0], str)
-        and isinstance(x[1], int)
-        and isinstance(x[2], (int, float))
-        for x in data
-    ):
+def parse_in_flight(data: Any) -> list[InFlight]:
+    """``[topic, partition, bytes, original, target, index]`` entries (``[topic, partition, bytes]`` in
+    version 1)."""
+    if not isinstance(data, list) or not all(_in_flight_entry(x) for x in data):
         raise ModelError(
-            f"execution record: field 'inFlight' must be a list of [topic, partition, bytes], got {str(data)[:80]}"
+            "execution record: field 'inFlight' must be a list of [topic, partition, bytes, original, target, "
+            f"index], got {str(data)[:80]}"
         )
-    return [(str(t), int(p), float(b)) for t, p, b in data]
+    out = []
+    for x in data:
+        original, target, index = (x[3], x[4], x[5]) if len(x) == 6 else (None, None, None)
+        replicas = (None if original is None else tuple(original), None if target is None else tuple(target))
+        out.append(InFlight(str(x[0]), int(x[1]), float(x[2]), *replicas, index))
+    return out
+
+
+def _in_flight_entry(x: Any) -> bool:
+    if not isinstance(x, list) or len(x) not in (3, 6):
+        return False
+    if not (isinstance(x[0], str) and isinstance(x[1], int) and isinstance(x[2], (int, float))):
+        return False
+    if len(x) == 6 and not (x[5] is None or isinstance(x[5], int)):
+        return False
+    return all(r is None or (isinstance(r, list) and all(isinstance(b, int) for b in r)) for r in x[3:5])

@@ -8,6 +8,7 @@ per executor step; it is how a different process (``kafka-balancer stop``) or th
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
@@ -59,14 +60,58 @@ class MemoryExecutionStore:
         return self._stop.is_set()
 
 
+class StateInUseError(ModelError):
+    """Another live process holds the state file's lock."""
+
+
 class FileExecutionStore:
     """The record in a JSON file, written atomically (temp file + rename, so a SIGKILL mid-write
     leaves the previous record). A stop request is a separate file, ``<state>.stop``, so the
-    stopping process and the executor never write the same file."""
+    stopping process and the executor never write the same file. ``lock`` makes one process the
+    only writer: two executors on one state would submit the same moves twice and overwrite each
+    other's record."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.stop_path = self.path.with_name(self.path.name + ".stop")
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self._lock_fd: int | None = None
+
+    def lock(self, holder: str) -> None:
+        """Hold an exclusive lock on ``<state>.lock`` until this process ends (the kernel releases it
+        also after a SIGKILL); raises StateInUseError naming the holder when another process has it."""
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = os.pread(fd, 512, 0).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise StateInUseError(
+                f"state file {self.path} is in use by {owner}: wait for it to end, or stop it "
+                f"(kafka-balancer stop --state {self.path})"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, holder.encode(), 0)
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def locked_by_another(self) -> bool:
+        """Does a live process hold the lock (an executor running on this state, on this host)?"""
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
 
     def load(self) -> dict[str, Any] | None:
         try:

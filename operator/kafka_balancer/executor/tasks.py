@@ -55,8 +55,9 @@ def build_tasks(
     ongoing: Mapping[TopicPartition, OngoingReassignment],
 ) -> list[Task]:
     """Tasks in plan order. A partition under reassignment (e.g. ours, before a crash) has its
-    original replicas recovered from the reassignment (replicas minus adding)."""
-    known = set(cluster.broker_ids.tolist())
+    original replicas recovered from the reassignment (replicas minus adding). A target broker the
+    metadata does not list is offline (a broker that is down and holds nothing is not listed): its
+    moves wait for it (safety.move_blocker)."""
     tasks = []
     for i, target in enumerate(plan.partitions):
         tp = TopicPartition(target.topic, target.partition)
@@ -64,9 +65,6 @@ def build_tasks(
             p = cluster.partition_index(target.topic, target.partition)
         except KeyError:
             raise ModelError(f"plan: partitions[{i}] ({tp}): the cluster has no such partition") from None
-        unknown = [b for b in target.replicas if b not in known]
-        if unknown:
-            raise ModelError(f"plan: partitions[{i}] ({tp}): field 'replicas' names unknown broker {unknown[0]}")
         current = cluster.replica_ids(p)
         running = ongoing.get(tp)
         if running is not None:

@@ -1,15 +1,15 @@
 """Replication throttles (KIP-73) limited to the moves in flight, and always taken back.
 
-Rates go on the brokers a plan involves; ``throttled.replicas`` lists only the replicas of
-partitions being moved right now (source replicas as leader-throttled, added replicas as
-follower-throttled), because a listed replica that is not moving would throttle ordinary
-follower catch-up. Every change is recorded *before* it is made, so whoever reads the record
-after a crash can undo exactly what this executor did; configs it found already set are never
-overwritten or removed.
+Rates go on the brokers a plan involves, as they come up; ``throttled.replicas`` lists only the
+replicas of partitions being moved right now (source replicas as leader-throttled, added replicas as
+follower-throttled), because a listed replica that is not moving would throttle ordinary follower
+catch-up. The lists are changed entry by entry (APPEND and SUBTRACT, KIP-339), never set whole from a
+copy, so entries another person adds during a run stay; a rate or a list that is no longer the one
+we wrote is left alone. Every change is recorded *before* it is made, so whoever reads the record
+after a crash can undo exactly what this executor did.
 
 ``kafka.throttles`` (set_throttles/remove_throttles) throttles a fixed set of moves in one go, as
-kafka-reassign-partitions does; the executor's set of moves changes at every poll, and it must
-not overwrite a broker rate someone else set even for the length of a run, hence this manager.
+kafka-reassign-partitions does; the executor's set of moves changes at every poll, hence this manager.
 """
 
 from __future__ import annotations
@@ -24,39 +24,28 @@ from kafka_balancer.kafka.port import (
     FOLLOWER_THROTTLED_REPLICAS,
     LEADER_THROTTLE_RATE,
     LEADER_THROTTLED_REPLICAS,
+    ConfigValue,
     KafkaError,
     KafkaPort,
+    ListChange,
 )
 
 ALL_REPLICAS = "*"
 
 
-def parse_replica_list(value: str | None) -> set[tuple[int, int]]:
-    """``"0:1,0:2"`` -> {(0, 1), (0, 2)}; empty or unset -> empty. ``*`` is handled by callers."""
-    out: set[tuple[int, int]] = set()
-    for raw in (value or "").split(","):
-        item = raw.strip()
-        if not item or item == ALL_REPLICAS:
-            continue
-        partition, _, broker = item.partition(":")
-        out.add((int(partition), int(broker)))
+def _entries(value: str | None) -> list[str]:
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+def wanted_entries(in_flight: Sequence[Task]) -> dict[str, dict[str, set[str]]]:
+    """topic -> list config -> the entries the moves in flight need (as kafka-reassign-partitions sets them)."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for task in in_flight:
+        topic, p = task.tp.topic, task.tp.partition
+        lists = out.setdefault(topic, {LEADER_THROTTLED_REPLICAS: set(), FOLLOWER_THROTTLED_REPLICAS: set()})
+        lists[LEADER_THROTTLED_REPLICAS].update(f"{p}:{b}" for b in task.original)
+        lists[FOLLOWER_THROTTLED_REPLICAS].update(f"{p}:{b}" for b in task.adding)
     return out
-
-
-def format_replica_list(entries: Iterable[tuple[int, int]]) -> str:
-    return ",".join(f"{p}:{b}" for p, b in sorted(set(entries)))
-
-
-def _merged(original: str | None, ours: set[tuple[int, int]]) -> str | None:
-    """The config value that keeps the original entries and adds ours; None means delete."""
-    if original is not None and original.strip() == ALL_REPLICAS:
-        return original  # every replica is already throttled: nothing to add
-    entries = parse_replica_list(original) | ours
-    return format_replica_list(entries) if entries else None
-
-
-def _blank(value: str | None) -> str | None:
-    return value if value else None
 
 
 class ThrottleManager:
@@ -71,78 +60,152 @@ class ThrottleManager:
         self.rate = rate
         self.record = record
         self._save = save
-        # Topic -> (leader, follower) values last written, to skip writes that change nothing.
-        self._applied: dict[str, tuple[str | None, str | None]] = {}
+        self._foreign: set[int] = set()  # brokers found with a rate of their own: never touched
 
     @property
     def enabled(self) -> bool:
         return self.rate is not None
 
     def set_rates(self, brokers: Iterable[int]) -> None:
-        """Put the rate on these brokers, except those that already had a rate we did not set."""
+        """Put the rate on these (live) brokers, once each, except those that have a rate we did not set.
+        Called at every poll: a broker that was down when the run began gets its rate when it returns."""
         if self.rate is None:
             return
-        wanted = sorted(set(brokers))
-        ours = set(self.record.brokers)
-        fresh = [b for b in wanted if b not in ours]
-        if fresh:
-            # One broker per call: Kafka accepts a single BROKER resource per config request.
-            configs = {b: self.port.broker_configs([b]).get(b, {}) for b in fresh}
-            for b in fresh:
-                existing = configs[b]
-                if _blank(existing.get(LEADER_THROTTLE_RATE)) or _blank(existing.get(FOLLOWER_THROTTLE_RATE)):
-                    continue  # someone else's throttle: left exactly as it is
-                self.record.brokers.append(b)
-            self._save()
-        targets = [b for b in wanted if b in set(self.record.brokers)]
+        fresh = sorted(set(brokers) - set(self.record.brokers) - self._foreign)
+        if not fresh:
+            return
+        # One broker per call: Kafka accepts a single BROKER resource per config request.
+        configs = {b: self.port.broker_configs([b]).get(b, {}) for b in fresh}
         value = str(self.rate)
-        for b in targets:
+        ours = []
+        for b in fresh:
+            if configs[b].get(LEADER_THROTTLE_RATE) or configs[b].get(FOLLOWER_THROTTLE_RATE):
+                self._foreign.add(b)  # someone else's throttle: left exactly as it is
+            else:
+                self.record.brokers[b] = value
+                ours.append(b)
+        self._save()
+        for b in ours:
             self.port.alter_broker_configs({b: {LEADER_THROTTLE_RATE: value, FOLLOWER_THROTTLE_RATE: value}})
 
     def update_replicas(self, in_flight: Sequence[Task]) -> None:
-        """Make the topics' throttled.replicas list exactly the in-flight moves (plus originals)."""
+        """Add the entries the moves in flight need and take out ours that no move needs any more."""
         if self.rate is None:
             return
-        leader: dict[str, set[tuple[int, int]]] = {}
-        follower: dict[str, set[tuple[int, int]]] = {}
-        for task in in_flight:
-            topic, p = task.tp.topic, task.tp.partition
-            leader.setdefault(topic, set()).update((p, b) for b in task.original)
-            follower.setdefault(topic, set()).update((p, b) for b in task.adding)
-        new_topics = sorted(t for t in leader if t not in self.record.topics)
-        if new_topics:
-            configs = self.port.topic_configs(new_topics)
-            for topic in new_topics:
-                found = configs.get(topic, {})
-                self.record.topics[topic] = (
-                    _blank(found.get(LEADER_THROTTLED_REPLICAS)),
-                    _blank(found.get(FOLLOWER_THROTTLED_REPLICAS)),
-                )
-            self._save()  # recorded before the first write, so a crash can always undo it
-        changes: dict[str, dict[str, str | None]] = {}
-        finished: list[str] = []
-        for topic, (orig_leader, orig_follower) in self.record.topics.items():
-            if topic in leader:
-                value = (_merged(orig_leader, leader[topic]), _merged(orig_follower, follower.get(topic, set())))
-            else:
-                value = (orig_leader, orig_follower)
-                finished.append(topic)
-            if self._applied.get(topic) != value:
-                changes[topic] = {LEADER_THROTTLED_REPLICAS: value[0], FOLLOWER_THROTTLED_REPLICAS: value[1]}
-                self._applied[topic] = value
-        if changes:
-            self.port.alter_topic_configs(changes)
-        if finished:
-            for topic in finished:
-                del self.record.topics[topic]
-                self._applied.pop(topic, None)
+        wanted = wanted_entries(in_flight)
+        adding = {
+            topic: {
+                key: entries - set(self.record.topics.get(topic, {}).get(key, [])) for key, entries in lists.items()
+            }
+            for topic, lists in wanted.items()
+        }
+        adding = {t: {k: e for k, e in lists.items() if e} for t, lists in adding.items()}
+        adding = {t: lists for t, lists in adding.items() if lists}
+        if adding:
+            self._append(adding)
+        removing: dict[str, dict[str, ConfigValue]] = {}
+        for topic, lists in self.record.topics.items():
+            for key, ours in lists.items():
+                done = sorted(set(ours) - wanted.get(topic, {}).get(key, set()))
+                if done:
+                    removing.setdefault(topic, {})[key] = ListChange(subtract=tuple(done))
+        if removing:
+            self._alter_topics(removing)
+            for topic, changes in removing.items():
+                for key, change in changes.items():
+                    assert isinstance(change, ListChange)
+                    left = [e for e in self.record.topics[topic][key] if e not in change.subtract]
+                    self.record.topics[topic][key] = left
             self._save()
+
+    def _append(self, adding: dict[str, dict[str, set[str]]]) -> None:
+        """Record, then APPEND, the entries not listed yet (those already listed are someone else's)."""
+        changes: dict[str, dict[str, ConfigValue]] = {}
+        for topic, lists in sorted(adding.items()):
+            found = self._configs_of(topic)
+            if found is None:
+                continue  # deleted: its moves end as dead at the next poll
+            for key, entries in lists.items():
+                listed = _entries(found.get(key))
+                if ALL_REPLICAS in listed:
+                    continue  # every replica of the topic is throttled already
+                new = sorted(entries - set(listed))
+                if not new:
+                    continue
+                if not listed and key not in self.record.topics.get(topic, {}):
+                    self.record.created.setdefault(topic, [])
+                    if key not in self.record.created[topic]:
+                        self.record.created[topic].append(key)
+                self.record.topics.setdefault(topic, {}).setdefault(key, []).extend(new)
+                changes.setdefault(topic, {})[key] = ListChange(append=tuple(new))
+        if changes:
+            self._save()  # recorded before the write, so a crash can always undo it
+            self._alter_topics(changes)
+
+    def _alter_topics(self, changes: dict[str, dict[str, ConfigValue]]) -> None:
+        """Per topic: a topic deleted meanwhile has no throttle left to change."""
+        for topic, configs in changes.items():
+            try:
+                self.port.alter_topic_configs({topic: configs})
+            except KafkaError as err:
+                if err.name != "UNKNOWN_TOPIC_OR_PARTITION":
+                    raise
 
     def clear(self) -> list[str]:
         """Remove every throttle this executor set (also those recorded by a crashed run).
 
         Returns what could not be removed (e.g. a rate on a broker that is down); those stay in
         the record so that a later run or `kafka-balancer stop` removes them."""
+        failures = self._clear_topics()
+        failures += self._clear_rates()
+        self._save()
+        return failures
+
+    def _clear_topics(self) -> list[str]:
+        failures: list[str] = []
+        for topic in sorted(set(self.record.topics) | set(self.record.legacy_topics)):
+            try:
+                found = self._configs_of(topic)
+                if found is not None:
+                    self.port.alter_topic_configs({topic: self._undo(topic, found)})
+                self._forget_topic(topic)  # undone, or deleted with the topic
+            except KafkaError as err:
+                if err.name == "UNKNOWN_TOPIC_OR_PARTITION":
+                    self._forget_topic(topic)
+                else:
+                    failures.append(f"topic {topic}: {err.name}")
+        return failures
+
+    def _configs_of(self, topic: str) -> dict[str, str] | None:
+        """A topic's configs, or None when it no longer exists (deleted during the run)."""
+        try:
+            return self.port.topic_configs([topic]).get(topic)
+        except KafkaError as err:
+            if err.name == "UNKNOWN_TOPIC_OR_PARTITION":
+                return None
+            raise
+
+    def _undo(self, topic: str, found: dict[str, str]) -> dict[str, ConfigValue]:
+        """The changes that take our entries out of a topic's lists: the whole list where it holds
+        nothing but ours and we created it, else our entries only."""
+        if topic in self.record.legacy_topics:
+            leader, follower = self.record.legacy_topics[topic]
+            return {LEADER_THROTTLED_REPLICAS: leader or None, FOLLOWER_THROTTLED_REPLICAS: follower or None}
+        changes: dict[str, ConfigValue] = {}
+        for key, ours in self.record.topics.get(topic, {}).items():
+            listed = _entries(found.get(key))
+            if key in self.record.created.get(topic, []) and set(listed) <= set(ours):
+                changes[key] = None
+            elif ours:
+                changes[key] = ListChange(subtract=tuple(ours))
+        return changes
+
+    def _forget_topic(self, topic: str) -> None:
+        self.record.topics.pop(topic, None)
+        self.record.created.pop(topic, None)
+        self.record.legacy_topics.pop(topic, None)
+
+    def _clear_rates(self) -> list[str]:
         failures: list[str] = []
         alive: set[int] | None = None
         if self.record.brokers:
@@ -150,30 +213,24 @@ class ThrottleManager:
             # broker only times out), and it makes the client learn of brokers that came back
             # (librdkafka forgets a broker that left the metadata until its next refresh).
             try:
-                cluster = self.port.read_cluster(with_sizes=False)
-                alive = alive_brokers(cluster)
+                alive = alive_brokers(self.port.read_cluster(with_sizes=False))
             except KafkaError:
                 alive = None
-        if self.record.topics:
-            try:
-                self.port.alter_topic_configs(
-                    {
-                        topic: {LEADER_THROTTLED_REPLICAS: leader, FOLLOWER_THROTTLED_REPLICAS: follower}
-                        for topic, (leader, follower) in self.record.topics.items()
-                    }
-                )
-                self.record.topics.clear()
-            except KafkaError as err:
-                failures.append(f"topics {sorted(self.record.topics)}: {err.name}")
-        for b in list(self.record.brokers):
+        for b, ours in sorted(self.record.brokers.items()):
             if alive is not None and b not in alive:
                 failures.append(f"broker {b}: offline")
                 continue
             try:
-                self.port.alter_broker_configs({b: {LEADER_THROTTLE_RATE: None, FOLLOWER_THROTTLE_RATE: None}})
-                self.record.brokers.remove(b)
+                found = self.port.broker_configs([b]).get(b, {})
+                # A rate that is no longer the one we wrote was set by someone else since: theirs now.
+                keys = [
+                    k
+                    for k in (LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE)
+                    if found.get(k) in (ours, None) or not ours
+                ]
+                if keys:
+                    self.port.alter_broker_configs({b: dict.fromkeys(keys)})
+                del self.record.brokers[b]
             except KafkaError as err:
                 failures.append(f"broker {b}: {err.name}")
-        self._applied.clear()
-        self._save()
         return failures

@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient
 
 # The admin package re-exports these without __all__; import them from where they are defined so
 # that mypy --strict (no implicit re-export) sees them.
-from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
+from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
 from confluent_kafka.admin._listoffsets import OffsetSpec
 from kafka import TopicPartition as KpTopicPartition
 from kafka.admin import KafkaAdminClient
@@ -36,10 +36,12 @@ from kafka_balancer.kafka.port import (
     UNCLEAN_LEADER_ELECTION,
     BrokerEndpoint,
     ClusterDescription,
+    ConfigValue,
     ConsumerGroupInfo,
     ConsumerGroupMember,
     KafkaError,
     KafkaUnavailableError,
+    ListChange,
     OngoingReassignment,
     TopicPartition,
 )
@@ -56,8 +58,6 @@ _LOGIN_ERRORS = {"_AUTHENTICATION": "SASL_AUTHENTICATION_FAILED", "_SSL": "_SSL"
 _POLL_SLICE_S = 0.1
 _REFRESH_AFTER_S = 0.5
 _TRANSPORT_ERRORS = {"_TRANSPORT", "_ALL_BROKERS_DOWN"}
-# Topic configs that the model keeps; "set" means set on the topic, not inherited.
-_TOPIC_SOURCES = {ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_TOPIC_CONFIG.value}  # librdkafka gives ints
 
 
 def _from_confluent(err: Any, partition: TopicPartition | None = None) -> KafkaError:
@@ -87,6 +87,23 @@ def _from_kafka_python(err: Any, partition: TopicPartition | None = None) -> Kaf
     if isinstance(err, _KP_UNAVAILABLE):
         return KafkaUnavailableError(type(err).__name__, str(err), partition)
     return KafkaError(type(err).__name__, str(err), partition)
+
+
+def _set_entries(key: str, value: ConfigValue) -> list[Any]:
+    """SET, DELETE and a ListChange's APPEND."""
+    if isinstance(value, ListChange):
+        if not value.append:
+            return []
+        return [ConfigEntry(key, ",".join(value.append), incremental_operation=AlterConfigOpType.APPEND)]
+    op = AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET
+    return [ConfigEntry(key, value if value is not None else "", incremental_operation=op)]
+
+
+def _subtract_entries(key: str, value: ConfigValue) -> list[Any]:
+    """A ListChange's SUBTRACT."""
+    if isinstance(value, ListChange) and value.subtract:
+        return [ConfigEntry(key, ",".join(value.subtract), incremental_operation=AlterConfigOpType.SUBTRACT)]
+    return []
 
 
 def _group_state(state: Any) -> str:
@@ -263,14 +280,13 @@ class KafkaAdapter:
             entries = configs.get(name, {})
             min_isr = entries.get(MIN_INSYNC_REPLICAS)
             unclean = entries.get(UNCLEAN_LEADER_ELECTION)
+            # Effective values, wherever they are set (the topic, a cluster-wide broker default, the
+            # brokers' server.properties, Kafka's default): a broker default of min.insync.replicas=2
+            # protects a topic exactly as the topic's own setting does.
             builder.set_topic(
                 name,
-                min_insync_replicas=int(min_isr.value)
-                if min_isr is not None and min_isr.source in _TOPIC_SOURCES
-                else None,
-                unclean_leader_election=(
-                    unclean.value == "true" if unclean is not None and unclean.source in _TOPIC_SOURCES else None
-                ),
+                min_insync_replicas=int(min_isr.value) if min_isr is not None and min_isr.value else None,
+                unclean_leader_election=unclean.value == "true" if unclean is not None and unclean.value else None,
             )
             for index, p in sorted(metadata.topics[name].partitions.items()):
                 tp = TopicPartition(name, index)
@@ -513,27 +529,24 @@ class KafkaAdapter:
                     out[tp] = _from_confluent(err, tp)
         return out
 
-    def _alter(self, rtype: Any, changes: Mapping[str, Mapping[str, str | None]]) -> None:
-        resources = []
-        for name, configs in changes.items():
-            entries = [
-                ConfigEntry(
-                    key,
-                    value if value is not None else "",
-                    incremental_operation=AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET,
-                )
-                for key, value in configs.items()
-            ]
-            resources.append(ConfigResource(rtype, name, incremental_configs=entries))
-        for batch in self._batches(rtype, resources):
-            if batch:
-                for _, future in self._admin.incremental_alter_configs(batch).items():
-                    self._result(future)
+    def _alter(self, rtype: Any, changes: Mapping[str, Mapping[str, ConfigValue]]) -> None:
+        # Kafka refuses two operations on one config key in a request: a ListChange's SUBTRACT goes
+        # in a second request, after its APPEND (an entry being replaced is never missing meanwhile).
+        for phase in (_set_entries, _subtract_entries):
+            resources = []
+            for name, configs in changes.items():
+                entries = [entry for key, value in configs.items() for entry in phase(key, value)]
+                if entries:
+                    resources.append(ConfigResource(rtype, name, incremental_configs=entries))
+            for batch in self._batches(rtype, resources):
+                if batch:
+                    for _, future in self._admin.incremental_alter_configs(batch).items():
+                        self._result(future)
 
     def alter_broker_configs(self, changes: Mapping[int, Mapping[str, str | None]]) -> None:
         self._alter(ConfigResource.Type.BROKER, {str(b): c for b, c in changes.items()})
 
-    def alter_topic_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+    def alter_topic_configs(self, changes: Mapping[str, Mapping[str, ConfigValue]]) -> None:
         self._alter(ConfigResource.Type.TOPIC, changes)
 
     def close(self) -> None:

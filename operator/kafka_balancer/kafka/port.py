@@ -91,6 +91,21 @@ class ConsumerGroupInfo:
         return {tp: max(0, self.log_end.get(tp, off) - off) for tp, off in self.committed.items()}
 
 
+@dataclass(frozen=True)
+class ListChange:
+    """Entries to add to (APPEND) and to take out of (SUBTRACT) a list config such as a topic's
+    ``*.replication.throttled.replicas``, leaving every other entry as it is (IncrementalAlterConfigs,
+    KIP-339). Two writers of one list (an operator and the executor) must use it rather than setting
+    the whole list from a copy they read, which would drop what the other added meanwhile."""
+
+    append: tuple[str, ...] = ()
+    subtract: tuple[str, ...] = ()
+
+
+# A config change: a value to set, None to delete the config, or entries to add to / take out of a list.
+ConfigValue = str | ListChange | None
+
+
 class KafkaError(Exception):
     """An error Kafka returned, with its error name (e.g. ``NOT_CONTROLLER``) and the partition."""
 
@@ -152,8 +167,9 @@ class KafkaPort(Protocol):
         """IncrementalAlterConfigs on brokers: a value sets, None deletes."""
         ...
 
-    def alter_topic_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
-        """IncrementalAlterConfigs on topics: a value sets, None deletes."""
+    def alter_topic_configs(self, changes: Mapping[str, Mapping[str, ConfigValue]]) -> None:
+        """IncrementalAlterConfigs on topics: a value sets, None deletes, a ListChange appends and
+        subtracts list entries."""
         ...
 
     def close(self) -> None: ...

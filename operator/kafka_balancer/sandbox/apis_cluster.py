@@ -28,7 +28,7 @@ from kafka_balancer.sandbox.state import NO_LEADER, ClusterState, TopicState
 
 TOPIC, BROKER = 2, 4
 # DescribeConfigs config_source values.
-DYNAMIC_TOPIC, DYNAMIC_BROKER, STATIC_BROKER, DEFAULT = 1, 2, 4, 5
+DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER, DEFAULT = 1, 2, 3, 4, 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 TOPIC_DEFAULTS = {
@@ -40,6 +40,9 @@ TOPIC_DEFAULTS = {
     "cleanup.policy": "delete",
 }
 BROKER_DYNAMIC = {LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE}
+# Broker configs that are also the default of a topic config of the same name: a cluster-wide
+# default set on the broker resource "" is then every topic's effective value, unless the topic sets it.
+BROKER_DEFAULTS = {MIN_INSYNC_REPLICAS: "1", UNCLEAN_LEADER_ELECTION: "false"}
 # Metadata versions whose all-topics responses are spliced from per-topic encodings (both
 # clients use v12); other versions are encoded whole.
 SPLICED_METADATA_VERSIONS = (11, 12)
@@ -293,18 +296,25 @@ def delete_topics(call: Call) -> Any:
 
 # ----- configs ----------------------------------------------------------------------------------
 def _config_entries(state: ClusterState, rtype: int, name: str) -> dict[str, tuple[str, int]] | None:
+    """A resource's configs with their value and source, as DescribeConfigs reports them."""
+    defaults = {k: (v, DEFAULT) for k, v in BROKER_DEFAULTS.items()}
+    defaults.update({k: (v, DYNAMIC_DEFAULT_BROKER) for k, v in state.broker_defaults.items()})
     if rtype == TOPIC:
         topic = state.topics.get(name)
         if topic is None:
             return None
         entries = {k: (v, DEFAULT) for k, v in TOPIC_DEFAULTS.items()}
+        entries.update({k: v for k, v in defaults.items() if k in TOPIC_DEFAULTS})
         entries.update({k: (v, DYNAMIC_TOPIC) for k, v in topic.configs.items()})
         return entries
+    if rtype == BROKER and name == "":
+        return {k: (v, DYNAMIC_DEFAULT_BROKER) for k, v in state.broker_defaults.items()}
     if rtype == BROKER:
         if not name.isdigit() or int(name) not in state.brokers:
             return None
         broker = state.brokers[int(name)]
-        entries = {"broker.id": (str(broker.id), STATIC_BROKER)}
+        entries = dict(defaults)
+        entries["broker.id"] = (str(broker.id), STATIC_BROKER)
         if broker.rack is not None:
             entries["broker.rack"] = (broker.rack, STATIC_BROKER)
         entries.update({k: (v, DYNAMIC_BROKER) for k, v in broker.configs.items()})
@@ -366,6 +376,8 @@ def _check_value(name: str, value: str | None) -> tuple[str, str] | None:
             return "INVALID_REQUEST", f"{prefix}: Not a number of type LONG"
         if int(text) < 0:
             return "INVALID_REQUEST", f"{prefix}: Value must be at least 0"
+    if name == MIN_INSYNC_REPLICAS and (not value.strip().isdigit() or int(value) < 1):
+        return "INVALID_CONFIG", f"Invalid value {value} for configuration {name}: Value must be at least 1"
     if name in (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS) and value.strip() not in ("", "*"):
         for item in _list_items(value):
             p, _, b = item.partition(":")
@@ -397,6 +409,8 @@ def incremental_alter_configs(call: Call) -> Any:
         target: dict[str, str] | None = None
         if res.resource_type == TOPIC and res.resource_name in state.topics:
             target = state.topics[res.resource_name].configs
+        elif res.resource_type == BROKER and res.resource_name == "":
+            target = state.broker_defaults
         elif res.resource_type == BROKER and res.resource_name.isdigit() and int(res.resource_name) in state.brokers:
             target = state.brokers[int(res.resource_name)].configs
         if target is None:
@@ -411,6 +425,12 @@ def incremental_alter_configs(call: Call) -> Any:
                     break
                 if c.config_operation == SET:
                     updated[c.name] = _stored(c.name, c.value or "")
+                elif c.config_operation == DELETE and target is state.broker_defaults and c.name == MIN_INSYNC_REPLICAS:
+                    # Kafka 4.x clusters elect from eligible leader replicas (KIP-966, on by default),
+                    # which need a cluster-level min.insync.replicas: it can be set, not deleted.
+                    message = "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
+                    err = error_code("INVALID_CONFIG")
+                    break
                 elif c.config_operation == DELETE:
                     updated.pop(c.name, None)
                 elif c.config_operation in (APPEND, SUBTRACT):

@@ -128,6 +128,8 @@ class ClusterState:
         self.brokers: dict[int, BrokerState] = {}
         self.topics: dict[str, TopicState] = {}
         self.controller_id = -1
+        # Cluster-wide dynamic broker defaults (the broker resource "", kafka-configs.sh --entity-default).
+        self.broker_defaults: dict[str, str] = {}
         self.groups: dict[str, GroupSeed] = {}
         # Rows of partitions, growable; see PartitionState.row.
         self.size = np.zeros(0, dtype=np.float64)

@@ -24,6 +24,24 @@ def send(port: int, request: Any, version: int, *, correlation_id: int = 7) -> A
     return response.decode(payload[4 + (1 if flexible else 0) :], version=version)
 
 
+def set_cluster_default(bootstrap: str, key: str, value: str | None) -> None:
+    """A cluster-wide broker default (kafka-configs.sh --entity-type brokers --entity-default):
+    IncrementalAlterConfigs on the broker resource "" (None deletes it), sent to the first bootstrap
+    broker as is (both admin clients refuse that resource name)."""
+    from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest
+
+    alterable = IncrementalAlterConfigsRequest.AlterConfigsResource.AlterableConfig
+    op = 1 if value is None else 0  # DELETE, SET
+    resource = IncrementalAlterConfigsRequest.AlterConfigsResource(
+        resource_type=4, resource_name="", configs=[alterable(name=key, config_operation=op, value=value)]
+    )
+    port = int(bootstrap.split(",", maxsplit=1)[0].rsplit(":", 1)[1])
+    answer = send(port, IncrementalAlterConfigsRequest(resources=[resource], validate_only=False), 0)
+    error = answer.responses[0]
+    if error.error_code != 0:
+        raise AssertionError(f"setting the cluster default {key}={value}: {error.error_code} {error.error_message}")
+
+
 def send_raw(port: int, frame: bytes) -> bytes:
     """Send bytes, return what comes back before the broker closes the connection."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
