@@ -94,6 +94,10 @@ class KubeApiserver:
         ]
         account = next(o for o in self.rbac if o["kind"] == "ServiceAccount")["metadata"]["name"]
         self.users = {"admin": "admin", "operator": f"system:serviceaccount:{RELEASE_NAMESPACE}:{account}"}
+        self.groups = {
+            "admin": ("system:masters",),
+            "operator": ("system:serviceaccounts", f"system:serviceaccounts:{RELEASE_NAMESPACE}"),
+        }
         self.url = ""
         self._tokens = {"admin": os.urandom(16).hex(), "operator": os.urandom(16).hex()}
         self._processes: list[Any] = []
@@ -181,11 +185,11 @@ class KubeApiserver:
                 serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
             )
         )
-        account_ns = self.users["operator"].split(":")[2]
-        groups = {"admin": "system:masters", "operator": f"system:serviceaccounts,system:serviceaccounts:{account_ns}"}
         tokens = self.workdir / "tokens.csv"
         tokens.write_text(
-            "".join(f'{self._tokens[u]},{self.users[u]},{u},"{groups[u]}"\n' for u in ("admin", "operator"))
+            "".join(
+                f'{self._tokens[u]},{self.users[u]},{u},"{",".join(self.groups[u])}"\n' for u in ("admin", "operator")
+            )
         )
         return cert, key, accounts, tokens
 
@@ -274,6 +278,18 @@ class KubeApiserver:
     def objects(self, plural: str, group: str = "kafkabalancer.io", version: str = "v1alpha1") -> list[dict[str, Any]]:
         """The objects of one resource in every namespace, read as admin."""
         return self.client("admin").items(f"{group}/{version}" if group else version, plural)
+
+    def can_i(self, user: User, call: Call) -> bool:
+        """``kubectl auth can-i --as``: the server's RBAC answer, asked with a SubjectAccessReview."""
+        resource, _, sub = call.resource.partition("/")
+        attributes = {"verb": call.verb, "group": call.group, "resource": resource, "subresource": sub}
+        attributes |= {"namespace": call.namespace or "", "name": call.name or ""}
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {"user": self.users[user], "groups": list(self.groups[user]), "resourceAttributes": attributes},
+        }
+        return bool(self.client("admin").create(review, "subjectaccessreviews")["status"].get("allowed"))
 
     def calls(self, user: User) -> list[Call]:
         """Every resource request ``user`` has made so far, from the audit log, with its response code."""
