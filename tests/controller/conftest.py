@@ -24,7 +24,7 @@ from kafka_balancer.sandbox.ports import free_port
 from kube_apiserver import kube_apiserver
 from prometheus_client.parser import text_string_to_metric_families
 
-from .kube import ApiServer, kube_server
+from .kube import EMULATED, KUBE_APISERVER, ApiServer, kube_server
 
 # Read when kafka_balancer.controller.operator is imported (kopf timers are declared at import time).
 os.environ.setdefault("KAFKA_BALANCER_RECONCILE_SECONDS", "1")
@@ -34,7 +34,6 @@ os.environ["KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS"] = "3"  # an unreachable clust
 os.environ["KAFKA_BALANCER_METRICS_ADDRESS"] = "127.0.0.1"
 
 GROUP, VERSION = "kafkabalancer.io", "v1alpha1"
-EMULATED, KUBE_APISERVER = "emulated", "kube-apiserver"
 # A test that runs against the emulator and the real API server: @both_api_servers.
 both_api_servers = pytest.mark.parametrize("api_server", [EMULATED, KUBE_APISERVER], indirect=True)
 

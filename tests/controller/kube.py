@@ -22,6 +22,8 @@ from kafka_balancer.sandbox.kube import KubeApiServer, KubeClient, KubeEmulator
 from kmock._internal import enums, rendering  # the request model
 from kube_apiserver import Call, User
 
+EMULATED, KUBE_APISERVER = "emulated", "kube-apiserver"  # the two kinds of server, as test ids
+
 
 class ApiServer(Protocol):
     """What the tests use of a Kubernetes API server, emulated or real."""
