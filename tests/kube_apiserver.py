@@ -28,10 +28,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import ssl
+import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -99,8 +101,8 @@ class KubeApiserver:
             "operator": ("system:serviceaccounts", f"system:serviceaccounts:{RELEASE_NAMESPACE}"),
         }
         self.url = ""
-        self._tokens = {"admin": os.urandom(16).hex(), "operator": os.urandom(16).hex()}
-        self._processes: list[Any] = []
+        self._tokens = {"admin": secrets.token_hex(16), "operator": secrets.token_hex(16)}
+        self._processes: list[subprocess.Popen[bytes]] = []
         self._ca = workdir / "ca.crt"
         self._audit = workdir / "audit.log"
 
@@ -124,13 +126,13 @@ class KubeApiserver:
             stop(proc)
         self._processes.clear()
 
-    def _spawn(self, name: str, command: list[str]) -> Any:
+    def _spawn(self, name: str, command: list[str]) -> subprocess.Popen[bytes]:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.workdir)}
         proc = spawn(command, env=env, log=self.workdir / f"{name}.log")
         self._processes.append(proc)
         return proc
 
-    def _wait(self, name: str, probe: Any, timeout: float = 90.0) -> None:
+    def _wait(self, name: str, probe: Callable[[], bool], timeout: float = 90.0) -> None:
         proc = self._processes[-1]
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

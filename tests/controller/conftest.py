@@ -155,11 +155,11 @@ def operator(kube: Cluster) -> Iterator[Operator]:
 
 
 @pytest.fixture
-def no_unlisted_calls(kube: Cluster) -> Iterator[None]:
+def no_unlisted_calls(api_server: ApiServer) -> Iterator[None]:
     """After the test: every request the operator sent is in kafka_balancer.controller.rbac.API_CALLS, and
     the real API server refused none of them (the chart's RBAC grants all it needs)."""
     yield
-    calls = kube.server.calls("operator")
+    calls = api_server.calls("operator")
     unlisted = {
         (c.group, c.resource, c.verb, c.namespace is not None)
         for c in calls

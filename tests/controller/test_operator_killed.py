@@ -234,6 +234,7 @@ def _throttles(kafka: EmulatedCluster) -> dict[str, dict[str, str]]:
 
 
 @both_api_servers
+@pytest.mark.usefixtures("no_unlisted_calls")  # neither operator made a request outside its RBAC
 def test_operator_killed_mid_execution_is_resumed_by_a_new_process(
     api_server: ApiServer,
     emulator: Callable[..., EmulatedCluster],
