@@ -1,4 +1,10 @@
-"""Fixtures for the operator tests: a kmock Kubernetes API and the real kopf operator against it."""
+"""Fixtures for the operator tests: a Kubernetes API and the real kopf operator against it.
+
+The API is the sandbox's emulator (kmock, fast) unless a test is parametrised over both servers with
+:data:`both_api_servers`: then it also runs against the real kube-apiserver and etcd
+(tests/kube_apiserver.py), with the CRDs installed and the chart's RBAC enforced. Either way the test's
+own requests are made as "admin" and the operator's as "operator".
+"""
 
 from __future__ import annotations
 
@@ -15,9 +21,10 @@ import kubernetes
 import pytest
 from kafka_balancer.controller.rbac import allows
 from kafka_balancer.sandbox.ports import free_port
+from kube_apiserver import kube_apiserver
 from prometheus_client.parser import text_string_to_metric_families
 
-from .kube import KubeServer, kube_server
+from .kube import EMULATED, KUBE_APISERVER, ApiServer, kube_server
 
 # Read when kafka_balancer.controller.operator is imported (kopf timers are declared at import time).
 os.environ.setdefault("KAFKA_BALANCER_RECONCILE_SECONDS", "1")
@@ -27,12 +34,14 @@ os.environ["KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS"] = "3"  # an unreachable clust
 os.environ["KAFKA_BALANCER_METRICS_ADDRESS"] = "127.0.0.1"
 
 GROUP, VERSION = "kafkabalancer.io", "v1alpha1"
+# A test that runs against the emulator and the real API server: @both_api_servers.
+both_api_servers = pytest.mark.parametrize("api_server", [EMULATED, KUBE_APISERVER], indirect=True)
 
 
 class Cluster:
     """The test's view of the Kubernetes API: create/patch/read objects through the real client."""
 
-    def __init__(self, server: KubeServer, kubeconfig: Path) -> None:
+    def __init__(self, server: ApiServer, kubeconfig: Path) -> None:
         self.server = server
         self.api = kubernetes.config.new_client_from_config(str(kubeconfig))
         self.custom = kubernetes.client.CustomObjectsApi(self.api)
@@ -83,15 +92,25 @@ class Cluster:
 
 
 @pytest.fixture
-def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
-    with kube_server() as server:
-        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-        cluster = Cluster(server, kubeconfig)
-        try:
-            yield cluster
-        finally:
-            cluster.api.close()
+def api_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ApiServer]:
+    """The emulator, or the real kube-apiserver when the test is parametrised with :data:`both_api_servers`."""
+    if getattr(request, "param", EMULATED) == KUBE_APISERVER:
+        with kube_apiserver(tmp_path / "kube-apiserver") as real:
+            yield real
+    else:
+        with kube_server() as emulated:
+            yield emulated
+
+
+@pytest.fixture
+def kube(api_server: ApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    """The test's client, as admin; KUBECONFIG is the operator's (read by an operator the test starts)."""
+    monkeypatch.setenv("KUBECONFIG", str(api_server.write_kubeconfig(tmp_path / "kubeconfig", user="operator")))
+    cluster = Cluster(api_server, api_server.write_kubeconfig(tmp_path / "admin.kubeconfig", user="admin"))
+    try:
+        yield cluster
+    finally:
+        cluster.api.close()
 
 
 @dataclass
@@ -136,16 +155,16 @@ def operator(kube: Cluster) -> Iterator[Operator]:
 
 
 @pytest.fixture
-def no_unlisted_calls(kube: Cluster) -> Iterator[None]:
-    """After the test: every request the operator sent is in kafka_balancer.controller.rbac.API_CALLS."""
+def no_unlisted_calls(api_server: ApiServer) -> Iterator[None]:
+    """After the test: every request the operator sent is in kafka_balancer.controller.rbac.API_CALLS, and
+    the real API server refused none of them (the chart's RBAC grants all it needs)."""
     yield
-    test_client = {("", "secrets", "create")}  # the test itself creates Secrets; the operator never does
+    calls = api_server.calls("operator")
     unlisted = {
         (c.group, c.resource, c.verb, c.namespace is not None)
-        for c in kube.server.emulator.calls
+        for c in calls
         if not allows(c.group, c.resource, c.verb, namespaced=c.namespace is not None)
-        and (c.group, c.resource, c.verb) not in test_client
-        # the test creates and patches BalancePolicies/ResourceGroups through the API like kubectl does
-        and not (c.group == "kafkabalancer.io" and c.verb in {"create", "get"} and "/" not in c.resource)
     }
     assert not unlisted, f"API calls missing from controller/rbac.py: {sorted(unlisted)}"
+    refused = sorted({(c.group, c.resource, c.verb, c.namespace, c.name) for c in calls if c.code == 403}, key=str)
+    assert not refused, f"the chart's RBAC refused the operator (group, resource, verb, namespace, name): {refused}"

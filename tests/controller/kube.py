@@ -1,8 +1,10 @@
-"""The sandbox's Kubernetes API emulator (kafka_balancer.sandbox.kube), recording every request.
+"""The Kubernetes API servers of the operator tests: the sandbox's emulator, recording every request, and
+the real kube-apiserver (tests/kube_apiserver.py), behind one interface (:class:`ApiServer`).
 
-The CRDs are served from the start (generated from the models, so a test never depends on the
-committed YAML being current), and every request is recorded as RBAC sees it: the RBAC test
-compares them with kafka_balancer.controller.rbac.
+The emulator serves the CRDs from the start (generated from the models, so a test never depends on the
+committed YAML being current), and records every request as RBAC sees it, with the user the bearer
+token names (the emulator accepts any token; kubeconfigs written here carry "admin" or "operator"):
+the tests compare the operator's requests with kafka_balancer.controller.rbac.
 """
 
 from __future__ import annotations
@@ -10,23 +12,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import attrs
+import yaml
 from kafka_balancer.controller.crdgen import all_crds
-from kafka_balancer.sandbox.kube import KubeApiServer, KubeEmulator
+from kafka_balancer.sandbox.kube import KubeApiServer, KubeClient, KubeEmulator
 from kmock._internal import enums, rendering  # the request model
+from kube_apiserver import Call, User
+
+EMULATED, KUBE_APISERVER = "emulated", "kube-apiserver"  # the two kinds of server, as test ids
 
 
-@dataclass(frozen=True)
-class Call:
-    """One API request as RBAC sees it."""
+class ApiServer(Protocol):
+    """What the tests use of a Kubernetes API server, emulated or real."""
 
-    group: str
-    resource: str  # with the subresource, e.g. balancepolicies/status
-    verb: str
-    namespace: str | None
+    url: str
+
+    def write_kubeconfig(self, path: Path, namespace: str = "default", *, user: User = "operator") -> Path: ...
+
+    def client(self, user: User = "admin") -> KubeClient: ...
+
+    def objects(
+        self, plural: str, group: str = "kafkabalancer.io", version: str = "v1alpha1"
+    ) -> list[dict[str, Any]]: ...
+
+    def calls(self, user: User) -> list[Call]: ...
 
 
 _VERBS = {
@@ -58,7 +70,9 @@ class StampingEmulator(KubeEmulator):
             verb = _VERBS[request.action]
             if request.action == enums.action.UPDATE and request.method == "PUT":
                 verb = "update"
-            self.calls.append(Call(request.resource.group or "", plural + sub, verb, request.namespace))
+            user = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            group = request.resource.group or ""
+            self.calls.append(Call(user, group, plural + sub, verb, request.namespace, request.name))
         return await super()._handle(request)
 
 
@@ -73,6 +87,20 @@ class KubeServer(KubeApiServer):
     def start(self) -> KubeServer:
         super().start()
         return self
+
+    def write_kubeconfig(self, path: Path, namespace: str = "default", *, user: User = "operator") -> Path:
+        """A kubeconfig whose token names ``user`` (the emulator accepts any token and records it)."""
+        super().write_kubeconfig(path, namespace)
+        config = yaml.safe_load(path.read_text())
+        config["users"][0]["user"]["token"] = user
+        path.write_text(yaml.safe_dump(config))
+        return path
+
+    def client(self, user: User = "admin") -> KubeClient:
+        return KubeClient(self.url, token=user)
+
+    def calls(self, user: User) -> list[Call]:
+        return [c for c in self.emulator.calls if c.user == user]
 
     def objects(self, plural: str, group: str = "kafkabalancer.io", version: str = "v1alpha1") -> list[dict[str, Any]]:
         """Current (not deleted) objects of one resource, read from the emulator's memory."""

@@ -15,7 +15,7 @@ import pytest
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.sandbox import EmulatedCluster, GroupSeed, MemberSeed
 
-from .conftest import Cluster, Operator, run_operator
+from .conftest import Cluster, Operator, both_api_servers, run_operator
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -98,6 +98,7 @@ def _group_skew(cluster: EmulatedCluster) -> dict[str, float]:
     return out
 
 
+@both_api_servers
 def test_manual_policy_proposes_then_executes_the_approved_proposal(
     kube: Cluster, operator: Operator, skewed: EmulatedCluster, no_unlisted_calls: None
 ) -> None:

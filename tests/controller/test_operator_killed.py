@@ -6,9 +6,10 @@ Dockerfile's ENTRYPOINT without tini, plus its CMD) and killed with SIGKILL whil
 in flight in Kafka and their throttles are set. Everything a restarted operator knows is what the
 first one wrote to the BalancePolicy status (the executor checkpoint) and what Kafka reports.
 
-Kubernetes is the sandbox's kmock API server (CRDs installed by creating them, as
-``kubectl apply -f crds/`` does); Kafka is the emulator in this process, so the test counts the
-AlterPartitionReassignments entries its controller serves and reads its state directly.
+Kubernetes is the sandbox's kmock API server and, in a second run, the real kube-apiserver with the
+chart's RBAC (tests/kube_apiserver.py), the CRDs installed in both; Kafka is the emulator in this
+process, so the test counts the AlterPartitionReassignments entries its controller serves and reads
+its state directly.
 
 Time: the emulator runs at 2x real time, so a 10 MB move at 4 MB/s takes ~1.3 s. On a real cluster
 a move copies gigabytes and lasts far longer than an operator restart, so the moves in flight at the
@@ -27,7 +28,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -35,12 +35,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.sandbox import EmulatedCluster, operations
-from kafka_balancer.sandbox.kube import KubeApiServer, KubeClient, kube_api_server
+from kafka_balancer.sandbox.kube import KubeClient
 from kafka_balancer.sandbox.ports import free_port
 from kafka_balancer.sandbox.state import ClusterState, PartitionState
+from processes import spawn, tail
+
+from .conftest import both_api_servers
+from .kube import ApiServer
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -93,23 +96,8 @@ def submissions(monkeypatch: pytest.MonkeyPatch) -> Submissions:
 
 
 # ----- Kubernetes -----------------------------------------------------------------------------------
-@pytest.fixture
-def kube_api() -> Iterator[KubeApiServer]:
-    with kube_api_server() as server:
-        yield server
-
-
-def _get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - the emulator on 127.0.0.1
-        return json.loads(response.read())
-
-
 def _install(client: KubeClient, kafka: EmulatedCluster) -> None:
-    """``kubectl apply`` of the CRDs, two ResourceGroups and a Manual, throttled BalancePolicy."""
-    for path in sorted((REPO / "crds").glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc and doc.get("kind") == "CustomResourceDefinition":
-                client.create(doc, "customresourcedefinitions")
+    """``kubectl apply`` of two ResourceGroups and a Manual, throttled BalancePolicy (the CRDs are in)."""
     for name, (brokers, topic) in GROUPS.items():
         client.create(
             {
@@ -152,17 +140,6 @@ def _image_command() -> list[str]:
     return command
 
 
-# Linux: the operator gets SIGKILL if pytest itself dies, so not even an aborted run leaves it behind
-# (PR_SET_PDEATHSIG survives exec, and the pid stays the operator's). argv: test pid, then the command.
-_ORPHAN_GUARD = """\
-import ctypes, os, signal, sys
-ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-if os.getppid() != int(sys.argv[1]):
-    sys.exit("the test exited before the operator started")
-os.execv(sys.argv[2], sys.argv[2:])
-"""
-
-
 @dataclass
 class OperatorProcess:
     proc: subprocess.Popen[bytes]
@@ -172,9 +149,8 @@ class OperatorProcess:
     def pid(self) -> int:
         return self.proc.pid
 
-    def tail(self, lines: int = 40) -> str:
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
+    def tail(self) -> str:
+        return tail(self.log)
 
 
 def _session_members(sid: int) -> list[int]:
@@ -210,9 +186,7 @@ def start_operator(tmp_path: Path) -> Iterator[Callable[[Path], OperatorProcess]
             KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS="10",
         )
         log = tmp_path / f"operator-{len(started) + 1}.log"
-        argv = [sys.executable, "-c", _ORPHAN_GUARD, str(os.getpid()), *command]
-        with log.open("wb") as out:
-            proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = spawn(command, env=env, log=log, new_session=True)  # killed if pytest dies
         started.append(OperatorProcess(proc, log))
         return started[-1]
 
@@ -259,8 +233,10 @@ def _throttles(kafka: EmulatedCluster) -> dict[str, dict[str, str]]:
     return {where: configs for where, configs in found.items() if configs}
 
 
+@both_api_servers
+@pytest.mark.usefixtures("no_unlisted_calls")  # neither operator made a request outside its RBAC
 def test_operator_killed_mid_execution_is_resumed_by_a_new_process(
-    kube_api: KubeApiServer,
+    api_server: ApiServer,
     emulator: Callable[..., EmulatedCluster],
     submissions: Submissions,
     start_operator: Callable[[Path], OperatorProcess],
@@ -269,8 +245,8 @@ def test_operator_killed_mid_execution_is_resumed_by_a_new_process(
     kafka = emulator(skewed_model(), time_scale=2.0)
     with kafka.state.lock:
         initial = {(p.topic, p.index): list(p.replicas) for p in kafka.state.rows}
-    client = KubeClient(kube_api.url)
-    kubeconfig = kube_api.write_kubeconfig(tmp_path / "kubeconfig", NS)
+    client = api_server.client("admin")
+    kubeconfig = api_server.write_kubeconfig(tmp_path / "kubeconfig", NS, user="operator")
     _install(client, kafka)
 
     def status() -> dict[str, Any]:
@@ -355,7 +331,7 @@ def test_operator_killed_mid_execution_is_resumed_by_a_new_process(
     # One run, interrupted: it started before the kill, not when the second operator took it over.
     assert dt.datetime.fromisoformat(final["lastRun"]["startedAt"].replace("Z", "+00:00")) <= killed_wall
     assert final["progress"]["partitionsDone"] == final["progress"]["partitionsTotal"] == proposal["partitions"]
-    events = _get_json(f"{kube_api.url}/api/v1/namespaces/{NS}/events")["items"]
+    events = client.items("v1", "events", NS)
     resumed = [e for e in events if e.get("reason") == "ExecutionResumed"]
     assert resumed, sorted({e.get("reason") for e in events})
     assert proposal["id"] in resumed[0]["message"]

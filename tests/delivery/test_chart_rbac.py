@@ -1,12 +1,20 @@
-"""The chart's RBAC grants exactly the Kubernetes API calls the operator makes: each is allowed, nothing else is."""
+"""The chart's RBAC grants exactly the Kubernetes API calls the operator makes: each is allowed, nothing else is.
+
+Whether a call is allowed is decided twice: by the RBAC model of rbac.py over the rendered objects, and
+by the real kube-apiserver with those objects applied (a SubjectAccessReview for the chart's
+ServiceAccount, tests/kube_apiserver.py).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kube_apiserver import Call, kube_apiserver
 
 from .chart import ALL_FEATURES, REPO, manifests, render
 from .rbac import ApiCall, Grant, allowed, calls_in_source, grants_for
@@ -93,8 +101,31 @@ def test_calls_read_from_the_code_are_the_published_list() -> None:
     assert not missing, f"kubeapi.py makes calls kafka_balancer.controller.rbac.API_CALLS does not list: {missing}"
 
 
+# Is ``call`` allowed in a namespace (None: cluster-wide)? Made from the chart values it judges.
+Authorizer = Callable[[ApiCall, str | None], bool]
+
+
+@pytest.fixture(params=["rbac-model", "kube-apiserver"])
+def authorizer(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], Authorizer]]:
+    """The RBAC model of rbac.py, or the real API server's RBAC with the rendered objects applied."""
+    with contextlib.ExitStack() as stack:
+
+        def for_values(values: dict[str, Any]) -> Authorizer:
+            if request.param == "rbac-model":
+                grants = grants_for(manifests(render(values, namespace=RELEASE_NS)), ACCOUNT, RELEASE_NS)
+                return lambda call, ns: allowed(grants, call, ns)
+            server = stack.enter_context(kube_apiserver(tmp_path / "kube-apiserver", values))
+            return lambda call, ns: server.can_i(
+                "operator", Call("operator", call.group, call.resource, call.verb, ns, call.name)
+            )
+
+        yield for_values
+
+
 @pytest.mark.parametrize("watched", [None, ("kafka-a", "kafka-b")], ids=["all-namespaces", "named-namespaces"])
-def test_every_call_is_allowed_and_nothing_more(watched: tuple[str, ...] | None) -> None:
+def test_every_call_is_allowed_and_nothing_more(
+    watched: tuple[str, ...] | None, authorizer: Callable[[dict[str, Any]], Authorizer]
+) -> None:
     values: dict[str, Any] = {
         "rbac": {
             "secrets": [
@@ -108,12 +139,13 @@ def test_every_call_is_allowed_and_nothing_more(watched: tuple[str, ...] | None)
     objects = manifests(render(values, namespace=RELEASE_NS))
     grants = grants_for(objects, ACCOUNT, RELEASE_NS)
     namespaces = list(watched) if watched else ["kafka-a", "some-team", RELEASE_NS]
+    may = authorizer(values)
 
     expected = _expected(spark=False, all_namespaces=watched is None)
     for call in expected:
         where = namespaces if call.namespaced else [None]
         for ns in where:
-            assert allowed(grants, call, ns), f"{call} is not allowed in {ns or 'the cluster scope'}"
+            assert may(call, ns), f"{call} is not allowed in {ns or 'the cluster scope'}"
     # Nothing more: every granted (group, resource, verb) is one the operator uses (Secrets by name only).
     extra = _granted_calls(grants) - {(c.group, c.resource, c.verb) for c in expected} - {("", "secrets", "get")}
     assert not extra, f"granted but never used: {sorted(extra)}"
@@ -125,14 +157,14 @@ def test_every_call_is_allowed_and_nothing_more(watched: tuple[str, ...] | None)
         cluster_wide = {(c.group, c.resource, c.verb) for c in expected if not c.namespaced}
         for call in expected:
             if call.namespaced and (call.group, call.resource, call.verb) not in cluster_wide:
-                assert not allowed(grants, call, "elsewhere"), f"{call} allowed outside the watched namespaces"
+                assert not may(call, "elsewhere"), f"{call} allowed outside the watched namespaces"
 
     # Secrets: exactly the named ones, only `get`, only in their namespace.
     for call, ns in _secret_calls({RELEASE_NS: ["kafka-creds"], "kafka-a": ["team-a-creds"]}):
-        assert allowed(grants, call, ns), f"{call} denied in {ns}"
-    assert not allowed(grants, ApiCall("", "secrets", "get", name="kafka-creds"), "kafka-a")
-    assert not allowed(grants, ApiCall("", "secrets", "get", name="other"), RELEASE_NS)
-    assert not allowed(grants, ApiCall("", "secrets", "list"), RELEASE_NS)
+        assert may(call, ns), f"{call} denied in {ns}"
+    assert not may(ApiCall("", "secrets", "get", name="kafka-creds"), "kafka-a")
+    assert not may(ApiCall("", "secrets", "get", name="other"), RELEASE_NS)
+    assert not may(ApiCall("", "secrets", "list"), RELEASE_NS)
     assert all(g.names for g in grants if g.resource == "secrets"), "Secrets are only ever granted by name"
 
 

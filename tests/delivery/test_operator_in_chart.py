@@ -1,9 +1,11 @@
-"""The operator started exactly as the image and the chart start it, against kmock and the Kafka emulator.
+"""The operator started exactly as the image and the chart start it, against the Kafka emulator and a
+Kubernetes API: kmock, and the real kube-apiserver enforcing the chart's rendered RBAC.
 
 The command is the Dockerfile's ENTRYPOINT (without tini) plus the container args the chart renders,
 with the chart's plain environment. The test then checks what a cluster would enforce: the probes'
 endpoint answers, SIGTERM stops the operator cleanly (Recreate relies on it), and every Kubernetes
-API call the operator really made is allowed by the chart's RBAC in the namespace it was made in.
+API call the operator really made is allowed by the chart's RBAC in the namespace it was made in
+(on the real server: none was refused).
 The Kafka cluster requires SASL: the policy names its credentials Secret, which the chart lets the
 operator read only because the install lists it in ``rbac.secrets``.
 """
@@ -25,10 +27,11 @@ from typing import Any
 
 import kubernetes
 import pytest
-from controller.kube import KubeServer, kube_server  # tests/controller: kmock that records every call
+from controller.kube import EMULATED, KUBE_APISERVER, ApiServer, kube_server  # kmock, recording every call
 from kafka_balancer.sandbox import EmulatedCluster
 from kafka_balancer.sandbox.demo_cluster import skewed_demo_model
 from kafka_balancer.sandbox.ports import free_port
+from kube_apiserver import kube_apiserver
 
 from .chart import MONITORING_API, manifests, one, render
 from .rbac import ApiCall, allowed, grants_for
@@ -41,10 +44,22 @@ SECRET = "kafka-balancer-credentials"
 PASSWORD = "c0rrect-h0rse"
 
 
-@pytest.fixture
-def kube() -> Iterator[KubeServer]:
-    with kube_server() as server:
-        yield server
+# The chart's RBAC as the test installs it: a Role in the one watched namespace, and the one Secret the
+# policy names, in the policy's namespace (as the README installs it).
+RBAC_VALUES: dict[str, Any] = {
+    "watch": {"allNamespaces": False, "namespaces": [POLICY_NS]},
+    "rbac": {"secrets": [{"namespace": POLICY_NS, "names": [SECRET]}]},
+}
+
+
+@pytest.fixture(params=[EMULATED, KUBE_APISERVER])
+def kube(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ApiServer]:
+    if request.param == KUBE_APISERVER:
+        with kube_apiserver(tmp_path / "kube-apiserver", RBAC_VALUES) as real:
+            yield real
+    else:
+        with kube_server() as emulated:
+            yield emulated
 
 
 def _command_and_env(deployment: dict[str, Any], kubeconfig: Path, scratch: Path) -> tuple[list[str], dict[str, str]]:
@@ -91,16 +106,14 @@ def _get(port: int, path: str) -> tuple[int, str] | None:
 
 @pytest.mark.slow
 def test_operator_runs_as_the_chart_starts_it_within_its_rbac(
-    kube: KubeServer, emulator: Callable[..., EmulatedCluster], tmp_path: Path
+    kube: ApiServer, emulator: Callable[..., EmulatedCluster], tmp_path: Path
 ) -> None:
     health_port, metrics_port = free_port(), free_port()
     values = {
-        "watch": {"allNamespaces": False, "namespaces": [POLICY_NS]},
+        **RBAC_VALUES,
         "operator": {"healthPort": health_port},
         "metrics": {"port": metrics_port, "serviceMonitor": {"enabled": True}},
         "prometheusRule": {"enabled": True},
-        # As the README installs it: the one Secret the policy names, in the policy's namespace.
-        "rbac": {"secrets": [{"namespace": POLICY_NS, "names": [SECRET]}]},
     }
     objects = manifests(render(values, namespace=RELEASE_NS, api_versions=(MONITORING_API,)))
     deployment = one(objects, "Deployment")
@@ -111,8 +124,8 @@ def test_operator_runs_as_the_chart_starts_it_within_its_rbac(
     # only be made from the credentials the operator read from the Secret.
     login = {"username": "balancer", "password": PASSWORD}
     kafka = emulator(skewed_demo_model(), sasl_users={login["username"]: login["password"]})
-    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
-    api = kubernetes.config.new_client_from_config(str(kubeconfig))
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig", user="operator")
+    api = kubernetes.config.new_client_from_config(str(kube.write_kubeconfig(tmp_path / "admin", user="admin")))
     kubernetes.client.CoreV1Api(api).create_namespaced_secret(
         POLICY_NS,
         # `data` (base64), as the API server stores it: the emulated API does not fold in stringData.
@@ -133,7 +146,6 @@ def test_operator_runs_as_the_chart_starts_it_within_its_rbac(
     kubernetes.client.CustomObjectsApi(api).create_namespaced_custom_object(
         "kafkabalancer.io", "v1alpha1", POLICY_NS, "balancepolicies", policy
     )
-    first_operator_call = len(kube.emulator.calls)
 
     command, env = _command_and_env(deployment, kubeconfig, tmp_path)
     log = tmp_path / "operator.log"
@@ -167,22 +179,18 @@ def test_operator_runs_as_the_chart_starts_it_within_its_rbac(
                 raise
     assert code == 0, log.read_text()[-3000:]
 
-    calls = {
-        (c.group, c.resource, c.verb, c.namespace)
-        for c in kube.emulator.calls[first_operator_call:]
-        if c.resource  # API discovery (/api, /apis/<group>/<version>) is open to every authenticated client
-    }
-    assert ("kafkabalancer.io", "balancepolicies/status", "patch", POLICY_NS) in calls
-    assert ("", "configmaps", "create", POLICY_NS) in calls
-    assert ("", "secrets", "get", POLICY_NS) in calls
-    # The recorder keeps no object names; the only Secret the operator has a name for is the policy's.
+    made = kube.calls("operator")  # API discovery names no resource: open to every authenticated client
+    refused = sorted({(c.resource, c.verb, c.namespace, c.name) for c in made if c.code == 403}, key=str)
+    assert not refused, f"the API server refused the operator (resource, verb, namespace, name): {refused}"
+    calls = {(c.group, c.resource, c.verb, c.namespace, c.name if c.resource == "secrets" else None) for c in made}
+    assert ("kafkabalancer.io", "balancepolicies/status", "patch", POLICY_NS, None) in calls
+    assert ("", "configmaps", "create", POLICY_NS, None) in calls
+    assert ("", "secrets", "get", POLICY_NS, SECRET) in calls
     denied = [
-        call
-        for call in sorted(calls, key=json.dumps)
-        if not allowed(grants, ApiCall(*call[:3], name=SECRET if call[1] == "secrets" else None), call[3])
+        call for call in sorted(calls, key=json.dumps) if not allowed(grants, ApiCall(*call[:3], name=call[4]), call[3])
     ]
     assert not denied, f"the chart's RBAC denies calls the operator made (group, resource, verb, namespace): {denied}"
-    assert {ns for *_, ns in calls} <= {POLICY_NS, None}, "the operator reached outside its watched namespace"
+    assert {call[3] for call in calls} <= {POLICY_NS, None}, "the operator reached outside its watched namespace"
     # rbac.secrets grants that Secret and nothing else: not another name, not elsewhere, never a list.
     assert not allowed(grants, ApiCall("", "secrets", "get", name="other"), POLICY_NS)
     assert not allowed(grants, ApiCall("", "secrets", "get", name=SECRET), RELEASE_NS)

@@ -73,6 +73,7 @@ CONDITIONS: Final = (
             "InvalidResourceGroup",
             "OverlappingResourceGroups",
             "MissingSecret",
+            "SecretNotGranted",
             "ClusterUnreachable",
             "DuplicateCluster",
             "UnsatisfiableGoal",

@@ -27,6 +27,10 @@ class NotFoundError(LookupError):
     """The named object does not exist."""
 
 
+class ForbiddenError(PermissionError):
+    """The API server refused the operator's request (403): its RBAC does not grant it."""
+
+
 @dataclass(frozen=True)
 class Credentials:
     username: str | None
@@ -127,12 +131,16 @@ class KubeApi:
 
     # ----- core ---------------------------------------------------------------------------
     def credentials(self, namespace: str, name: str, keys: tuple[str, str, str]) -> Credentials:
-        """Read a Secret: (username key, password key, CA key). Raises NotFoundError naming the Secret."""
+        """Read a Secret: (username key, password key, CA key). Raises NotFoundError or ForbiddenError
+        naming the Secret: the chart grants each Secret by name (rbac.secrets), so 403 is a setting to
+        fix, not a passing failure."""
         try:
             secret = self._core.read_namespaced_secret(name, namespace)
         except kubernetes.client.ApiException as err:
             if err.status == 404:
                 raise NotFoundError(f"Secret {namespace}/{name} not found") from None
+            if err.status == 403:
+                raise ForbiddenError(f"the operator may not read Secret {namespace}/{name}") from None
             raise
         if secret is None:
             raise NotFoundError(f"Secret {namespace}/{name} not found")

@@ -11,7 +11,7 @@ import datetime as dt
 from typing import Any
 
 from kafka_balancer.controller import cron, summaries
-from kafka_balancer.controller.kubeapi import Credentials, KubeApi, NotFoundError
+from kafka_balancer.controller.kubeapi import Credentials, ForbiddenError, KubeApi, NotFoundError
 from kafka_balancer.controller.services import Groups
 from kafka_balancer.model.policy import (
     BalancePolicySpec,
@@ -102,6 +102,11 @@ def read_credentials(kube: KubeApi, namespace: str, spec: BalancePolicySpec) -> 
         creds = kube.credentials(namespace, ref.name, (ref.username_key, ref.password_key, ref.ca_key))
     except NotFoundError as err:
         raise Stall("MissingSecret", f"spec.cluster.credentialsSecret: {err}") from None
+    except ForbiddenError as err:
+        grant = f"{{namespace: {namespace}, names: [{ref.name}]}}"
+        raise Stall(
+            "SecretNotGranted", f"spec.cluster.credentialsSecret: {err}: add {grant} to the chart's rbac.secrets"
+        ) from None
     if spec.cluster.security_protocol.startswith("SASL"):
         for key, value in ((ref.username_key, creds.username), (ref.password_key, creds.password)):
             if value is None:

@@ -10,7 +10,8 @@ person with kubectl:
   cannot change ``spec``, as with a real status subresource.
 - ConfigMaps, Secrets and Events (the core resources the operator writes) are served.
 
-:class:`KubeClient` is the demo's kubectl: create, get and merge-patch over HTTP (stdlib only).
+:class:`KubeClient` is the demo's kubectl: create, get, list (items) and merge-patch over HTTP (stdlib only); with a
+bearer token and a CA it talks to a real API server too (the tests' kube-apiserver, tests/kube_apiserver.py).
 The controller tests serve a subclass that records every request (tests/controller/kube.py).
 """
 
@@ -21,6 +22,7 @@ import contextlib
 import datetime as dt
 import itertools
 import json
+import ssl
 import threading
 import urllib.error
 import urllib.request
@@ -40,7 +42,11 @@ _VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
 
 
 class KubeError(RuntimeError):
-    """An API request the emulator answered with an error status."""
+    """An API request answered with an error status (``code``), or not answered (``code`` None)."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _now() -> str:
@@ -173,11 +179,18 @@ def kube_api_server() -> Iterator[KubeApiServer]:
 
 
 class KubeClient:
-    """A few kubectl verbs over HTTP: create, get, merge-patch. ``plural`` names the resource."""
+    """A few kubectl verbs over HTTP(S): create, get, items (list), merge-patch. ``plural`` names the resource.
 
-    def __init__(self, url: str, timeout: float = 10.0) -> None:
+    ``token``: sent as ``Authorization: Bearer`` (the emulator accepts any); ``ssl_context``: trusts the
+    server's certificate on https URLs."""
+
+    def __init__(
+        self, url: str, timeout: float = 10.0, *, token: str | None = None, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         self.url = url
         self.timeout = timeout
+        self.token = token
+        self.ssl_context = ssl_context
 
     @staticmethod
     def path(api_version: str, plural: str, namespace: str | None = None, name: str | None = None) -> str:
@@ -185,27 +198,45 @@ class KubeClient:
         ns = f"/namespaces/{namespace}" if namespace else ""
         return f"{base}{ns}/{plural}" + (f"/{name}" if name else "")
 
-    def _request(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
+    def _request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json", accept: str = ""
+    ) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(  # noqa: S310 - the URL is the emulator's http://127.0.0.1 address
-            self.url + path, data=data, method=method, headers={"Content-Type": content_type}
+        headers = {"Content-Type": content_type} | ({"Accept": accept} if accept else {})
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        request = urllib.request.Request(  # noqa: S310 - the URL is an API server's address on 127.0.0.1
+            self.url + path, data=data, method=method, headers=headers
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - see above
+            with urllib.request.urlopen(request, timeout=self.timeout, context=self.ssl_context) as response:  # noqa: S310 - see above
                 return json.loads(response.read() or b"null")
         except urllib.error.HTTPError as err:
             detail = err.read().decode(errors="replace")[:300]
-            raise KubeError(f"{method} {path}: HTTP {err.code}: {detail}") from None
+            raise KubeError(f"{method} {path}: HTTP {err.code}: {detail}", err.code) from None
         except OSError as err:
             raise KubeError(f"{method} {path}: {err}") from None
 
-    def create(self, obj: Mapping[str, Any], plural: str) -> Any:
+    def create(self, obj: Mapping[str, Any], plural: str, *, dry_run: bool = False) -> Any:
+        """``kubectl create [--dry-run=server]``: unknown fields are refused (kubectl's strict validation)."""
         namespace = obj.get("metadata", {}).get("namespace")
-        return self._request("POST", self.path(obj["apiVersion"], plural, namespace), dict(obj))
+        query = "?fieldValidation=Strict" + ("&dryRun=All" if dry_run else "")
+        return self._request("POST", self.path(obj["apiVersion"], plural, namespace) + query, dict(obj))
 
     def get(self, api_version: str, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
         found: dict[str, Any] = self._request("GET", self.path(api_version, plural, namespace, name))
         return found
+
+    def items(self, api_version: str, plural: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        """The objects of one resource, in ``namespace`` or (None) in every namespace."""
+        items: list[dict[str, Any]] = self._request("GET", self.path(api_version, plural, namespace)).get("items") or []
+        return items
+
+    def table(self, api_version: str, plural: str, namespace: str | None = None) -> dict[str, Any]:
+        """``kubectl get``: the server's table of the resource's printer columns (a real API server only)."""
+        accept = "application/json;as=Table;g=meta.k8s.io;v=v1"
+        table: dict[str, Any] = self._request("GET", self.path(api_version, plural, namespace), accept=accept)
+        return table
 
     def merge_patch(
         self,
