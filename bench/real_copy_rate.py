@@ -3,14 +3,15 @@
     .venv/bin/python -m bench.real_copy_rate [--throttle 10MB/s] [--receivers 3] [--sources 3]
                                              [--seconds 45] [--partitions 30] [--per-broker 5]
                                              [--poll 1] [--runs 2] [--record-bytes 4096]
-                                             [--batch-bytes 65536] [--trace]
+                                             [--batch-bytes 65536] [--all-at-once] [--trace]
 
 A local KRaft cluster (kafka_balancer.sandbox.real) of ``--sources`` + ``--receivers`` brokers; one
 topic of ``--partitions`` partitions with one replica each, all on the source brokers, filled with
 B x T x ``--seconds`` bytes (equal partitions, records and producer batches of the given sizes). The
 plan moves every partition onto a receiver, the same bytes onto each; ``kafka-balancer execute
 --throttle T`` runs it (the CLI, in its own process). Run 2 moves everything back (the old sources
-receive), and so on for ``--runs``.
+receive), and so on for ``--runs``. ``--all-at-once`` runs the same plan without the executor, for
+comparison: the same throttles, every move submitted at once (what Kafka's throttle allows by itself).
 
 Throttle T on B receiving brokers allows at most B x T bytes/s (with at least as many sources as
 receivers, each source's leader throttle allows what its receiver takes). The copy window runs from
@@ -43,6 +44,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_balancer.executor import parse_rate
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
+from kafka_balancer.kafka.port import TopicPartition
+from kafka_balancer.kafka.throttles import remove_throttles, set_throttles
 from kafka_balancer.model import PartitionTarget, ReassignmentPlan
 from kafka_balancer.sandbox.ports import free_port_range
 from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions
@@ -132,11 +135,48 @@ class Run:
     bytes: int  # the moved replicas' sizes before the run
     seconds: float  # the copy window
     middle_rate: float  # bytes/s on the receivers without the first and last EDGE_S seconds
-    wall: float  # the execute process, start to exit (throttles, submissions, elections included)
+    wall: float  # the whole run: throttles, submissions, the copy, elections, removing the throttles
 
 
-def execute(bootstrap: str, plan: ReassignmentPlan, receivers: set[int], args: argparse.Namespace) -> Run:
-    """Run ``kafka-balancer execute`` on the plan and measure the copy from outside."""
+def run_execute(bootstrap: str, plan: ReassignmentPlan, args: argparse.Namespace) -> None:
+    """``kafka-balancer execute`` with the throttle, as an operator runs it."""
+    with tempfile.TemporaryDirectory(prefix="copy-rate-") as tmp:
+        plan_file = Path(tmp) / "plan.json"
+        plan_file.write_text(plan.dumps())
+        command = [str(CLI), "execute", "--bootstrap-servers", bootstrap, "--plan", str(plan_file), "--quiet"]
+        command += ["--throttle", args.throttle, "--state", str(Path(tmp) / "state.json")]
+        command += ["--concurrent-moves-per-broker", str(args.per_broker), "--poll-interval", f"{args.poll:g}"]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"execute failed ({result.returncode}): {result.stdout[-800:]} {result.stderr[-800:]}")
+
+
+def run_all_at_once(bootstrap: str, plan: ReassignmentPlan, args: argparse.Namespace) -> None:
+    """Kafka's own ceiling, without the executor: the same throttles, every move submitted at once,
+    then wait until Kafka lists none."""
+    port = KafkaAdapter(ConnectionSpec(bootstrap))
+    try:
+        model = port.read_cluster(with_sizes=False)
+        moves = {
+            TopicPartition(t.topic, t.partition): (
+                model.replica_ids(model.partition_index(t.topic, t.partition)),
+                t.replicas,
+            )
+            for t in plan.partitions
+        }
+        record = set_throttles(port, parse_rate(args.throttle), moves)
+        try:
+            port.alter_reassignments({tp: target for tp, (_, target) in moves.items()})
+            while port.list_reassignments():
+                time.sleep(0.2)
+        finally:
+            remove_throttles(port, record)
+    finally:
+        port.close()
+
+
+def measure(bootstrap: str, plan: ReassignmentPlan, receivers: set[int], args: argparse.Namespace) -> Run:
+    """Run the plan (``--all-at-once`` or ``kafka-balancer execute``) and measure the copy from outside."""
     adapter = KafkaAdapter(ConnectionSpec(bootstrap))
     try:
         moved = sum(n for (tp, b), n in adapter.replica_sizes().items() if b not in receivers and tp.topic == TOPIC)
@@ -144,20 +184,14 @@ def execute(bootstrap: str, plan: ReassignmentPlan, receivers: set[int], args: a
         adapter.close()
     watch, done = Watch(), threading.Event()
     watcher = threading.Thread(target=_watch, args=(bootstrap, receivers, done, watch), daemon=True)
-    with tempfile.TemporaryDirectory(prefix="copy-rate-") as tmp:
-        plan_file = Path(tmp) / "plan.json"
-        plan_file.write_text(plan.dumps())
-        command = [str(CLI), "execute", "--bootstrap-servers", bootstrap, "--plan", str(plan_file), "--quiet"]
-        command += ["--throttle", args.throttle, "--state", str(Path(tmp) / "state.json")]
-        command += ["--concurrent-moves-per-broker", str(args.per_broker), "--poll-interval", f"{args.poll:g}"]
-        watcher.start()
-        started = time.monotonic()
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
+    watcher.start()
+    started = time.monotonic()
+    try:
+        (run_all_at_once if args.all_at_once else run_execute)(bootstrap, plan, args)
+    finally:
         wall = time.monotonic() - started
         done.set()
         watcher.join(timeout=30)
-    if result.returncode != 0:
-        raise SystemExit(f"execute failed ({result.returncode}): {result.stdout[-800:]} {result.stderr[-800:]}")
     if watch.first is None or watch.last is None:
         raise SystemExit("no reassignment was seen: the copy window is unknown")
     if args.trace:
@@ -179,6 +213,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2, help="executions (each moves everything back)")
     parser.add_argument("--record-bytes", type=int, default=4096, help="size of the records written")
     parser.add_argument("--batch-bytes", type=int, default=65536, help="the producer's batch.size")
+    parser.add_argument(
+        "--all-at-once", action="store_true", help="no executor: the same throttles, every move submitted at once"
+    )
     parser.add_argument("--trace", action="store_true", help="print the receivers' copy rate of every second")
     args = parser.parse_args()
     throttle = parse_rate(args.throttle)
@@ -196,12 +233,13 @@ def main() -> None:
     with RealCluster(options) as cluster:
         holders, takers = list(range(1, args.sources + 1)), list(range(args.sources + 1, brokers + 1))
         print(f"filled in {fill(cluster.bootstrap_servers, holders, total, args):.1f} s", flush=True)
-        print("run  T MB/s  B  bytes MB  seconds  rate MB/s   share  middle  (ideal s, execute wall s)")
+        how = "every move at once, no executor" if args.all_at_once else "kafka-balancer execute"
+        print(f"{how}\nrun  T MB/s  B  bytes MB  seconds  rate MB/s   share  middle  (ideal s, wall s)")
         for run in range(1, args.runs + 1):
             plan = ReassignmentPlan.of(
                 PartitionTarget(TOPIC, p, (takers[p % len(takers)],)) for p in range(args.partitions)
             )
-            m = execute(cluster.bootstrap_servers, plan, set(takers), args)
+            m = measure(cluster.bootstrap_servers, plan, set(takers), args)
             allowed = throttle * len(takers)
             rate = m.bytes / m.seconds
             print(
