@@ -3,7 +3,8 @@
     .venv/bin/python -m bench.real_copy_rate [--throttle 10MB/s] [--receivers 3] [--sources 3]
                                              [--seconds 45] [--partitions 30] [--per-broker 5]
                                              [--poll 1] [--runs 2] [--record-bytes 4096]
-                                             [--batch-bytes 65536] [--all-at-once] [--trace]
+                                             [--batch-bytes 65536] [--all-at-once]
+                                             [--broker-config KEY=VALUE ...] [--trace]
 
 A local KRaft cluster (kafka_balancer.sandbox.real) of ``--sources`` + ``--receivers`` brokers; one
 topic of ``--partitions`` partitions with one replica each, all on the source brokers, filled with
@@ -39,8 +40,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_balancer.executor import parse_rate
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
@@ -49,9 +48,9 @@ from kafka_balancer.kafka.throttles import remove_throttles, set_throttles
 from kafka_balancer.model import PartitionTarget, ReassignmentPlan
 from kafka_balancer.sandbox.ports import free_port_range
 from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions
+from kafka_balancer.sandbox.traffic import RecordWriter, TopicSpec, create_topics
 
 TOPIC = "copy"
-QUIET = {"log_level": 3}  # librdkafka: errors only
 CLI = Path(sys.executable).parent / "kafka-balancer"
 EDGE_S = 5.0  # the start and the end of a run, left out of its middle
 
@@ -98,35 +97,11 @@ def _watch(bootstrap: str, receivers: set[int], done: threading.Event, watch: Wa
 def fill(bootstrap: str, sources: list[int], total_bytes: int, args: argparse.Namespace) -> float:
     """Create the topic on the sources and write ``total_bytes``, the same into every partition;
     the seconds it took."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
-    assignment = [[sources[p % len(sources)]] for p in range(args.partitions)]
-    admin.create_topics([NewTopic(TOPIC, args.partitions, replica_assignment=assignment)])[TOPIC].result(timeout=30)
-    del admin
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "1",
-            "linger.ms": 20,
-            "batch.size": args.batch_bytes,
-            "message.max.bytes": max(2 * args.record_bytes, 1_000_000),
-            "compression.type": "none",
-            **QUIET,
-        }
-    )
-    value = bytes(range(256)) * (args.record_bytes // 256)
+    create_topics(bootstrap, [TopicSpec(TOPIC, tuple((sources[p % len(sources)],) for p in range(args.partitions)))])
+    writer = RecordWriter(bootstrap, record_bytes=args.record_bytes, batch_bytes=args.batch_bytes)
     started = time.monotonic()
-    for _ in range(total_bytes // args.partitions // len(value)):
-        for p in range(args.partitions):
-            while True:
-                try:
-                    producer.produce(TOPIC, value, partition=p)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-            producer.poll(0)
-    left = producer.flush(300)
-    if left:
-        raise SystemExit(f"{left} records not delivered")
+    writer.write(TOPIC, range(args.partitions), total_bytes // args.partitions // args.record_bytes)
+    writer.flush(300)
     return time.monotonic() - started
 
 
@@ -216,6 +191,9 @@ def main() -> None:
     parser.add_argument(
         "--all-at-once", action="store_true", help="no executor: the same throttles, every move submitted at once"
     )
+    parser.add_argument(
+        "--broker-config", action="append", default=[], metavar="KEY=VALUE", help="server.properties of every broker"
+    )
     parser.add_argument("--trace", action="store_true", help="print the receivers' copy rate of every second")
     args = parser.parse_args()
     throttle = parse_rate(args.throttle)
@@ -223,11 +201,15 @@ def main() -> None:
         parser.error("--sources must be >= --receivers: each source's leader throttle is T as well")
     brokers = args.sources + args.receivers
     total = int(throttle * args.receivers * args.seconds)
-    options = RealClusterOptions(brokers=brokers, racks=min(3, brokers), port_base=free_port_range(brokers + 1))
+    configs = dict(item.split("=", 1) for item in args.broker_config)
+    options = RealClusterOptions(
+        brokers=brokers, racks=min(3, brokers), port_base=free_port_range(brokers + 1), broker_configs=configs
+    )
     print(
         f"{brokers} brokers, {args.partitions} partitions of {total / args.partitions / 1e6:.1f} MB "
         f"({total / 1e9:.2f} GB; records {args.record_bytes} B, batches {args.batch_bytes} B), "
-        f"T={throttle / 1e6:g} MB/s, B={args.receivers}, {args.per_broker} moves per broker, poll {args.poll:g} s",
+        f"T={throttle / 1e6:g} MB/s, B={args.receivers}, {args.per_broker} moves per broker, poll {args.poll:g} s"
+        + "".join(f", {k}={v}" for k, v in configs.items()),
         flush=True,
     )
     with RealCluster(options) as cluster:
