@@ -77,7 +77,7 @@ test: lint typecheck contracts pytest
 demo: venv kafka
 	$(BIN)/kafka-balancer demo
 
-bench: venv
+bench: venv kafka
 	$(BIN)/python -m bench.run_all
 
 # CRDs and their field reference are generated from the models; the chart ships the same files.

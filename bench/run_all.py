@@ -25,6 +25,9 @@ BENCHMARKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("analysis_day", ("bench.analysis_day",)),
     ("consumer_groups", ("bench.consumer_groups",)),
     ("durability_audit", ("bench.durability_audit",)),
+    # Real Kafka brokers (make kafka): the machine's own speed, unlike the emulated figures above.
+    ("real_cluster_start", ("bench.real_cluster_start",)),
+    ("real_copy_rate", ("bench.real_copy_rate",)),
 )
 
 

@@ -71,9 +71,19 @@ def payload(key: bytes, size: int) -> bytes:
 
 
 class RecordWriter:
-    """A producer of keyed records: acks=all, idempotent, failures collected and raised on flush."""
+    """A producer of keyed records: acks=all, idempotent, failures collected and raised on flush.
 
-    def __init__(self, bootstrap: str, *, record_bytes: int, client_id: str = "kafka-balancer-traffic") -> None:
+    ``acked`` counts, per (topic, partition), the key and value bytes the brokers acknowledged: what
+    reached the log, which lags what was sent while brokers fall behind."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        record_bytes: int,
+        client_id: str = "kafka-balancer-traffic",
+        batch_bytes: int = 512 * 1024,
+    ) -> None:
         self.record_bytes = record_bytes
         self.producer = Producer(
             {
@@ -81,13 +91,16 @@ class RecordWriter:
                 "acks": "all",
                 "enable.idempotence": True,
                 "linger.ms": 20,
-                "batch.size": 512 * 1024,
+                # A follower's fetch ends with the part of a batch that did not fit (1 MiB per
+                # partition), which the replication throttle counts: batches near 1 MiB waste it.
+                "batch.size": batch_bytes,
                 "compression.type": "none",
                 "client.id": client_id,
                 **QUIET,
             }
         )
         self.failures: list[str] = []
+        self.acked: dict[tuple[str, int], int] = {}
 
     def send(self, topic: str, partition: int, key: bytes) -> None:
         value = payload(key, self.record_bytes)
@@ -110,32 +123,43 @@ class RecordWriter:
         if left or self.failures:
             raise TrafficError(f"{left} records not delivered; errors: {self.failures[:3]}")
 
-    def _delivered(self, err: Any, _msg: Any) -> None:
+    def _delivered(self, err: Any, msg: Any) -> None:
         if err is not None:
             self.failures.append(str(err))
+            return
+        where = (msg.topic(), msg.partition())
+        self.acked[where] = self.acked.get(where, 0) + len(msg) + len(msg.key() or b"")
 
 
 class SteadyTraffic:
-    """A thread writing to each topic at its rate (bytes per second, spread over its partitions)
-    until the context ends. Keys continue after those of the initial records."""
+    """A thread writing to each partition at its rate until the context ends. ``rates`` gives a
+    topic's bytes per second spread evenly over its partitions (``per_partition`` sets each one).
+    Keys continue after those of the initial records."""
 
     def __init__(self, writer: RecordWriter, rates: Mapping[str, tuple[int, float]]) -> None:
         self.writer = writer
-        self.rates = dict(rates)  # topic -> (partitions, bytes per second)
+        # (topic, partition) -> bytes per second
+        self.rates = {(t, p): rate / partitions for t, (partitions, rate) in rates.items() for p in range(partitions)}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="steady-traffic", daemon=True)
+
+    @classmethod
+    def per_partition(cls, writer: RecordWriter, rates: Mapping[tuple[str, int], float]) -> SteadyTraffic:
+        """Skewed traffic: bytes per second for each (topic, partition)."""
+        traffic = cls(writer, {})
+        traffic.rates = dict(rates)
+        return traffic
 
     def _run(self) -> None:
         started = time.monotonic()
         sent = dict.fromkeys(self.rates, 0)
         while not self.stop.wait(0.05):
             elapsed = time.monotonic() - started
-            for topic, (partitions, rate) in self.rates.items():
+            for (topic, p), rate in self.rates.items():
                 due = int(elapsed * rate / self.writer.record_bytes)
-                for i in range(sent[topic], due):
-                    p = i % partitions
+                for i in range(sent[topic, p], due):
                     self.writer.send(topic, p, f"{topic}-{p}-live-{i}".encode())
-                sent[topic] = max(due, sent[topic])
+                sent[topic, p] = max(due, sent[topic, p])
 
     def __enter__(self) -> SteadyTraffic:
         self.thread.start()
