@@ -13,6 +13,7 @@ from pathlib import Path
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.sandbox.ports import free_port_range
+from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions
 from kafka_balancer.sandbox.traffic import RecordWriter, TopicSpec, create_topics
 
 from realkafka.workflow import CLI, cli
@@ -127,3 +128,13 @@ def test_sandbox_real_says_in_one_line_why_it_cannot_start(tmp_path: Path) -> No
     bad = cli("sandbox", "--real", "--brokers", "0", "--port-base", str(base))
     assert bad.returncode == 2
     assert bad.stderr == "sandbox: --brokers must be between 1 and 64, got 0\n"
+
+
+def test_a_cluster_id_that_begins_with_a_dash_formats(tmp_path: Path) -> None:
+    """A random base64url cluster id begins with "-" about once in 64 starts; StorageTool must not read
+    it as an option."""
+    options = RealClusterOptions(
+        brokers=1, racks=1, port_base=free_port_range(2), data_dir=tmp_path, cluster_id="-aW7HGSu1RaSINLrkUW6JA"
+    )
+    RealCluster(options).prepare()
+    assert "cluster.id=-aW7HGSu1RaSINLrkUW6JA" in (tmp_path / "controller" / "metadata" / "meta.properties").read_text()

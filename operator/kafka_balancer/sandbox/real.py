@@ -63,6 +63,7 @@ class RealClusterOptions:
     data_dir: Path | None = None
     kafka_libs: Path | None = None  # default: $KAFKA_BALANCER_KAFKA_LIBS, then the repository's build/kafka/libs
     heap_mb: int = 320
+    cluster_id: str | None = None  # for a fresh data directory; default: a random one
     broker_configs: Mapping[str, str] = field(default_factory=dict)  # extra server.properties of every broker
     start_timeout_s: float = 120.0
 
@@ -191,8 +192,7 @@ class RealCluster:
         o = self.options
         check_ports_free([*(o.broker_port(b) for b in self.brokers), o.controller_port])
         try:
-            self._write_configs()
-            self._format()
+            self.prepare()
             self._launch(self.controller)
             for node in self.brokers.values():
                 self._launch(node)
@@ -200,6 +200,12 @@ class RealCluster:
         except BaseException:
             self.stop()
             raise
+
+    def prepare(self) -> None:
+        """Write every node's configs and format its storage with kafka.tools.StorageTool (the nodes of
+        a kept data directory are formatted already and left as they are)."""
+        self._write_configs()
+        self._format()
 
     def stop(self) -> None:
         """Stop every JVM (brokers first, with a controlled shutdown, then the controller) and
@@ -340,7 +346,7 @@ class RealCluster:
             for line in meta.read_text().splitlines():
                 if line.startswith("cluster.id="):
                     return line.partition("=")[2].strip()
-        return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        return self.options.cluster_id or urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
     def _format(self) -> None:
         """kafka.tools.StorageTool format on every node not formatted yet, all at once."""
@@ -351,7 +357,8 @@ class RealCluster:
             if all((d / "meta.properties").is_file() for d in dirs):
                 continue
             command = [*self._java_command(node), "kafka.tools.StorageTool", "format", "--ignore-formatted"]
-            command += ["-t", cluster_id, "-c", str(node.config)]
+            # --cluster-id=ID, not "-t ID": an id may begin with "-" (base64url), which would read as an option.
+            command += [f"--cluster-id={cluster_id}", "-c", str(node.config)]
             pending.append((node, subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
         for node, process in pending:
             out, _ = process.communicate(timeout=120)
