@@ -94,6 +94,8 @@ class Progress:
             return False
         i = bisect.bisect_left(self.times, self.times[-1] - window_s)
         seconds = self.times[-1] - self.times[i]
+        if seconds < window_s / 2:
+            return False  # too few readings in the window (a starved reader thread on a busy machine)
         for topic in TOPICS:
             keys = [(topic.name, p) for p in range(len(topic.rates))]
             acked = sum(self.acked[-1].get(k, 0) - self.acked[i].get(k, 0) for k in keys)
