@@ -9,18 +9,12 @@ from __future__ import annotations
 from checks import placement_after
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka_balancer.planner import PlanningError, plan
+from kafka_balancer.planner import CATALOGUE, PlanningError, plan
 
 from bench.random_operations import OPERATIONS, random_case
 
 # What a demotion cannot change (it moves no data): see docs/goals.md, operations.
-DATA_BOUND = {
-    "rack-awareness",
-    "resource-group-confinement",
-    "replica-capacity",
-    "disk-capacity",
-    "network-in-capacity",
-}
+DATA_BOUND = {goal for goal in CATALOGUE.hard_goals if not CATALOGUE.leadership_mends(goal)}
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

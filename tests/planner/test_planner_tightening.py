@@ -10,10 +10,13 @@ import pytest
 from checks import one_rack_per_broker
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.planner import PlannerOptions, evaluate, plan, tighten
+from kafka_balancer.planner.catalogue import CATALOGUE, Q_DISK, Q_REPLICAS
 from kafka_balancer.planner.select import compute_bands
-from kafka_balancer.planner.state import Q_DISK, Q_NET_OUT, Q_REPLICAS, State, resolve_groups
+from kafka_balancer.planner.state import State, resolve_groups
 from kafka_balancer.planner.substitute import substitute_moves
 from kafka_balancer.planner.swaps import leader_trade
+
+Q_NET_OUT = CATALOGUE.index("network-out")
 
 
 def _leaders_after(model: ClusterModel, proposal_leaders: dict[tuple[str, int], int]) -> list[int]:

@@ -14,8 +14,8 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray, FloatArray
+from kafka_balancer.planner.catalogue import Exchange
 from kafka_balancer.planner.count_exchange import replica_count_exchange
-from kafka_balancer.planner.goals import GOAL_QUANTITY
 from kafka_balancer.planner.leaders import leader_pass
 from kafka_balancer.planner.select import (
     Bands,
@@ -28,29 +28,12 @@ from kafka_balancer.planner.select import (
     topic_ok,
     topic_penalty,
 )
-from kafka_balancer.planner.state import (
-    COUNT_QUANTITIES,
-    Q_CPU,
-    Q_DISK,
-    Q_LEADER_IN,
-    Q_LEADERS,
-    Q_NET_IN,
-    Q_NET_OUT,
-    Q_REPLICAS,
-    Ints,
-    State,
-)
+from kafka_balancer.planner.state import Ints, State
 from kafka_balancer.planner.swaps import leader_exchange, leader_trade, swap_batch
 
 # A receiving broker is filled this share of the way from the band's lower edge towards the
 # average: enough headroom that later goals can still move items, little enough to keep bytes low.
 MARGIN: Final = 0.15
-LEADER_QUANTITIES: Final = frozenset({Q_LEADERS, Q_LEADER_IN})
-LEADER_FIRST: Final = frozenset({Q_LEADERS, Q_LEADER_IN, Q_NET_OUT, Q_CPU})
-# Leader-borne loads that one-for-one leadership trades can shift (free, counts unchanged).
-TRADE_QUANTITIES: Final = frozenset({Q_LEADER_IN, Q_NET_OUT, Q_CPU})
-# Quantities that swaps can shift (replica counts cannot: a swap keeps them).
-SWAP_QUANTITIES: Final = frozenset({Q_DISK, Q_NET_IN, Q_NET_OUT, Q_CPU})
 # topic_penalty at or below this: the move does not take its topic further from the band.
 KEEPS_TOPIC: Final = 2.25
 # Swaps (which move bytes both ways) only run when one-way moves left this share of the gap.
@@ -115,9 +98,10 @@ def make_pairs(st: State, b: Bands, q: int) -> list[tuple[int, int, float]]:
     under = np.isfinite(lo) & (load < lo - tol)
     # Brokers outside the balanced groups have infinite bands; keep them out of the arithmetic.
     lo, hi = np.where(np.isfinite(lo), lo, avg), np.where(np.isfinite(hi), hi, avg)
-    receiver = (st.can_lead if q in LEADER_QUANTITIES else st.can_host) & st.active
+    catalogue = st.catalogue
+    receiver = (st.can_lead if catalogue.leaders_only(q) else st.can_host) & st.active
     balanced = np.isfinite(b.upper[:, q]) & st.active
-    if q in COUNT_QUANTITIES:
+    if catalogue.count(q):
         # Whole items: the band edges are whole numbers; a broker may go up to the average rounded up.
         top, bottom, high, low = np.ceil(avg - tol), np.floor(avg + tol), hi, lo
     else:
@@ -139,12 +123,12 @@ def make_pairs(st: State, b: Bands, q: int) -> list[tuple[int, int, float]]:
     # Quantities that leadership carries (leaders, network out, CPU) first pair across racks, where
     # a partition led by the giver has a follower on the taker (same-rack brokers share none then).
     racks: list[int | None] = np.unique(st.rack).tolist()
-    scopes = [None] if q in LEADER_QUANTITIES else [*racks, None]
+    scopes = [None] if catalogue.leaders_only(q) else [*racks, None]
     for g in range(len(st.groups.names)):
         member = st.groups.broker == g
         if not ((over | under) & member).any():
             continue
-        if q in LEADER_FIRST:
+        if catalogue.leadership_carries(q):
             for gives, takes in stages:
                 pairs += _transport_across_racks(st, gives, takes, member=member)
         for rack in scopes:
@@ -160,7 +144,7 @@ def make_pairs(st: State, b: Bands, q: int) -> list[tuple[int, int, float]]:
 
 def _check(st: State, b: Bands, s: int, d: int, *, q: int, amount: float) -> PairCheck:
     # Counts move in whole items: at least one, else a gap below 1 could never close.
-    cap = max(1.0, float(np.floor(amount + 0.5))) if q in COUNT_QUANTITIES else amount
+    cap = max(1.0, float(np.floor(amount + 0.5))) if st.catalogue.count(q) else amount
     return PairCheck(st, b, s, d, q=q, amount=cap)
 
 
@@ -191,7 +175,7 @@ def _replica_batch(
     """Move replicas from ``s`` to ``d``; returns the amount of ``q`` moved."""
     if not st.can_host[d]:
         return 0.0
-    parts, slots = replica_candidates(st, index, s, d=d, nracks=nracks, leaders_only=q in LEADER_QUANTITIES)
+    parts, slots = replica_candidates(st, index, s, d=d, nracks=nracks, leaders_only=st.catalogue.leaders_only(q))
     if parts.size == 0:
         return 0.0
     v = st.slot_loads(parts, slots)
@@ -255,7 +239,7 @@ def _topic_aware_order(
 
 
 def _order(st: State, b: Bands, s: int, d: int, *, v: FloatArray, q: int, amount: float, penalty: FloatArray) -> Ints:
-    if q in COUNT_QUANTITIES:
+    if st.catalogue.count(q):
         return fit_order(st, b, s, d, v=v, q=q, count=amount, penalty=penalty)
     # Among items that fit: those that also even out their topic first, then largest first (fewest
     # items for the amount); ties keep partition order.
@@ -269,12 +253,20 @@ def balance_goal(st: State, goal: str, *, leadership_only: bool = False) -> int:
 
     With ``leadership_only`` no data moves: only leaderships move or are exchanged.
     """
-    q = GOAL_QUANTITY[goal]
+    catalogue = st.catalogue
+    q = catalogue.balances(goal)
+    assert q is not None, goal
+    leadership = catalogue.leadership_carries(q)
+    count = catalogue.count(q)
+    trades = catalogue.uses(goal, Exchange.TRADES)
+    swaps = catalogue.uses(goal, Exchange.SWAPS)
+    count_exchanges = catalogue.uses(goal, Exchange.COUNT_EXCHANGES) and st.count_exchanges
+    leader_exchanges = catalogue.uses(goal, Exchange.LEADER_EXCHANGES)
     nracks = st.group_racks()
     rounds = 0
     for rounds in range(1, st.options.max_rounds + 1):  # noqa: B007 - the count is returned
         b = compute_bands(st)
-        led = leader_pass(st, b, q) if q in LEADER_FIRST else 0
+        led = leader_pass(st, b, q) if leadership else 0
         pairs = make_pairs(st, b, q)
         if not pairs:
             break
@@ -282,18 +274,18 @@ def balance_goal(st: State, goal: str, *, leadership_only: bool = False) -> int:
         moved = float(led)
         for s, d, amount in pairs:
             left = amount
-            if q in LEADER_FIRST:
+            if leadership:
                 left -= _leader_batch(st, b, index, s, d=d, q=q, amount=left)
-            if q in TRADE_QUANTITIES and left > SWAP_MIN_SHARE * amount:
+            if trades and left > SWAP_MIN_SHARE * amount:
                 left -= leader_trade(st, b, index, s, d=d, q=q, amount=left)
             moves_data = not leadership_only
-            if moves_data and left > 1e-9 * max(1.0, amount) and (q not in COUNT_QUANTITIES or left >= 0.5):
+            if moves_data and left > 1e-9 * max(1.0, amount) and (not count or left >= 0.5):
                 left -= _replica_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
-            if moves_data and q == Q_REPLICAS and st.count_exchanges and left >= 0.5:
+            if moves_data and count_exchanges and left >= 0.5:
                 left -= replica_count_exchange(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
-            if moves_data and q in SWAP_QUANTITIES and left > SWAP_MIN_SHARE * amount:
+            if moves_data and swaps and left > SWAP_MIN_SHARE * amount:
                 left -= swap_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
-            if q == Q_LEADERS and left >= 0.5:
+            if leader_exchanges and left >= 0.5:
                 left -= leader_exchange(st, b, index, s, d=d, q=q, amount=left)
             moved += amount - left
         if moved <= 0:

@@ -26,13 +26,11 @@ import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray, FloatArray
 from kafka_balancer.planner.select import leader_candidates, replica_candidates
-from kafka_balancer.planner.state import Q_CPU, Q_NET_OUT, Ints, State
+from kafka_balancer.planner.state import Ints, State
 
 # Replicas compared on each side of an exchange (largest first on the giver, smallest first on the
 # taker): at most SIDE squared pairs per (giver, taker).
 SIDE: Final = 512
-# The capacity limits leadership carries: a leadership step can shrink their excess.
-LEADER_CARRIED: Final = frozenset({Q_NET_OUT, Q_CPU})
 
 
 class _Step:
@@ -70,8 +68,10 @@ def descend(
     total excess of ``q`` most, moving the fewest bytes among equals; returns how much it shrank."""
     excess = float(st.load[s, q] - st.limit[s, q])
     step = _Step()
+    # A leadership step can shrink the excess of a limit leadership carries.
+    leadership = st.catalogue.leadership_carries(q)
     for d in takers.tolist():
-        if q in LEADER_CARRIED:
+        if leadership:
             _leadership(st, s, d, q, step, excess=excess, index=index)
         if leadership_only:
             continue

@@ -23,9 +23,10 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.catalogue import Q_DISK, Q_REPLICAS
 from kafka_balancer.planner.goals import rack_allowance
 from kafka_balancer.planner.select import may_host, movable_replicas
-from kafka_balancer.planner.state import Q_DISK, Q_REPLICAS, Ints, State, arrived_replicas
+from kafka_balancer.planner.state import Ints, State, arrived_replicas
 
 MAX_REPLICAS: Final = 600
 # Nor is it tried on groups holding more replicas in all (finding the movable ones costs as much as

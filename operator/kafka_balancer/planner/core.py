@@ -15,11 +15,10 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal, model_fingerprint, proposal_id
-from kafka_balancer.planner.balance import LEADER_FIRST, balance_goal
+from kafka_balancer.planner.balance import balance_goal
+from kafka_balancer.planner.catalogue import CATALOGUE, TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
 from kafka_balancer.planner.detours import repair_topic_slots
 from kafka_balancer.planner.goals import (
-    GOAL_QUANTITY,
-    TOPIC_GOALS,
     balancedness,
     ended_worse,
     goal_violation,
@@ -33,7 +32,7 @@ from kafka_balancer.planner.pinned import repair_capacity, repair_capacity_by_le
 from kafka_balancer.planner.rebuild import exchange_pass, rebuild_rounds
 from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.select import compute_bands
-from kafka_balancer.planner.state import QUANTITY_NAMES, Ints, State, arrived_replicas, resolve_groups
+from kafka_balancer.planner.state import Ints, State, arrived_replicas, resolve_groups
 from kafka_balancer.planner.substitute import substitute_moves
 from kafka_balancer.planner.tighten import leaders_off_average, tighten_leaders
 from kafka_balancer.planner.topic_chains import leader_chains
@@ -42,14 +41,6 @@ from kafka_balancer.planner.topics import balance_topic_goal
 # Operations that only change the cluster's shape: no distribution rounds afterwards, so the
 # data moved is just what the operation needs.
 SHAPE_ONLY = frozenset({"demote-brokers", "fix-offline-replicas", "change-replication-factor", "move-topics"})
-# Hard goals only data moves can mend (leaders carry no more disk, replicas or bytes in than followers).
-DATA_BOUND_GOALS = (
-    "rack-awareness",
-    "resource-group-confinement",
-    "replica-capacity",
-    "disk-capacity",
-    "network-in-capacity",
-)
 # The per-topic replica goal also runs once right after this goal (see _run).
 TOPIC_SPREAD_EARLY_AFTER = "disk-distribution"
 # Rounds of that early pass (and of the repeat at the end): gains fall off fast (measured at 1.3M
@@ -70,11 +61,12 @@ class Evaluation:
     goals: dict[str, dict[str, Any]]
     balancedness: float
     hard_goals: dict[str, bool] = field(default_factory=dict)
+    quantities: tuple[str, ...] = CATALOGUE.quantity_names
 
     def max_over_avg(self, resource: str, group: str | None = None) -> float:
         """Largest max/avg ratio of ``resource`` (replicas|leaders|disk|network-in|network-out|cpu) over groups."""
-        if resource not in QUANTITY_NAMES:
-            raise ValueError(f"resource must be one of {', '.join(QUANTITY_NAMES)}, got {resource!r}")
+        if resource not in self.quantities:
+            raise ValueError(f"resource must be one of {', '.join(self.quantities)}, got {resource!r}")
         values = [g[resource]["maxOverAvg"] for name, g in self.groups.items() if group in (None, name)]
         return max(values, default=1.0)
 
@@ -94,7 +86,8 @@ class Evaluation:
 def _evaluate_state(st: State, original: Ints) -> Evaluation:
     violations = {g: goal_violation(st, g) for g in st.options.distribution_goals}
     goals = {g: {"holds": v <= 1e-9, "violation": round(v, 6)} for g, v in violations.items()}
-    return Evaluation(quantity_stats(st), goals, balancedness(st, violations), hard_goal_status(st, original))
+    hard = hard_goal_status(st, original)
+    return Evaluation(quantity_stats(st), goals, balancedness(st, violations), hard, st.catalogue.quantity_names)
 
 
 def evaluate(model: ClusterModel, options: PlannerOptions | None = None) -> Evaluation:
@@ -137,8 +130,8 @@ def _holds_inactive(st: State) -> bool:
 
 def goal_order(options: PlannerOptions) -> list[str]:
     """The order distribution goals are optimized in: broker-level goals by priority, then per-topic goals."""
-    goals = options.distribution_goals
-    return [g for g in goals if g in GOAL_QUANTITY] + [g for g in TOPIC_GOALS if g in goals]
+    goals, catalogue = options.distribution_goals, options.catalogue
+    return [g for g in goals if catalogue.balances(g) is not None] + [g for g in catalogue.topic_goals if g in goals]
 
 
 def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -> State:
@@ -173,23 +166,23 @@ def _distribute(st: State, strict: frozenset[str], *, detours: bool = True) -> N
     detours of step 9 only with ``detours``)."""
     options = st.options
     done: list[str] = []
-    topic_spread = "topic-replica-distribution" in options.distribution_goals
+    topic_spread = TOPIC_REPLICA_GOAL in options.distribution_goals
     for goal in goal_order(options):
         done.append(goal)
         st.guarded = frozenset(done) | strict
-        if goal in GOAL_QUANTITY:
+        if st.catalogue.balances(goal) is not None:
             balance_goal(st, goal)
             if goal == TOPIC_SPREAD_EARLY_AFTER and topic_spread:
                 # While the brokers still have slack in the later goals' bands, one-way moves can
                 # even out the topics; at the end only exchanges (twice the bytes) could.
-                balance_topic_goal(st, "topic-replica-distribution", rounds=TOPIC_SPREAD_EARLY_ROUNDS)
+                balance_topic_goal(st, TOPIC_REPLICA_GOAL, rounds=TOPIC_SPREAD_EARLY_ROUNDS)
         else:
             # Last: exchanges may now use partitions of any size, for what is still out of band.
             balance_topic_goal(st, goal, size_cap=1.0)
     # Leadership moves of the last goal free some replica moves of the one before: once more,
     # briefly (it finishes a few slots; at millions of replicas more rounds would not pay).
     st.guarded = frozenset(options.distribution_goals) | strict
-    for goal in TOPIC_GOALS:
+    for goal in st.catalogue.topic_goals:
         if goal in options.distribution_goals:
             balance_topic_goal(
                 st, goal, size_cap=1.0, rounds=TOPIC_SPREAD_EARLY_ROUNDS, chains_share=REPEAT_CHAINS_SHARE
@@ -197,7 +190,7 @@ def _distribute(st: State, strict: frozenset[str], *, detours: bool = True) -> N
     revert_moves(st)
     substitute_moves(st)
     tighten_leaders(st)
-    if "topic-leader-distribution" in options.distribution_goals:
+    if TOPIC_LEADER_GOAL in options.distribution_goals:
         # The traffic and leader counts changed since the topic-leader goal's turn: its chains
         # (no data moves) may now find a way for what it left out of band. Briefly: at millions
         # of replicas a full call would take a minute.
@@ -221,10 +214,10 @@ def _finish_by_leadership(st: State, strict: frozenset[str]) -> None:
     way. Every goal is guarded, so nothing that holds breaks.
     """
     st.guarded = frozenset(st.options.distribution_goals) | strict
+    catalogue = st.catalogue
+    balanced = [(g, catalogue.balances(g)) for g in goal_order(st.options)]
     short = [
-        g
-        for g in goal_order(st.options)
-        if g in GOAL_QUANTITY and GOAL_QUANTITY[g] in LEADER_FIRST and goal_violation(st, g) > 1e-9
+        g for g, q in balanced if q is not None and catalogue.leadership_carries(q) and goal_violation(st, g) > 1e-9
     ]
     for goal in short:
         balance_goal(st, goal, leadership_only=True)
@@ -298,8 +291,7 @@ def _final_checks(st: State, original: Ints, scope: BoolArray) -> None:
     status = hard_goal_status(st, original, scope)
     if st.options.operation.type == "demote-brokers":
         # Demotion moves no data, so it cannot fix racks, groups, or loads leadership does not carry.
-        for goal in DATA_BOUND_GOALS:
-            status.pop(goal, None)
+        status = {g: ok for g, ok in status.items() if st.catalogue.leadership_mends(g)}
     failed = [g for g, ok in status.items() if not ok]
     if failed:
         raise PlanningError(failed[0], f"the plan would still break hard goal {failed[0]}; see docs/goals.md")
@@ -362,8 +354,8 @@ def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, 
                 "holdsAfter": ev_after.goals[g]["holds"],
                 "violationBefore": ev_before.goals[g]["violation"],
                 "violationAfter": ev_after.goals[g]["violation"],
-                "before": _goal_stats(ev_before, g),
-                "after": _goal_stats(ev_after, g),
+                "before": _goal_stats(ev_before, g, options),
+                "after": _goal_stats(ev_after, g, options),
             }
             for g in options.distribution_goals
         },
@@ -376,8 +368,9 @@ def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, 
     return Proposal(pid, reassignment, leader_changes, summary)
 
 
-def _goal_stats(ev: Evaluation, goal: str) -> dict[str, Any]:
-    if goal not in GOAL_QUANTITY:
+def _goal_stats(ev: Evaluation, goal: str, options: PlannerOptions) -> dict[str, Any]:
+    q = options.catalogue.balances(goal)
+    if q is None:
         return {"violation": ev.goals[goal]["violation"]}
-    name = QUANTITY_NAMES[GOAL_QUANTITY[goal]]
+    name = options.catalogue.quantity_names[q]
     return {group: stats[name] for group, stats in ev.groups.items()}

@@ -18,8 +18,9 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.planner.catalogue import Q_LEADERS
 from kafka_balancer.planner.select import Bands, accept_together, count_ok
-from kafka_balancer.planner.state import Q_CPU, Q_LEADER_IN, Q_LEADERS, Q_NET_OUT, State
+from kafka_balancer.planner.state import State
 
 MAX_DEPTH: Final = 6
 # Candidate partitions kept per (leader, follower) broker pair, lightest leaderships first.
@@ -28,7 +29,6 @@ PER_EDGE: Final = 4
 PATHS_PER_BROKER: Final = 8
 MAX_TRIES: Final = 2000
 ROUNDS: Final = 4
-LEADER_LOADS: Final = [Q_NET_OUT, Q_CPU, Q_LEADER_IN]
 
 Candidates = dict[tuple[int, int], list[tuple[int, int]]]  # (leader, follower) -> [(partition, slot)]
 
@@ -112,8 +112,9 @@ def _candidates(st: State, b: Bands) -> Candidates:
     fine = count_ok(st.tlead, src, dst, topics=topics, k=one, lo=b.lead_lo, hi=b.lead_hi)
     keep = ~on | fine
     parts, slots, src, dst = parts[keep], slots[keep], src[keep], dst[keep]
-    v = st.lead[parts][:, LEADER_LOADS] - st.follow[parts][:, LEADER_LOADS]
-    weight = (v / np.maximum(b.avg[src][:, LEADER_LOADS], 1e-12)).sum(axis=1)
+    loads = st.catalogue.leader_loads
+    v = st.lead[parts][:, loads] - st.follow[parts][:, loads]
+    weight = (v / np.maximum(b.avg[src][:, loads], 1e-12)).sum(axis=1)
     order = np.lexsort((parts, weight, dst, src))
     parts, slots, src, dst = parts[order], slots[order], src[order], dst[order]
     key = src.astype(np.int64) * st.model.num_brokers + dst

@@ -19,7 +19,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import FloatArray
 from kafka_balancer.planner.select import Bands, PairCheck, replica_candidates, topic_ok
-from kafka_balancer.planner.state import COUNT_QUANTITIES, Ints, State
+from kafka_balancer.planner.state import Ints, State
 
 # Exchanges per (giver, taker) pair and round; each re-reads the loads the last one changed.
 EXCHANGES_PER_PAIR: Final = 8
@@ -28,10 +28,10 @@ HEAVY_SIDE: Final = 24
 MAX_LIGHT: Final = 64
 
 
-def _weight(v: FloatArray, scale: FloatArray) -> FloatArray:
-    """Each item's non-count loads, each relative to the group's average broker, summed."""
-    bytes_like = [q for q in range(v.shape[1]) if q not in COUNT_QUANTITIES]
-    out: FloatArray = (v[:, bytes_like] / scale[bytes_like]).sum(axis=1)
+def _weight(v: FloatArray, scale: FloatArray, loads: list[int]) -> FloatArray:
+    """Each item's ``loads`` (the quantities that are not counts), each relative to the group's
+    average broker, summed."""
+    out: FloatArray = (v[:, loads] / scale[loads]).sum(axis=1)
     return out
 
 
@@ -51,7 +51,7 @@ def _side(
     lightest first; their loads, weights and the bytes each adds to the plan."""
     parts, slots = replica_candidates(st, index, frm, d=to, nracks=nracks, leaders_only=False)
     v = st.slot_loads(parts, slots)
-    w = _weight(v, np.maximum(b.avg[frm], 1e-12))
+    w = _weight(v, np.maximum(b.avg[frm], 1e-12), st.catalogue.loads)
     added = _added_bytes(st, parts, frm, to)
     order = np.lexsort((w, added >= 0))
     parts, slots, v, w, added = parts[order], slots[order], v[order], w[order], added[order]

@@ -27,20 +27,19 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.balance import balance_goal
-from kafka_balancer.planner.goals import GOAL_QUANTITY, bands, count_distance, topic_brokers
+from kafka_balancer.planner.catalogue import LEADER_COUNT_GOAL, Q_DISK, Q_LEADERS, TOPIC_LEADER_GOAL
+from kafka_balancer.planner.goals import bands, count_distance, topic_brokers
 from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.select import Bands, band_distance, compute_bands, rack_ok
-from kafka_balancer.planner.state import NUM_Q, Q_DISK, Q_LEADERS, Checkpoint, Ints, State, arrived_replicas, only_group
+from kafka_balancer.planner.state import Checkpoint, Ints, State, arrived_replicas, only_group
 from kafka_balancer.planner.substitute import substitute_moves
-from kafka_balancer.planner.tighten import LEADER_GOAL, tighten_leaders
+from kafka_balancer.planner.tighten import tighten_leaders
 from kafka_balancer.planner.topics import topic_spread
 
 # More cells out of band than this is the vectorised passes' work, not one attempt each.
 MAX_CELLS: Final = 24
 # Rounds of mending the quantities a detour pushed out of band.
 MEND_ROUNDS: Final = 3
-# The column of the rounded leader-count average in :class:`_Distances`.
-EXACT_LEADERS: Final = NUM_Q
 # Detours per resource group (each re-runs goals over the group): at most MAX_DETOURS, and fewer on
 # large groups so that the time spent stays about the same (DETOUR_REPLICAS / replicas; 320k
 # replicas: 12 detours, about 2 s on 2 cores).
@@ -74,23 +73,29 @@ class _Budget:
 class _Distances:
     """How far each broker is from each band (and over each limit), and each topic count from its band."""
 
-    broker: FloatArray  # (B, NUM_Q + 1): the guarded bands, then the rounded leader-count average
-    over_limit: FloatArray  # (B, NUM_Q)
+    broker: FloatArray  # (B, Q + 1): the guarded bands, then the rounded leader-count average
+    over_limit: FloatArray  # (B, Q)
     replicas: Ints  # (T, B)
     leaders: Ints  # (T, B)
-    tol: FloatArray  # (B, NUM_Q + 1)
+    tol: FloatArray  # (B, Q + 1)
+
+    @property
+    def exact_leaders(self) -> int:
+        """The column of the rounded leader-count average (after every quantity's)."""
+        return int(self.over_limit.shape[1])
 
     def worse_quantities(self, other: _Distances) -> set[int]:
-        """Quantities (EXACT_LEADERS: the rounded leader-count average) on which some broker is
-        further from its band, or further over a limit, than in ``other``."""
+        """Quantities (:attr:`exact_leaders`: the rounded leader-count average) on which some broker
+        is further from its band, or further over a limit, than in ``other``."""
+        size = self.exact_leaders
         worse = np.any(self.broker > other.broker + self.tol, axis=0)
-        worse[:NUM_Q] |= np.any(self.over_limit > other.over_limit + self.tol[:, :NUM_Q], axis=0)
+        worse[:size] |= np.any(self.over_limit > other.over_limit + self.tol[:, :size], axis=0)
         return {int(q) for q in np.flatnonzero(worse)}
 
     def no_worse_than(self, other: _Distances) -> bool:
         return bool(
             np.all(self.broker <= other.broker + self.tol)
-            and np.all(self.over_limit <= other.over_limit + self.tol[:, :NUM_Q])
+            and np.all(self.over_limit <= other.over_limit + self.tol[:, : self.exact_leaders])
             and np.all(self.replicas <= other.replicas)
             and np.all(self.leaders <= other.leaders)
         )
@@ -101,7 +106,7 @@ def repair_topic_slots(st: State) -> int:
     group at a time; after a kept detour, the moves no longer needed are undone and smaller
     stand-ins tried again (a detour's mending often leaves room for both), and the leader counts
     finished again. Returns slots fixed."""
-    goals = [g for g in ("topic-replica-distribution", "topic-leader-distribution") if g in st.guarded]
+    goals = [g for g in st.catalogue.topic_goals if g in st.guarded]
     if not goals or st.model.replicas.shape != st.rep.shape:
         return 0
     fixed = 0
@@ -124,7 +129,7 @@ def _group_detours(st: State, goals: Sequence[str]) -> int:
     budget = _Budget(min(MAX_DETOURS, DETOUR_REPLICAS // max(replicas, 1)))
     fixed = 0
     for goal in goals:
-        leaders = goal == "topic-leader-distribution"
+        leaders = goal == TOPIC_LEADER_GOAL
         cells = _cells(st, b, leaders=leaders)
         if len(cells) > MAX_CELLS:
             continue
@@ -302,9 +307,9 @@ def _detour(st: State, b: Bands, move: Detour, start: _Distances, *, leadership_
         if not worse:
             return end
         for goal in goals:
-            if goal in GOAL_QUANTITY and GOAL_QUANTITY[goal] in worse:
+            if st.catalogue.balances(goal) in worse:
                 balance_goal(st, goal, leadership_only=leadership_only)
-        if {Q_LEADERS, EXACT_LEADERS} & worse:
+        if {Q_LEADERS, end.exact_leaders} & worse:
             tighten_leaders(st)
     return _distances(st, b)
 
@@ -316,11 +321,12 @@ def _bytes_moved(st: State) -> float:
 
 def _distances(st: State, b: Bands) -> _Distances:
     load = st.load
-    broker = np.zeros((st.model.num_brokers, NUM_Q + 1))
-    broker[:, :NUM_Q] = band_distance(load, b.lower, b.upper)
-    if LEADER_GOAL in st.options.distribution_goals and np.isfinite(b.upper[:, Q_LEADERS]).any():
+    size = st.catalogue.size  # the column after the quantities': the rounded leader-count average
+    broker = np.zeros((st.model.num_brokers, size + 1))
+    broker[:, :size] = band_distance(load, b.lower, b.upper)
+    if LEADER_COUNT_GOAL in st.options.distribution_goals and np.isfinite(b.upper[:, Q_LEADERS]).any():
         lo, hi, _ = bands(st, Q_LEADERS, 1.0)
-        broker[:, EXACT_LEADERS] = band_distance(load[:, Q_LEADERS], lo, hi)
+        broker[:, size] = band_distance(load[:, Q_LEADERS], lo, hi)
     over_limit = band_distance(load, np.full_like(load, -np.inf), st.limit)
     tol = np.abs(np.c_[b.avg, b.avg[:, Q_LEADERS]]) * 1e-9 + 1e-9
     in_group = topic_brokers(st)

@@ -14,39 +14,15 @@ from typing import Any, Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
-from kafka_balancer.planner.state import (
-    COUNT_QUANTITIES,
-    NUM_Q,
-    Q_CPU,
-    Q_DISK,
-    Q_LEADER_IN,
-    Q_LEADERS,
-    Q_NET_IN,
-    Q_NET_OUT,
-    Q_REPLICAS,
-    QUANTITY_NAMES,
-    Ints,
-    State,
-    arrived_replicas,
+from kafka_balancer.planner.catalogue import (
+    EXCLUDED_BROKERS,
+    GROUP_CONFINEMENT,
+    RACK_AWARENESS,
+    TOPIC_LEADER_GOAL,
+    TOPIC_REPLICA_GOAL,
 )
+from kafka_balancer.planner.state import Ints, State, arrived_replicas
 
-GOAL_QUANTITY: Final = {
-    "replica-distribution": Q_REPLICAS,
-    "disk-distribution": Q_DISK,
-    "network-in-distribution": Q_NET_IN,
-    "network-out-distribution": Q_NET_OUT,
-    "cpu-distribution": Q_CPU,
-    "leader-count-distribution": Q_LEADERS,
-    "leader-bytes-in-distribution": Q_LEADER_IN,
-}
-TOPIC_GOALS: Final = ("topic-replica-distribution", "topic-leader-distribution")
-CAPACITY_GOALS: Final = {
-    "replica-capacity": Q_REPLICAS,
-    "disk-capacity": Q_DISK,
-    "network-in-capacity": Q_NET_IN,
-    "network-out-capacity": Q_NET_OUT,
-    "cpu-capacity": Q_CPU,
-}
 # Relative slack for float comparisons, so a broker exactly on the band edge counts as inside.
 EPS: Final = 1e-9
 # Topics whose partitions' bytes-in vary more than this (coefficient of variation) are skipped by
@@ -65,7 +41,7 @@ def bands(st: State, q: int, threshold: float) -> tuple[FloatArray, FloatArray, 
     avg = avg_g[groups.broker]
     lower = avg * (2.0 - threshold)
     upper = avg * threshold
-    if q in COUNT_QUANTITIES:
+    if st.catalogue.count(q):
         lower = np.floor(lower + 1e-9)
         upper = np.ceil(upper - 1e-9)
     off = ~st.active | ~groups.balanced[groups.broker]
@@ -120,16 +96,16 @@ def topic_leader_applies(st: State) -> BoolArray:
 def goal_violation(st: State, goal: str) -> float:
     """Total out-of-band distance of one distribution goal, relative to its group averages."""
     threshold = st.options.balance_threshold
-    if goal in GOAL_QUANTITY:
-        q = GOAL_QUANTITY[goal]
+    q = st.catalogue.balances(goal)
+    if q is not None:
         lower, upper, avg = bands(st, q, threshold)
         v = violation(st.load[:, q], lower, upper)
         v = np.where(v > tolerance(avg), v, 0.0)
         return float(np.sum(np.divide(v, avg, out=np.zeros_like(v), where=avg > 0)))
-    counts = st.tcount if goal == "topic-replica-distribution" else st.tlead
+    counts = st.tcount if goal == TOPIC_REPLICA_GOAL else st.tlead
     lo, hi = topic_bands(st, counts, threshold)
     in_group = topic_brokers(st)
-    if goal == "topic-leader-distribution":
+    if goal == TOPIC_LEADER_GOAL:
         in_group &= topic_leader_applies(st)[:, None]
     return float(np.sum(np.where(in_group, count_distance(counts, lo, hi), 0)))
 
@@ -178,20 +154,21 @@ def hard_goal_status(st: State, original: Ints, scope: BoolArray | None = None) 
     """
     status: dict[str, bool] = {}
     opts = st.options
+    capacity = dict(st.catalogue.capacity_goals)
     for goal in opts.hard_goals:
-        if goal == "rack-awareness":
+        if goal == RACK_AWARENESS:
             now = _mask(rack_violations(st), st.rep.shape[0])
             if scope is not None:
                 now &= scope | ~_mask(rack_violations(st, original), st.rep.shape[0])
             status[goal] = not now.any()
-        elif goal in CAPACITY_GOALS:
-            status[goal] = not bool(over_limit(st, CAPACITY_GOALS[goal], scoped=scope is not None).any())
-        elif goal == "resource-group-confinement":
+        elif goal in capacity:
+            status[goal] = not bool(over_limit(st, capacity[goal], scoped=scope is not None).any())
+        elif goal == GROUP_CONFINEMENT:
             outside = _outside_group(st, st.rep)
             if scope is not None:
                 outside &= scope | ~_outside_group(st, original)
             status[goal] = not outside.any()
-        elif goal == "excluded-brokers":
+        elif goal == EXCLUDED_BROKERS:
             status[goal] = _excluded_hold(st, original)
     return status
 
@@ -240,7 +217,7 @@ def quantity_stats(st: State) -> dict[str, dict[str, Any]]:
         if not members.any():
             continue
         group: dict[str, Any] = {"brokers": [int(b) for b in st.model.broker_ids[members]]}
-        for q in range(NUM_Q):
+        for q, quantity in enumerate(st.catalogue.quantity_names):
             values = st.load[members, q]
             avg = float(values.mean())
             if avg > 0:
@@ -252,7 +229,7 @@ def quantity_stats(st: State) -> dict[str, dict[str, Any]]:
                 }
             else:
                 stats = {"avg": 0.0, "maxOverAvg": 1.0, "minOverAvg": 1.0, "stddevOverAvg": 0.0}
-            group[QUANTITY_NAMES[q]] = stats
+            group[quantity] = stats
         out[name] = group
     return out
 

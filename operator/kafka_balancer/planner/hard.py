@@ -13,7 +13,8 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.capacity_descent import descend
 from kafka_balancer.planner.capacity_search import search
-from kafka_balancer.planner.goals import CAPACITY_GOALS, EPS, over_limit, rack_allowance
+from kafka_balancer.planner.catalogue import Q_DISK, Q_LEADERS, Q_REPLICAS
+from kafka_balancer.planner.goals import EPS, over_limit, rack_allowance
 from kafka_balancer.planner.leadership_room import hand_leadership_to_room
 from kafka_balancer.planner.make_room import make_room
 from kafka_balancer.planner.options import PlanningError
@@ -28,16 +29,7 @@ from kafka_balancer.planner.select import (
     take,
     topic_penalty,
 )
-from kafka_balancer.planner.state import (
-    NUM_Q,
-    Q_DISK,
-    Q_LEADERS,
-    Q_REPLICAS,
-    QUANTITY_NAMES,
-    Checkpoint,
-    Ints,
-    State,
-)
+from kafka_balancer.planner.state import Checkpoint, Ints, State
 
 # A capacity repair round offers an over-limit broker's load to this many brokers with most room,
 # and to this many of its own rack (with 8 there too, a 320k-replica cluster with near-full disks
@@ -84,7 +76,7 @@ def precheck(st: State) -> None:
                 f"group '{name}' has partitions with replication factor {max_rf} but only {hosts.size} brokers "
                 f"can host replicas ({_ids(st, hosts)}); add {short} broker(s) to the group",
             )
-        for goal, q in CAPACITY_GOALS.items():
+        for goal, q in st.catalogue.capacity_goals:
             if not st.options.hard(goal):
                 continue
             limits = st.limit[hosts, q]
@@ -100,7 +92,7 @@ def precheck(st: State) -> None:
 
 
 def _capacity_error(st: State, goal: str, q: int, group: str, *, hosts: Ints, total: float, room: float) -> None:
-    what = QUANTITY_NAMES[q]
+    what = st.catalogue.quantity_names[q]
     if q == Q_REPLICAS:
         per = float(st.options.max_replicas_per_broker)
         need = math.ceil((total - room) / per)
@@ -189,7 +181,7 @@ def choose_destinations(
     """A broker among ``dests`` for each (distinct) partition's slot: rack-aware, under every limit,
     not already holding the partition; items go round-robin over the least-filled brokers first.
     Without ``inactive_racks``, replicas on dead or removed brokers do not count towards a rack."""
-    active_avg = np.maximum(st.load[st.active].mean(axis=0), 1e-12) if st.active.any() else np.ones(NUM_Q)
+    active_avg = np.maximum(st.load[st.active].mean(axis=0), 1e-12) if st.active.any() else np.ones(st.catalogue.size)
     fill = st.load[dests, Q_REPLICAS] / active_avg[Q_REPLICAS] + st.load[dests, Q_DISK] / active_avg[Q_DISK]
     dests = dests[np.argsort(fill, kind="stable")]
     n = dests.size
@@ -290,15 +282,13 @@ def enforce_capacity(st: State, *, fewest_bytes: bool = False, leadership_only: 
 
 
 def _enforce_capacity(st: State, *, fewest_bytes: bool, leadership_only: bool) -> None:
-    from kafka_balancer.planner.balance import LEADER_FIRST  # noqa: PLC0415 - avoids an import cycle
-
     nracks = st.group_racks()
     # A group without brokers (unmanaged partitions, see State.unmanaged) spreads over every rack.
     nracks[nracks == 0] = np.unique(st.rack[st.can_host]).size
-    for goal, q in CAPACITY_GOALS.items():
+    for goal, q in st.catalogue.capacity_goals:
         if not st.options.hard(goal) or not np.isfinite(st.limit[:, q]).any():
             continue
-        leadership_first = q in LEADER_FIRST and q != Q_REPLICAS
+        leadership_first = st.catalogue.leadership_carries(q)
         if leadership_only and not leadership_first:
             continue
         for count_cap in (q != Q_REPLICAS and not fewest_bytes and not leadership_only, False):
@@ -534,10 +524,11 @@ def _check_capacity(st: State, goal: str, q: int) -> None:
     g = int(st.groups.broker[b])
     hosts = np.flatnonzero(st.hosts_of_group(g))
     load, limit = float(st.load[b, q]), float(st.limit[b, q])
+    what = st.catalogue.quantity_names[q]
     raise PlanningError(
         goal,
-        f"broker {int(st.model.broker_ids[b])} would carry {load:.6g} {QUANTITY_NAMES[q]} above its limit "
+        f"broker {int(st.model.broker_ids[b])} would carry {load:.6g} {what} above its limit "
         f"{limit:.6g} and no broker of group '{st.groups.names[g]}' ({_ids(st, hosts)}) can take the excess "
         f"without breaking another hard goal; add a broker with at least {load - limit:.6g} free "
-        f"{QUANTITY_NAMES[q]} capacity",
+        f"{what} capacity",
     )

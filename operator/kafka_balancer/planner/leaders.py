@@ -15,15 +15,14 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.catalogue import Q_LEADERS
 from kafka_balancer.planner.select import Bands, accept_together
-from kafka_balancer.planner.state import COUNT_QUANTITIES, Q_CPU, Q_LEADER_IN, Q_LEADERS, Q_NET_OUT, Ints, State
+from kafka_balancer.planner.state import Ints, State
 from kafka_balancer.planner.topic_swaps import within_budget
 
 # A receiving broker is filled this share of the way from the band's lower edge towards the
 # average (same as balance.MARGIN, kept here to avoid an import cycle).
 MARGIN: Final = 0.15
-# Quantities a leadership carries besides the leader count itself.
-LEADER_LOADS: Final = [Q_NET_OUT, Q_CPU, Q_LEADER_IN]
 
 
 def _within(key: Ints, value: FloatArray, limit: FloatArray) -> BoolArray:
@@ -47,7 +46,8 @@ def leader_pass(st: State, b: Bands, q: int) -> int:
     under = finite & (load < lo - tol) & st.can_lead
     if not (over.any() or under.any()):
         return 0
-    if q in COUNT_QUANTITIES:
+    catalogue = st.catalogue
+    if catalogue.count(q):
         high, low = hi, lo
     else:
         # Brokers outside balanced groups have infinite bands: keep them out of the arithmetic.
@@ -93,15 +93,16 @@ def leader_pass(st: State, b: Bands, q: int) -> int:
     # For counts every item weighs one: take the lightest leaderships (least traffic and CPU to
     # shift), so the goals already balanced on those quantities have the most room to accept them.
     weight = -v[:, q]
-    if q in (Q_NET_OUT, Q_CPU):
+    if catalogue.quantities[q].leadership == "part":
         # Leaderships of typical weight (near the group's average per leader), not the heaviest: a
         # taker packed with heavy leaderships reaches its traffic band with too few leaders, and
         # the leader-count goal, later, could not add any.
         per_leader = b.avg[src, q] / np.maximum(b.avg[src, Q_LEADERS], 1e-12)
         weight = np.abs(v[:, q] / np.maximum(per_leader, 1e-12) - 1.0)
-    if q in COUNT_QUANTITIES:
-        scale = np.maximum(b.avg[src][:, LEADER_LOADS], 1e-12)
-        weight = (v[:, LEADER_LOADS] / scale).sum(axis=1)
+    if catalogue.count(q):
+        loads = catalogue.leader_loads
+        scale = np.maximum(b.avg[src][:, loads], 1e-12)
+        weight = (v[:, loads] / scale).sum(axis=1)
     order = np.lexsort((parts, weight, src))
     parts, slot, v, src, dst = parts[order], slot[order], v[order], src[order], dst[order]
     weight = weight[order]

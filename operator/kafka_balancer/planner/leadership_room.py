@@ -25,11 +25,10 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER
 from kafka_balancer.planner.capacity_search import MAX_HOSTED, with_excluded
+from kafka_balancer.planner.catalogue import Q_REPLICAS
 from kafka_balancer.planner.select import movable_replicas
-from kafka_balancer.planner.state import Q_CPU, Q_LEADER_IN, Q_LEADERS, Q_NET_OUT, Q_REPLICAS, Ints, State
+from kafka_balancer.planner.state import Ints, State
 
-# The loads a leader carries beyond its followers'.
-LEADING: Final = np.array([Q_NET_OUT, Q_CPU, Q_LEADERS, Q_LEADER_IN])
 TINY: Final = 1e-12
 
 
@@ -48,12 +47,13 @@ def hand_leadership_to_room(st: State, hosts: Ints) -> int:
     parts, rep, candidate = parts[choice], rep[choice], candidate[choice]
     if parts.size == 0:
         return 0
-    extra = (st.lead[parts] - st.follow[parts])[:, LEADING]
-    load = st.load[:, LEADING].copy()
+    leading = st.catalogue.leading  # the loads a leader carries beyond its followers'
+    extra = (st.lead[parts] - st.follow[parts])[:, leading]
+    load = st.load[:, leading].copy()
     np.subtract.at(load, rep[:, 0], extra)  # every one of them unled, then led again one by one
-    limit = st.limit[:, LEADING]
+    limit = st.limit[:, leading]
     takers = np.unique(rep[candidate])  # the brokers that may lead these partitions
-    top = np.maximum(st.options.balance_threshold * st.load[takers][:, LEADING].mean(axis=0), TINY)
+    top = np.maximum(st.options.balance_threshold * st.load[takers][:, leading].mean(axis=0), TINY)
     room = np.maximum(np.minimum(limit, top), TINY)
     finite = np.isfinite(limit)
     chosen = np.zeros(parts.size, dtype=np.int64)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.planner.catalogue import Q_DISK
 from kafka_balancer.planner.hard import bad_slots, choose_destinations, evacuate
 from kafka_balancer.planner.options import PlanningError
-from kafka_balancer.planner.state import Q_DISK, Ints, State
+from kafka_balancer.planner.state import Ints, State
 
 
 def topic_partitions(st: State, topics: tuple[str, ...], field_name: str) -> Ints:

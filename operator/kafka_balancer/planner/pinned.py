@@ -16,7 +16,6 @@ from contextlib import contextmanager
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
-from kafka_balancer.planner.goals import CAPACITY_GOALS
 from kafka_balancer.planner.hard import bad_slots, enforce_capacity, evacuate
 from kafka_balancer.planner.operations import topic_partitions
 from kafka_balancer.planner.options import PlanningError
@@ -94,7 +93,7 @@ def repair_capacity(st: State, free: BoolArray, evacuated: Ints, *, fewest_bytes
             enforce_capacity(st, fewest_bytes=fewest_bytes)
         except PlanningError as error:
             # Again with the other partitions, and the peers of the replicas that moved first.
-            if error.reason not in CAPACITY_GOALS or not ((allowed & ~first).any() or arrived_only):
+            if error.reason not in dict(st.catalogue.capacity_goals) or not ((allowed & ~first).any() or arrived_only):
                 raise
             st.movable, st.arrived_only = allowed | first, False
             enforce_capacity(st, fewest_bytes=fewest_bytes)

@@ -26,6 +26,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.catalogue import REPLICA_COUNT_GOAL
 from kafka_balancer.planner.goals import ended_worse, goal_violation, hard_goal_status, rack_violations
 from kafka_balancer.planner.state import Ints, State, arrived_replicas, only_group
 from kafka_balancer.planner.tighten import leaders_off_average
@@ -42,7 +43,6 @@ LARGE: Final = 200_000
 # which the moves back home and the stand-ins have already tried.
 MIN_MOVED: Final = 50
 SEED: Final = 20261122
-COUNT_GOAL: Final = "replica-distribution"
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ def exchange_pass(st: State, replan: Callable[[State], None]) -> bool:
 
     Only then: the exchanges move bytes both ways, so a plan that holds the goal without them
     keeps its bytes (docs/goals.md, step 13)."""
-    if COUNT_GOAL not in st.options.distribution_goals or goal_violation(st, COUNT_GOAL) <= 0:
+    if REPLICA_COUNT_GOAL not in st.options.distribution_goals or goal_violation(st, REPLICA_COUNT_GOAL) <= 0:
         return False
     standing = _Standing.of(st)
     saved = st.checkpoint()
@@ -152,7 +152,7 @@ def exchange_pass(st: State, replan: Callable[[State], None]) -> bool:
     finally:
         st.count_exchanges = False
     after = _Standing.of(st)
-    before, now = standing.violation[COUNT_GOAL], after.violation[COUNT_GOAL]
+    before, now = standing.violation[REPLICA_COUNT_GOAL], after.violation[REPLICA_COUNT_GOAL]
     if standing.allows(after) and now < before - 1e-9 * max(1.0, before):
         return True
     st.restore(saved)

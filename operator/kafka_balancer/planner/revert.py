@@ -15,6 +15,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray
+from kafka_balancer.planner.catalogue import TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands, rack_ok
 from kafka_balancer.planner.state import Ints, State, arrived_replicas
 from kafka_balancer.planner.topic_swaps import within_budget
@@ -75,9 +76,9 @@ def _topics_ok(st: State, b: Bands, parts: Ints, slots: Ints, homes: Ints) -> Bo
     src = st.rep[parts, slots].astype(np.int64)
     ok = np.ones(parts.size, dtype=np.bool_)
     goals = st.options.distribution_goals
-    if "topic-replica-distribution" in goals:
+    if TOPIC_REPLICA_GOAL in goals:
         ok &= within_budget(st.tcount, b.topic_lo, b.topic_hi, (t, src, -1), (t, homes, 1))
-    if "topic-leader-distribution" in goals:
+    if TOPIC_LEADER_GOAL in goals:
         led = (slots == 0) & b.leader_spread[t]
         ok &= ~led | within_budget(st.tlead, b.lead_lo, b.lead_hi, (t, src, -1), (t, homes, 1))
     return ok

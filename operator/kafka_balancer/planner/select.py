@@ -17,15 +17,15 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.catalogue import Q_LEADERS, TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
 from kafka_balancer.planner.goals import (
-    GOAL_QUANTITY,
     bands,
     rack_allowance,
     topic_bands,
     topic_leader_applies,
     violation,
 )
-from kafka_balancer.planner.state import NUM_Q, Q_LEADERS, Ints, State, arrived_replicas
+from kafka_balancer.planner.state import Ints, State, arrived_replicas
 
 # Passes of "take the longest fitting prefix, drop the blocker, continue" per batch.
 TAKE_PASSES: Final = 4
@@ -46,7 +46,7 @@ LEADER_TOPIC_WEIGHT: Final = 0.5
 class Bands:
     """Bands of every quantity for one round; goals not guarded (``State.guarded``) get an infinite band."""
 
-    lower: FloatArray  # (B, NUM_Q)
+    lower: FloatArray  # (B, quantities)
     upper: FloatArray
     avg: FloatArray
     topic_lo: FloatArray  # (T,) replica-count band per topic
@@ -61,11 +61,12 @@ class Bands:
 def compute_bands(st: State) -> Bands:
     nb = st.model.num_brokers
     th = st.options.balance_threshold
-    lower = np.full((nb, NUM_Q), -math.inf)
-    upper = np.full((nb, NUM_Q), math.inf)
-    avg = np.zeros((nb, NUM_Q))
-    enabled = {GOAL_QUANTITY[g] for g in st.guarded if g in GOAL_QUANTITY}
-    for q in range(NUM_Q):
+    size = st.catalogue.size
+    lower = np.full((nb, size), -math.inf)
+    upper = np.full((nb, size), math.inf)
+    avg = np.zeros((nb, size))
+    enabled = {st.catalogue.balances(g) for g in st.guarded} - {None}
+    for q in range(size):
         lo, hi, mean = bands(st, q, 1.0 if q in st.exact else th)
         avg[:, q] = mean
         if q in enabled:
@@ -74,8 +75,8 @@ def compute_bands(st: State) -> Bands:
     t_lo, t_hi = topic_bands(st, st.tcount, th)
     l_lo, l_hi = topic_bands(st, st.tlead, th)
     spread = topic_leader_applies(st)
-    leader_on = spread if "topic-leader-distribution" in goals else np.zeros(len(t_lo), bool)
-    return Bands(lower, upper, avg, t_lo, t_hi, l_lo, l_hi, "topic-replica-distribution" in goals, leader_on, spread)
+    leader_on = spread if TOPIC_LEADER_GOAL in goals else np.zeros(len(t_lo), bool)
+    return Bands(lower, upper, avg, t_lo, t_hi, l_lo, l_hi, TOPIC_REPLICA_GOAL in goals, leader_on, spread)
 
 
 def band_distance(load: FloatArray, lower: FloatArray, upper: FloatArray) -> FloatArray:
@@ -413,10 +414,10 @@ def topic_penalty(
     if topics.size == 0:
         return penalty
     k = ranks(topics) + 1
-    if replicas_move and "topic-replica-distribution" in st.options.distribution_goals:
+    if replicas_move and TOPIC_REPLICA_GOAL in st.options.distribution_goals:
         change, uneven = _step(st.tcount, s, d, topics=topics, k=k, lo=b.topic_lo, hi=b.topic_hi)
         penalty += change + 2.0 + 0.5 * uneven
-    if "topic-leader-distribution" in st.options.distribution_goals:
+    if TOPIC_LEADER_GOAL in st.options.distribution_goals:
         # Leaders only ever add a penalty: a bonus would make replica moves prefer leader replicas,
         # piling leadership onto the receiving brokers for the leader-count goal to undo.
         on = b.leader_spread[topics] & leaders
@@ -449,7 +450,7 @@ def fit_order(st: State, b: Bands, s: int, d: int, *, v: FloatArray, q: int, cou
     Each later quantity has a per-item target (what ``s`` has above its average and ``d`` lacks, split
     over the items); candidates closest to the targets come first, earlier goals weighing more.
     """
-    goals = [GOAL_QUANTITY[g] for g in st.options.distribution_goals if g in GOAL_QUANTITY]
+    goals = [c for c in map(st.catalogue.balances, st.options.distribution_goals) if c is not None]
     score = penalty * (TOPIC_WEIGHT if q != Q_LEADERS else LEADER_TOPIC_WEIGHT)
     weight = 1.0
     per_item = np.maximum(b.avg[s, :], 1e-12) / max(float(b.avg[s, q]), 1e-12)

@@ -4,9 +4,8 @@ Everything is an array indexed by partition or broker so that a round of moves i
 numpy operations. Per-broker totals are updated incrementally on every move (``np.add.at``), so
 checking a candidate never re-sums the cluster.
 
-Quantities (columns of ``lead``/``follow``/``load``): replica count, disk, network in, network
-out, CPU, leader count, leader bytes-in. A leader carries produce traffic in and consumer plus
-replication traffic out; a follower carries the produce traffic in (replication) and no out.
+Quantities (columns of ``lead``/``follow``/``load``) are the goal catalogue's
+(:mod:`kafka_balancer.planner.catalogue`), in its order.
 """
 
 from __future__ import annotations
@@ -21,24 +20,14 @@ import numpy as np
 import numpy.typing as npt
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel, FloatArray
+from kafka_balancer.planner.catalogue import CATALOGUE, Catalogue
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
 
 # Index arrays: int32 from the model, int64 from numpy index functions; both are fine.
 Ints = npt.NDArray[np.signedinteger[Any]]
 
-Q_REPLICAS, Q_DISK, Q_NET_IN, Q_NET_OUT, Q_CPU, Q_LEADERS, Q_LEADER_IN = range(7)
-NUM_Q: Final = 7
-QUANTITY_NAMES: Final = ("replicas", "disk", "network-in", "network-out", "cpu", "leaders", "leader-bytes-in")
 # A copy of the placement and its totals: (rep, load, tcount, tlead).
 Checkpoint = tuple[Ints, FloatArray, Ints, Ints]
-COUNT_QUANTITIES: Final = frozenset({Q_REPLICAS, Q_LEADERS})
-
-# CPU estimate when a partition's leader CPU is not measured: cores per byte/s. Produce (in) is
-# costlier than fetch (out, zero-copy); a follower's replication fetch costs about half of a
-# leader's produce path. Only ratios matter for balancing; absolute cores matter for capacity.
-CPU_PER_BYTE_IN: Final = 1.0 / (40 * 1024 * 1024)
-CPU_PER_BYTE_OUT: Final = 1.0 / (120 * 1024 * 1024)
-FOLLOWER_CPU_SHARE: Final = 0.5
 
 UNGROUPED: Final = "(ungrouped)"
 WHOLE_CLUSTER: Final = "cluster"
@@ -50,26 +39,13 @@ def arrived_replicas(rep: Ints, orig: Ints) -> BoolArray:
     return out
 
 
-def partition_loads(model: ClusterModel, rf: Ints) -> tuple[FloatArray, FloatArray]:
-    """Per-partition (leader, follower) load rows over the seven quantities."""
+def partition_loads(model: ClusterModel, rf: Ints, catalogue: Catalogue = CATALOGUE) -> tuple[FloatArray, FloatArray]:
+    """Per-partition (leader, follower) load rows over the catalogue's quantities."""
     count = model.num_partitions
-    est = model.bytes_in * CPU_PER_BYTE_IN + model.bytes_out * CPU_PER_BYTE_OUT
-    cpu_leader = np.where(np.isnan(model.cpu_leader), est, model.cpu_leader)
-    follow_cpu = model.bytes_in * CPU_PER_BYTE_IN * FOLLOWER_CPU_SHARE
-    lead = np.empty((count, NUM_Q))
-    follow = np.zeros((count, NUM_Q))
-    lead[:, Q_REPLICAS] = 1.0
-    lead[:, Q_DISK] = model.size_bytes
-    lead[:, Q_NET_IN] = model.bytes_in
-    # Followers fetch every produced byte from the leader: replication is leader outbound traffic.
-    lead[:, Q_NET_OUT] = model.bytes_out + model.bytes_in * np.maximum(rf - 1, 0)
-    lead[:, Q_CPU] = cpu_leader
-    lead[:, Q_LEADERS] = 1.0
-    lead[:, Q_LEADER_IN] = model.bytes_in
-    follow[:, Q_REPLICAS] = 1.0
-    follow[:, Q_DISK] = model.size_bytes
-    follow[:, Q_NET_IN] = model.bytes_in
-    follow[:, Q_CPU] = follow_cpu
+    lead = np.empty((count, catalogue.size))
+    follow = np.zeros((count, catalogue.size))
+    for q, quantity in enumerate(catalogue.quantities):
+        lead[:, q], follow[:, q] = quantity.load(model, rf)
     return lead, follow
 
 
@@ -123,6 +99,7 @@ class State:
     def __init__(self, model: ClusterModel, options: PlannerOptions, groups: Groups):
         self.model = model
         self.options = options
+        self.catalogue = options.catalogue
         self.groups = groups
         self.rep: Ints = np.array(model.replicas, dtype=np.int32, copy=True)
         self.ptopic: Ints = model.partition_topic
@@ -177,7 +154,7 @@ class State:
         self.guarded: frozenset[str] = frozenset(options.distribution_goals)
         # Count quantities whose band is the average rounded down and up (see planner.tighten).
         self.exact: frozenset[int] = frozenset()
-        self.limit: FloatArray = np.full((nb, NUM_Q), math.inf)
+        self.limit: FloatArray = np.full((nb, self.catalogue.size), math.inf)
         self._set_limits()
         self.refresh_loads()
         self.load_before: FloatArray = self.load.copy()
@@ -192,17 +169,17 @@ class State:
             ) from None
 
     def _set_limits(self) -> None:
+        """Each capacity goal's limit per broker: maxReplicasPerBroker for a quantity without a
+        capacity column, else capacityThreshold x the snapshot's capacity (unknown = unlimited)."""
         opts = self.options
-        if opts.hard("replica-capacity"):
-            self.limit[:, Q_REPLICAS] = opts.max_replicas_per_broker
-        for goal, q, col in (
-            ("disk-capacity", Q_DISK, 0),
-            ("network-in-capacity", Q_NET_IN, 1),
-            ("network-out-capacity", Q_NET_OUT, 2),
-            ("cpu-capacity", Q_CPU, 3),
-        ):
-            if opts.hard(goal):
-                cap = self.model.capacity[:, col] * opts.capacity_threshold
+        for goal, q in self.catalogue.capacity_goals:
+            if not opts.hard(goal):
+                continue
+            column = self.catalogue.quantities[q].capacity_column
+            if column is None:
+                self.limit[:, q] = opts.max_replicas_per_broker
+            else:
+                cap = self.model.capacity[:, column] * opts.capacity_threshold
                 self.limit[:, q] = np.where(np.isnan(cap), math.inf, cap)
 
     @property
@@ -212,9 +189,9 @@ class State:
 
     def refresh_loads(self) -> None:
         """Recompute every total from the placement (after a replication-factor change)."""
-        self.lead, self.follow = partition_loads(self.model, self.rf)
+        self.lead, self.follow = partition_loads(self.model, self.rf, self.catalogue)
         nb, nt = self.model.num_brokers, len(self.model.topics)
-        self.load: FloatArray = np.zeros((nb, NUM_Q))
+        self.load: FloatArray = np.zeros((nb, self.catalogue.size))
         self.tcount: Ints = np.zeros((nt, nb), dtype=np.int32)
         self.tlead: Ints = np.zeros((nt, nb), dtype=np.int32)
         width = self.rep.shape[1]
@@ -222,7 +199,7 @@ class State:
             col = self.rep[:, k]
             ok = col != NO_BROKER
             rows = self.lead if k == 0 else self.follow
-            for q in range(NUM_Q):
+            for q in range(self.catalogue.size):
                 self.load[:, q] += np.bincount(col[ok], weights=rows[ok, q], minlength=nb)
             np.add.at(self.tcount, (self.ptopic[ok], col[ok]), 1)
             if k == 0:

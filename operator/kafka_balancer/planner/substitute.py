@@ -24,9 +24,10 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.catalogue import Q_DISK, Q_REPLICAS, TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
 from kafka_balancer.planner.revert import moved_replicas
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands, rack_ok
-from kafka_balancer.planner.state import Q_DISK, Q_REPLICAS, Ints, State, arrived_replicas
+from kafka_balancer.planner.state import Ints, State, arrived_replicas
 from kafka_balancer.planner.topic_swaps import within_budget
 
 ROUNDS: Final = 4
@@ -262,9 +263,9 @@ def _topics_ok(
         steps += [(u, gains, -1), (u, loses, 1)]
     ok = np.ones(moved_p.size, dtype=np.bool_)
     goals = st.options.distribution_goals
-    if "topic-replica-distribution" in goals:
+    if TOPIC_REPLICA_GOAL in goals:
         ok &= within_budget(st.tcount, b.topic_lo, b.topic_hi, *steps)
-    if "topic-leader-distribution" in goals:
+    if TOPIC_LEADER_GOAL in goals:
         led = (moved_s == 0) & (b.leader_spread[t] | b.leader_spread[u])
         ok &= ~led | within_budget(st.tlead, b.lead_lo, b.lead_hi, *steps)
     return ok

@@ -18,17 +18,16 @@ import numpy as np
 
 from kafka_balancer.model.cluster import FloatArray
 from kafka_balancer.planner.balance import balance_goal
+from kafka_balancer.planner.catalogue import LEADER_COUNT_GOAL, Q_LEADERS
 from kafka_balancer.planner.count_chains import leader_count_chains, outside_leader_band
 from kafka_balancer.planner.select import Bands, compute_bands
-from kafka_balancer.planner.state import Q_CPU, Q_LEADER_IN, Q_LEADERS, Q_NET_OUT, Ints, State
+from kafka_balancer.planner.state import Ints, State
 from kafka_balancer.planner.swaps import leader_trade
-
-LEADER_GOAL = "leader-count-distribution"
 
 
 def leaders_off_average(st: State) -> bool:
     """Whether some broker's leader count is outside its group's average rounded down or up."""
-    if LEADER_GOAL not in st.options.distribution_goals:
+    if LEADER_COUNT_GOAL not in st.options.distribution_goals:
         return False
     before = st.exact
     try:
@@ -43,20 +42,20 @@ def tighten_leaders(st: State) -> int:
     """Leadership moves, exchanges and chains that bring every broker's leader count into its band
     and then within rounding of its group's average, where no guarded goal gets worse. Returns the
     rounds run."""
-    if LEADER_GOAL not in st.options.distribution_goals:
+    if LEADER_COUNT_GOAL not in st.options.distribution_goals:
         return 0
     rounds = 0
     try:
         # The band first (brokers furthest out get the leaderships), then the rounded average.
         for exact in (frozenset(), frozenset({Q_LEADERS})):
             st.exact = exact
-            rounds += balance_goal(st, LEADER_GOAL, leadership_only=True)
+            rounds += balance_goal(st, LEADER_COUNT_GOAL, leadership_only=True)
             # What direct moves cannot do (no shared partition fits), chains through other brokers can.
             leader_count_chains(st, compute_bands(st))
             for _ in range(ROOM_ROUNDS):
                 if not make_room(st):
                     break
-                rounds += balance_goal(st, LEADER_GOAL, leadership_only=True)
+                rounds += balance_goal(st, LEADER_COUNT_GOAL, leadership_only=True)
                 leader_count_chains(st, compute_bands(st))
     finally:
         st.exact = frozenset()
@@ -92,7 +91,7 @@ def make_room(st: State) -> int:
     short = b.lower[:, Q_LEADERS] - st.load[:, Q_LEADERS]
     spare = st.load[:, Q_LEADERS] - b.upper[:, Q_LEADERS]
     traded = 0
-    for q in (Q_NET_OUT, Q_CPU, Q_LEADER_IN):
+    for q in st.catalogue.leader_loads:
         typical = _typical_leadership(st, leadership[:, q])
         if not typical:
             continue

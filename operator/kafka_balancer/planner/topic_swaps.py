@@ -21,8 +21,9 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.catalogue import TOPIC_LEADER_GOAL
 from kafka_balancer.planner.select import Bands, accept_together, ranks
-from kafka_balancer.planner.state import COUNT_QUANTITIES, Ints, State
+from kafka_balancer.planner.state import Ints, State
 
 # Partners looked at on each side of the offer's size rank.
 WINDOW: Final = 48
@@ -69,12 +70,12 @@ def _window(keys: FloatArray, query: FloatArray, seg_lo: Ints, seg_hi: Ints) -> 
     return out, ok
 
 
-def _weights(b: Bands, s: Ints) -> FloatArray:
+def _weights(st: State, b: Bands, s: Ints) -> FloatArray:
     """Per offer, 1/avg of each guarded non-count quantity (0 elsewhere): how much a net change costs."""
     guarded = np.isfinite(b.upper[s]) | np.isfinite(b.lower[s])
     avg = np.maximum(b.avg[s], 1e-12)
     w: FloatArray = np.where(guarded, 1.0 / avg, 0.0)
-    for q in COUNT_QUANTITIES:
+    for q in st.catalogue.counts:
         w[:, q] = 0.0
     return w
 
@@ -166,7 +167,7 @@ def replica_index(st: State, size_rank: Ints) -> PartnerIndex:
     rep = st.rep
     nparts = max(st.model.num_partitions, 1)
     valid = (rep != NO_BROKER) & st.movable[:, None]
-    if "topic-leader-distribution" in st.guarded:
+    if TOPIC_LEADER_GOAL in st.guarded:
         valid[:, 0] = False
     yp, yk = np.nonzero(valid)
     seg = rep[yp, yk].astype(np.int64) * 2 + (yk == 0)
@@ -209,7 +210,7 @@ def replica_swaps(
     """
     if parts.size == 0:
         return 0
-    followers_only = "topic-leader-distribution" in st.guarded
+    followers_only = TOPIC_LEADER_GOAL in st.guarded
     rep = st.rep
     nparts = max(st.model.num_partitions, 1)
     small = size_share(st, size_rank) < size_cap
@@ -253,7 +254,7 @@ def replica_swaps(
     vy = np.where((ck == 0)[..., None], st.lead[cp], st.follow[cp])  # (n, 2W, Q)
     net = vx[:, None, :] - vy
     ok &= _fits(st, b, src, dests.astype(np.int64), net)
-    cost = (np.abs(net) * _weights(b, src)[:, None, :]).sum(axis=2)
+    cost = (np.abs(net) * _weights(st, b, src)[:, None, :]).sum(axis=2)
     # A partner that lived on s before planning goes home: in the plan it is no move at all.
     cost -= HOME_BONUS * (st.model.replicas[cp] == src[:, None, None]).any(axis=2)
     found, j = _best_partners(ok, cost)
@@ -308,7 +309,7 @@ def leader_swaps(st: State, b: Bands, parts: Ints, slots: Ints, *, size_rank: In
     vy = st.lead[cp] - st.follow[cp]
     net = vx[:, None, :] - vy
     ok &= _fits(st, b, s, d, net)
-    cost = (np.abs(net) * _weights(b, s)[:, None, :]).sum(axis=2)
+    cost = (np.abs(net) * _weights(st, b, s)[:, None, :]).sum(axis=2)
     found, j = _best_partners(ok, cost)
     p, k, ss, dd = parts[found], slots[found], s[found], d[found]
     q, qk, net1 = cp[found, j], ck[found, j], net[found, j]

@@ -16,9 +16,10 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.catalogue import Q_DISK, TOPIC_LEADER_GOAL
 from kafka_balancer.planner.goals import topic_brokers
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands, ranks
-from kafka_balancer.planner.state import Q_DISK, Ints, State
+from kafka_balancer.planner.state import Ints, State
 from kafka_balancer.planner.topic_chains import leader_chains
 from kafka_balancer.planner.topic_swaps import (
     MAX_OFFERS,
@@ -54,7 +55,7 @@ def balance_topic_goal(
 
     ``chains_share`` scales the per-call caps of the leader chains that follow the rounds.
     """
-    leaders = goal == "topic-leader-distribution"
+    leaders = goal == TOPIC_LEADER_GOAL
     nracks = st.group_racks()
     size_rank = np.empty(st.model.num_partitions, dtype=np.int64)
     size_rank[np.argsort(st.model.size_bytes, kind="stable")] = np.arange(st.model.num_partitions)
@@ -330,7 +331,7 @@ def _apply(st: State, b: Bands, parts: Ints, slots: Ints, dests: Ints, *, leader
     else:
         src, dst, j = st.rep[parts, slots], dests, slots
         v = st.slot_loads(parts, slots)
-        if "topic-leader-distribution" in st.guarded:
+        if TOPIC_LEADER_GOAL in st.guarded:
             keep_followers = slots != 0  # a moving leader could crowd its topic's leaders: followers only
             parts, src, dst, j, v = (
                 parts[keep_followers],
