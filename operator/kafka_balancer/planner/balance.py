@@ -14,11 +14,13 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray, FloatArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.catalogue import Exchange
 from kafka_balancer.planner.count_exchange import replica_count_exchange
 from kafka_balancer.planner.leaders import leader_pass
 from kafka_balancer.planner.select import (
     Bands,
+    Pair,
     PairCheck,
     compute_bands,
     fit_order,
@@ -28,7 +30,7 @@ from kafka_balancer.planner.select import (
     topic_ok,
     topic_penalty,
 )
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.state import State
 from kafka_balancer.planner.swaps import leader_exchange, leader_trade, swap_batch
 
 # A receiving broker is filled this share of the way from the band's lower edge towards the
@@ -142,105 +144,95 @@ def make_pairs(st: State, b: Bands, q: int) -> list[tuple[int, int, float]]:
     return pairs
 
 
-def _check(st: State, b: Bands, s: int, d: int, *, q: int, amount: float) -> PairCheck:
+def _check(pair: Pair, amount: float) -> PairCheck:
     # Counts move in whole items: at least one, else a gap below 1 could never close.
-    cap = max(1.0, float(np.floor(amount + 0.5))) if st.catalogue.count(q) else amount
-    return PairCheck(st, b, s, d, q=q, amount=cap)
+    cap = max(1.0, float(np.floor(amount + 0.5))) if pair.st.catalogue.count(pair.q) else amount
+    return PairCheck(pair, amount=cap)
 
 
-def _leader_batch(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: int, q: int, amount: float) -> float:
+def _leader_batch(pair: Pair, amount: float) -> float:
     """Move leadership from ``s`` to ``d`` (no data moves); returns the amount of ``q`` moved."""
+    st, d, q = pair.st, pair.d, pair.q
     if not st.can_lead[d]:
         return 0.0
-    parts, slots = leader_candidates(st, index, s, d)
+    parts, slots = leader_candidates(st, pair.index, pair.s, d)
     if parts.size == 0:
         return 0.0
     v = st.lead[parts] - st.follow[parts]
     useful = v[:, q] > 0
     parts, slots, v = parts[useful], slots[useful], v[useful]
     leaders = np.ones(parts.size, dtype=np.bool_)
-    order = _topic_aware_order(st, b, s, d, v=v, q=q, amount=amount, topics=st.ptopic[parts], leaders=leaders)
+    order = _topic_aware_order(pair, v, amount, topics=st.ptopic[parts], leaders=leaders)
     parts, slots, v = parts[order], slots[order], v[order]
     topics = st.ptopic[parts]
-    ok = topic_ok(st, b, s, d, topics=topics, leaders=leaders, replicas_move=False)
+    ok = topic_ok(pair, topics, leaders, replicas_move=False)
     parts, slots, v = parts[ok], slots[ok], v[ok]
-    chosen = _choose(st, b, s, d, v=v, q=q, amount=amount)
+    chosen = _choose(pair, v, amount)
     st.swap_leader(parts[chosen], slots[chosen])
     return float(v[chosen, q].sum())
 
 
-def _replica_batch(
-    st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: int, q: int, amount: float, nracks: Ints
-) -> float:
+def _replica_batch(pair: Pair, amount: float) -> float:
     """Move replicas from ``s`` to ``d``; returns the amount of ``q`` moved."""
+    st, d, q = pair.st, pair.d, pair.q
     if not st.can_host[d]:
         return 0.0
-    parts, slots = replica_candidates(st, index, s, d=d, nracks=nracks, leaders_only=st.catalogue.leaders_only(q))
+    leaders_only = st.catalogue.leaders_only(q)
+    parts, slots = replica_candidates(st, pair.index, pair.s, d=d, nracks=pair.nracks, leaders_only=leaders_only)
     if parts.size == 0:
         return 0.0
     v = st.slot_loads(parts, slots)
     useful = v[:, q] > 0
     parts, slots, v = parts[useful], slots[useful], v[useful]
-    order = _topic_aware_order(
-        st, b, s, d, v=v, q=q, amount=amount, topics=st.ptopic[parts], leaders=slots == 0, replicas_move=True
-    )
+    order = _topic_aware_order(pair, v, amount, topics=st.ptopic[parts], leaders=slots == 0, replicas_move=True)
     parts, slots, v = parts[order], slots[order], v[order]
     topics = st.ptopic[parts]
-    ok = topic_ok(st, b, s, d, topics=topics, leaders=slots == 0)
+    ok = topic_ok(pair, topics, slots == 0)
     parts, slots, v = parts[ok], slots[ok], v[ok]
     # Items that keep their topic's spread (or improve it) first; the others only when those
     # cannot carry any of the amount.
-    keeps = topic_penalty(st, b, s, d, st.ptopic[parts], leaders=slots == 0, replicas_move=True) <= KEEPS_TOPIC
+    keeps = topic_penalty(pair, st.ptopic[parts], leaders=slots == 0, replicas_move=True) <= KEEPS_TOPIC
     if keeps.any() and not keeps.all():
-        chosen = _choose(st, b, s, d, v=v[keeps], q=q, amount=amount)
+        chosen = _choose(pair, v[keeps], amount)
         if chosen.any():
             idx = np.flatnonzero(keeps)[chosen]
             st.move(parts[idx], slots[idx], np.full(idx.size, d, dtype=np.int32))
             return float(v[idx, q].sum())
-    chosen = _choose(st, b, s, d, v=v, q=q, amount=amount)
+    chosen = _choose(pair, v, amount)
     st.move(parts[chosen], slots[chosen], np.full(int(chosen.sum()), d, dtype=np.int32))
     return float(v[chosen, q].sum())
 
 
-def _choose(st: State, b: Bands, s: int, d: int, *, v: FloatArray, q: int, amount: float) -> BoolArray:
+def _choose(pair: Pair, v: FloatArray, amount: float) -> BoolArray:
     """Items (rows of ``v``, in preference order) to move: as many as fit ``amount`` under the pair check."""
-    chosen = take(v, _check(st, b, s, d, q=q, amount=amount))
+    chosen = take(v, _check(pair, amount))
     if not chosen.any():
         # Every item is bigger than the gap: one item may overshoot it, the smallest that still
         # lowers the pair's distance to the band (so the goal gets better, never worse).
-        fits = np.flatnonzero(_check(st, b, s, d, q=q, amount=np.inf)(v))
+        fits = np.flatnonzero(_check(pair, np.inf)(v))
         if fits.size:
-            chosen[fits[np.argmin(v[fits, q])]] = True
+            chosen[fits[np.argmin(v[fits, pair.q])]] = True
     return chosen
 
 
 def _topic_aware_order(
-    st: State,
-    b: Bands,
-    s: int,
-    d: int,
-    *,
-    v: FloatArray,
-    q: int,
-    amount: float,
-    topics: Ints,
-    leaders: BoolArray,
-    replicas_move: bool = False,
+    pair: Pair, v: FloatArray, amount: float, *, topics: Ints, leaders: BoolArray, replicas_move: bool = False
 ) -> Ints:
     """Preference order of candidates; the topic penalty counts each item as the k-th of its topic in
     the order being built, so it is computed on a first ordering and then once more."""
     order = np.arange(topics.size)
     for _ in range(2):
-        penalty = topic_penalty(st, b, s, d, topics[order], leaders=leaders[order], replicas_move=replicas_move)
+        penalty = topic_penalty(pair, topics[order], leaders=leaders[order], replicas_move=replicas_move)
         full = np.empty(topics.size)
         full[order] = penalty
-        order = _order(st, b, s, d, v=v, q=q, amount=amount, penalty=full)
+        order = _order(pair, v, amount, full)
     return order
 
 
-def _order(st: State, b: Bands, s: int, d: int, *, v: FloatArray, q: int, amount: float, penalty: FloatArray) -> Ints:
-    if st.catalogue.count(q):
-        return fit_order(st, b, s, d, v=v, q=q, count=amount, penalty=penalty)
+def _order(pair: Pair, v: FloatArray, amount: float, penalty: FloatArray) -> Ints:
+    q = pair.q
+    if pair.st.catalogue.count(q):
+        return fit_order(pair, v, q=q, count=amount, penalty=penalty)
     # Among items that fit: those that also even out their topic first, then largest first (fewest
     # items for the amount); ties keep partition order.
     fits = v[:, q] <= amount * (1 + 1e-9)
@@ -258,10 +250,11 @@ def balance_goal(st: State, goal: str, *, leadership_only: bool = False) -> int:
     assert q is not None, goal
     leadership = catalogue.leadership_carries(q)
     count = catalogue.count(q)
-    trades = catalogue.uses(goal, Exchange.TRADES)
-    swaps = catalogue.uses(goal, Exchange.SWAPS)
-    count_exchanges = catalogue.uses(goal, Exchange.COUNT_EXCHANGES) and st.count_exchanges
-    leader_exchanges = catalogue.uses(goal, Exchange.LEADER_EXCHANGES)
+    allowed = st.scope.exchanges
+    trades = catalogue.uses(goal, Exchange.TRADES, allowed)
+    swaps = catalogue.uses(goal, Exchange.SWAPS, allowed)
+    count_exchanges = catalogue.uses(goal, Exchange.COUNT_EXCHANGES, allowed)
+    leader_exchanges = catalogue.uses(goal, Exchange.LEADER_EXCHANGES, allowed)
     nracks = st.group_racks()
     rounds = 0
     for rounds in range(1, st.options.max_rounds + 1):  # noqa: B007 - the count is returned
@@ -273,20 +266,21 @@ def balance_goal(st: State, goal: str, *, leadership_only: bool = False) -> int:
         index = st.broker_index_by_slot()
         moved = float(led)
         for s, d, amount in pairs:
+            pair = Pair(st, b, s, d, q, index, nracks)
             left = amount
             if leadership:
-                left -= _leader_batch(st, b, index, s, d=d, q=q, amount=left)
+                left -= _leader_batch(pair, left)
             if trades and left > SWAP_MIN_SHARE * amount:
-                left -= leader_trade(st, b, index, s, d=d, q=q, amount=left)
+                left -= leader_trade(pair, left)
             moves_data = not leadership_only
             if moves_data and left > 1e-9 * max(1.0, amount) and (not count or left >= 0.5):
-                left -= _replica_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
+                left -= _replica_batch(pair, left)
             if moves_data and count_exchanges and left >= 0.5:
-                left -= replica_count_exchange(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
+                left -= replica_count_exchange(pair, left)
             if moves_data and swaps and left > SWAP_MIN_SHARE * amount:
-                left -= swap_batch(st, b, index, s, d=d, q=q, amount=left, nracks=nracks)
+                left -= swap_batch(pair, left)
             if leader_exchanges and left >= 0.5:
-                left -= leader_exchange(st, b, index, s, d=d, q=q, amount=left)
+                left -= leader_exchange(pair, left)
             moved += amount - left
         if moved <= 0:
             break

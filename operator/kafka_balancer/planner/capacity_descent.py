@@ -20,17 +20,28 @@ With ``leadership_only`` (demote-brokers moves no data) it is the only step.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray, FloatArray
+from kafka_balancer.planner.arrays import Ints
+from kafka_balancer.planner.repair_round import RepairRound
 from kafka_balancer.planner.select import leader_candidates, replica_candidates
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.state import State
 
 # Replicas compared on each side of an exchange (largest first on the giver, smallest first on the
 # taker): at most SIDE squared pairs per (giver, taker).
 SIDE: Final = 512
+
+
+class _Trade(NamedTuple):
+    """An exchange between giver ``s`` (``excess`` above its limit) and taker ``d`` (``room`` under it)."""
+
+    s: int
+    d: int
+    excess: float
+    room: float
 
 
 class _Step:
@@ -54,28 +65,20 @@ class _Step:
             st.move(np.array([p]), np.array([slot]), np.array([to], dtype=np.int32))
 
 
-def descend(
-    st: State,
-    s: int,
-    q: int,
-    *,
-    takers: Ints,
-    nracks: Ints,
-    index: tuple[Ints, Ints],
-    leadership_only: bool = False,
-) -> float:
+def descend(rnd: RepairRound, s: int, takers: Ints) -> float:
     """Apply the step (a move or an exchange between ``s`` and one of ``takers``) that shrinks the
     total excess of ``q`` most, moving the fewest bytes among equals; returns how much it shrank."""
+    st, q = rnd.st, rnd.q
     excess = float(st.load[s, q] - st.limit[s, q])
     step = _Step()
     # A leadership step can shrink the excess of a limit leadership carries.
     leadership = st.catalogue.leadership_carries(q)
     for d in takers.tolist():
         if leadership:
-            _leadership(st, s, d, q, step, excess=excess, index=index)
-        if leadership_only:
+            _leadership(rnd, s, d, step, excess=excess)
+        if rnd.leadership_only:
             continue
-        xp, xs, xv = _side(st, s, d, q, nracks=nracks, index=index, largest=True, count=None)
+        xp, xs, xv = _side(rnd, s, d, largest=True, count=None)
         if xp.size == 0:
             continue
         room = float(st.limit[d, q] - st.load[d, q])
@@ -85,7 +88,7 @@ def descend(
             m = _fewest_bytes(gain, xv[:, q])
             step.offer(float(gain[m]), float(xv[m, q]), [(int(xp[m]), int(xs[m]), d)])
         xp, xs, xv = xp[:SIDE], xs[:SIDE], xv[:SIDE]
-        yp, ys, yv = _side(st, d, s, q, nracks=nracks, index=index, largest=False, count=SIDE)
+        yp, ys, yv = _side(rnd, d, s, largest=False, count=SIDE)
         if yp.size == 0:
             continue
         net = xv[:, None, :] - yv[None, :, :]  # (X, Y, Q): what d gains and s loses
@@ -95,14 +98,15 @@ def descend(
             i, j = np.unravel_index(_fewest_bytes(gain, xv[:, None, q] + yv[None, :, q]), gain.shape)
             moved = float(xv[i, q] + yv[j, q])
             step.offer(float(gain[i, j]), moved, [(int(xp[i]), int(xs[i]), d), (int(yp[j]), int(ys[j]), s)])
-        _one_for_several(st, s, d, q, step, excess=excess, room=room, x=(xp, xs, xv), y=(yp, ys, yv))
+        _one_for_several(rnd, _Trade(s, d, excess, room), step, x=(xp, xs, xv), y=(yp, ys, yv))
     step.apply(st)
     return step.key[0]
 
 
-def _leadership(st: State, s: int, d: int, q: int, step: _Step, *, excess: float, index: tuple[Ints, Ints]) -> None:
+def _leadership(rnd: RepairRound, s: int, d: int, step: _Step, *, excess: float) -> None:
     """Offer handing a leadership of ``s`` to its follower ``d``, or exchanging it for one that ``d``
     leads and ``s`` follows (only the difference moves): no data moves."""
+    st, q, index = rnd.st, rnd.q, rnd.index
     xp, xs = leader_candidates(st, index, s, d)
     if xp.size == 0:
         return
@@ -129,19 +133,12 @@ def _leadership(st: State, s: int, d: int, q: int, step: _Step, *, excess: float
 
 
 def _one_for_several(
-    st: State,
-    s: int,
-    d: int,
-    q: int,
-    step: _Step,
-    *,
-    excess: float,
-    room: float,
-    x: tuple[Ints, Ints, FloatArray],
-    y: tuple[Ints, Ints, FloatArray],
+    rnd: RepairRound, trade: _Trade, step: _Step, *, x: tuple[Ints, Ints, FloatArray], y: tuple[Ints, Ints, FloatArray]
 ) -> None:
     """Offer the exchange of one replica of ``s`` for the cheapest run of ``d``'s replicas (in size
     order) that leaves both under their limits: s sheds ``x - run`` >= excess, d takes ``x - run`` <= room."""
+    st, q = rnd.st, rnd.q
+    s, d, excess, room = trade
     xp, xs, xv = x
     yp, ys, yv = y  # ascending in q
     lo = xv[:, q] - max(room, 0.0)  # the run must bring back at least this, so d ends under
@@ -195,10 +192,10 @@ def _fewest_bytes(gain: FloatArray, moved: FloatArray) -> int:
     return int(np.argmin(np.where(tie, moved, np.inf)))
 
 
-def _side(
-    st: State, frm: int, to: int, q: int, *, nracks: Ints, index: tuple[Ints, Ints], largest: bool, count: int | None
-) -> tuple[Ints, Ints, FloatArray]:
-    parts, slots = replica_candidates(st, index, frm, d=to, nracks=nracks, leaders_only=False)
+def _side(rnd: RepairRound, frm: int, to: int, *, largest: bool, count: int | None) -> tuple[Ints, Ints, FloatArray]:
+    """Replicas of ``frm`` that may go to ``to``: the ``count`` largest (or smallest) in ``q``."""
+    st = rnd.st
+    parts, slots = replica_candidates(st, rnd.index, frm, d=to, nracks=rnd.nracks, leaders_only=False)
     v = st.slot_loads(parts, slots)
-    order = np.argsort(-v[:, q] if largest else v[:, q], kind="stable")[:count]
+    order = np.argsort(-v[:, rnd.q] if largest else v[:, rnd.q], kind="stable")[:count]
     return parts[order], slots[order], v[order]

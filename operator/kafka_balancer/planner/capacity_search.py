@@ -23,10 +23,11 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.catalogue import Q_DISK, Q_REPLICAS
 from kafka_balancer.planner.goals import rack_allowance
 from kafka_balancer.planner.select import may_host, movable_replicas
-from kafka_balancer.planner.state import Ints, State, arrived_replicas
+from kafka_balancer.planner.state import State, arrived_replicas
 
 MAX_REPLICAS: Final = 600
 # Nor is it tried on groups holding more replicas in all (finding the movable ones costs as much as
@@ -141,15 +142,16 @@ class _Search:
             self.allowed = np.full(now.shape, rows.shape[1], dtype=np.int64)
         # Of an operation onto brokers the user named: the hosts where each item would count as
         # placed there by this plan (named, and not holding its partition before), how many such
-        # replicas each partition still misses (``State.onto_need``; the domain lets every one of
+        # replicas each partition still misses (``Named.need``; the domain lets every one of
         # them go elsewhere, :meth:`_fits` keeps the count), and its items not yet placed.
         self.placing = np.zeros((self.parts.size, self.hosts.size), dtype=np.bool_)
         self.named_missing = np.zeros(local.size, dtype=np.int64)
-        if st.onto is not None and st.onto_need is not None:
+        named = st.scope.named
+        if named is not None:
             before = (st.model.replicas[self.parts][:, :, None] == self.hosts[None, None, :]).any(axis=1)
-            self.placing = st.onto[self.hosts][None, :] & ~before
-            placed = arrived_replicas(rows, st.model.replicas[local]) & ~moving & st.onto[np.maximum(rows, 0)]
-            self.named_missing = st.onto_need[local] - placed.sum(axis=1)
+            self.placing = named.brokers[self.hosts][None, :] & ~before
+            placed = arrived_replicas(rows, st.model.replicas[local]) & ~moving & named.brokers[np.maximum(rows, 0)]
+            self.named_missing = named.need[local] - placed.sum(axis=1)
         self.unplaced = np.bincount(self.pid, minlength=local.size)
 
     def _reset(self) -> None:

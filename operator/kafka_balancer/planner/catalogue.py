@@ -50,6 +50,12 @@ class Exchange(Enum):
     COUNT_EXCHANGES = "count exchanges"  # several light replicas for one heavy one (a scope allows them)
     LEADER_EXCHANGES = "leader exchanges"  # two light leaderships for one heavy one
 
+    @property
+    def gated(self) -> bool:
+        """Whether a goal uses it only where the stage's scope allows it (``Scope.exchanges``):
+        count exchanges move bytes both ways, so only a second pass that needs them has them."""
+        return self is Exchange.COUNT_EXCHANGES
+
 
 @dataclass(frozen=True)
 class Quantity:
@@ -226,8 +232,9 @@ class Catalogue:
             return None
         return self.index(record.quantity)
 
-    def uses(self, goal: str, exchange: Exchange) -> bool:
-        return exchange in self._by_name[goal].exchanges
+    def uses(self, goal: str, exchange: Exchange, allowed: frozenset[Exchange] = frozenset()) -> bool:
+        """Whether ``goal`` may use ``exchange`` now (a gated one only when ``allowed`` names it)."""
+        return exchange in self._by_name[goal].exchanges and (not exchange.gated or exchange in allowed)
 
     def leadership_mends(self, goal: str) -> bool:
         """Whether leadership moves alone can mend a hard goal (demote-brokers answers only for those)."""

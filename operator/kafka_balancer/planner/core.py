@@ -15,6 +15,7 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal, model_fingerprint, proposal_id
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.balance import balance_goal
 from kafka_balancer.planner.catalogue import CATALOGUE, TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
 from kafka_balancer.planner.detours import repair_topic_slots
@@ -32,7 +33,7 @@ from kafka_balancer.planner.pinned import repair_capacity, repair_capacity_by_le
 from kafka_balancer.planner.rebuild import exchange_pass, rebuild_rounds
 from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.select import compute_bands
-from kafka_balancer.planner.state import Ints, State, arrived_replicas, resolve_groups
+from kafka_balancer.planner.state import State, arrived_replicas, resolve_groups
 from kafka_balancer.planner.substitute import substitute_moves
 from kafka_balancer.planner.tighten import leaders_off_average, tighten_leaders
 from kafka_balancer.planner.topic_chains import leader_chains
@@ -119,7 +120,7 @@ def plan(model: ClusterModel, options: PlannerOptions | None = None) -> Proposal
         if not worse - strict:
             break
         strict |= worse
-    _final_checks(st, model.replicas, before.movable)
+    _final_checks(st, model.replicas, before.scope.movable)
     return build_proposal(model, options, before, st)
 
 
@@ -136,28 +137,28 @@ def goal_order(options: PlannerOptions) -> list[str]:
 
 def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str]) -> State:
     st = State(model, options, resolve_groups(model, options))
-    free = st.movable  # before the operation pins partitions
+    free = st.scope.movable  # before the operation pins partitions
     _check_operation(st)
-    _apply_operation(st)
+    pinned = _apply_operation(st)
     op = options.operation.type
-    if op != "demote-brokers":  # it moves no data: the totals that must fit are not its to change
-        precheck(st)
-        repair_racks_and_groups(st, free)
-        parts, slots = bad_slots(st, ~st.active)
-        _evacuate_onto_targets(st, parts, slots)
-    fix_leadership(st)
-    if op == "demote-brokers":
-        repair_capacity_by_leadership(st, free)
-    else:
-        repair_capacity(st, free, parts, fewest_bytes=_shape_only(options))
-    if not _shape_only(options):
-        _distribute(st, strict)
-        # Without the detours (step 9): on small clusters they made a round cost seconds (24 s of a
-        # 66-partition plan), and of 5,774 random cases one plan changed without them. The count
-        # exchanges' pass keeps them: two of the plans it mends need them (docs/performance.md).
-        rebuild_rounds(st, lambda again: _distribute(again, strict, detours=False))
-        exchange_pass(st, lambda again: _distribute(again, strict))
-    st.guarded = frozenset(options.distribution_goals)
+    with st.scoped(movable=pinned):
+        if op != "demote-brokers":  # it moves no data: the totals that must fit are not its to change
+            precheck(st)
+            repair_racks_and_groups(st, free)
+            parts, slots = bad_slots(st, ~st.active)
+            _evacuate_onto_targets(st, parts, slots)
+        fix_leadership(st)
+        if op == "demote-brokers":
+            repair_capacity_by_leadership(st, free)
+        else:
+            repair_capacity(st, free, parts, fewest_bytes=_shape_only(options))
+        if not _shape_only(options):
+            _distribute(st, strict)
+            # Without the detours (step 9): on small clusters they made a round cost seconds (24 s of a
+            # 66-partition plan), and of 5,774 random cases one plan changed without them. The count
+            # exchanges' pass keeps them: two of the plans it mends need them (docs/performance.md).
+            rebuild_rounds(st, lambda again: _distribute(again, strict, detours=False))
+            exchange_pass(st, lambda again: _distribute(again, strict))
     return st
 
 
@@ -169,19 +170,25 @@ def _distribute(st: State, strict: frozenset[str], *, detours: bool = True) -> N
     topic_spread = TOPIC_REPLICA_GOAL in options.distribution_goals
     for goal in goal_order(options):
         done.append(goal)
-        st.guarded = frozenset(done) | strict
-        if st.catalogue.balances(goal) is not None:
-            balance_goal(st, goal)
-            if goal == TOPIC_SPREAD_EARLY_AFTER and topic_spread:
-                # While the brokers still have slack in the later goals' bands, one-way moves can
-                # even out the topics; at the end only exchanges (twice the bytes) could.
-                balance_topic_goal(st, TOPIC_REPLICA_GOAL, rounds=TOPIC_SPREAD_EARLY_ROUNDS)
-        else:
-            # Last: exchanges may now use partitions of any size, for what is still out of band.
-            balance_topic_goal(st, goal, size_cap=1.0)
+        with st.scoped(guarded=frozenset(done) | strict):
+            if st.catalogue.balances(goal) is not None:
+                balance_goal(st, goal)
+                if goal == TOPIC_SPREAD_EARLY_AFTER and topic_spread:
+                    # While the brokers still have slack in the later goals' bands, one-way moves can
+                    # even out the topics; at the end only exchanges (twice the bytes) could.
+                    balance_topic_goal(st, TOPIC_REPLICA_GOAL, rounds=TOPIC_SPREAD_EARLY_ROUNDS)
+            else:
+                # Last: exchanges may now use partitions of any size, for what is still out of band.
+                balance_topic_goal(st, goal, size_cap=1.0)
+    with st.scoped(guarded=frozenset(options.distribution_goals) | strict):
+        _finish(st, detours=detours)
+
+
+def _finish(st: State, *, detours: bool) -> None:
+    """The finishing passes, every goal guarded (docs/goals.md, steps 6-11)."""
+    options = st.options
     # Leadership moves of the last goal free some replica moves of the one before: once more,
     # briefly (it finishes a few slots; at millions of replicas more rounds would not pay).
-    st.guarded = frozenset(options.distribution_goals) | strict
     for goal in st.catalogue.topic_goals:
         if goal in options.distribution_goals:
             balance_topic_goal(
@@ -203,17 +210,16 @@ def _distribute(st: State, strict: frozenset[str], *, detours: bool = True) -> N
     substitute_moves(st, arrived=True)
     # Stand-ins from afar, last: run before the detours, they left a mixed-rf seed a topic slot out of band.
     substitute_moves(st, far=True)
-    _finish_by_leadership(st, strict)
+    _finish_by_leadership(st)
 
 
-def _finish_by_leadership(st: State, strict: frozenset[str]) -> None:
+def _finish_by_leadership(st: State) -> None:
     """Leadership moves and trades (no data moves) for the leader-borne goals still out of band.
 
     Such a goal can end its own turn short (its brokers' other loads at their edges then) and the
     passes after it only keep it from getting worse; the moves they made since may have opened a
     way. Every goal is guarded, so nothing that holds breaks.
     """
-    st.guarded = frozenset(st.options.distribution_goals) | strict
     catalogue = st.catalogue
     balanced = [(g, catalogue.balances(g)) for g in goal_order(st.options)]
     short = [
@@ -240,8 +246,10 @@ def _check_operation(st: State) -> None:
                 raise PlanningError("invalid-options", f"field 'operation.brokers' names broker {b}, which is down")
 
 
-def _apply_operation(st: State) -> None:
+def _apply_operation(st: State) -> BoolArray:
+    """The operation's shape change; returns the partitions the rest of the plan may move."""
     op = st.options.operation
+    movable = st.scope.movable
     if op.type == "change-replication-factor" and op.replication_factor is not None:
         change_replication_factor(st, op.topics, op.replication_factor)
     elif op.type == "move-topics":
@@ -251,13 +259,14 @@ def _apply_operation(st: State) -> None:
             targets = st.groups.broker == target_group
         else:
             targets = st.named_targets()
-        move_topics(st, op.topics, targets & st.active, target_group)
+        movable = move_topics(st, op.topics, targets & st.active, target_group)
         if op.target_group is None:
             # Named brokers: the topics stay on them (the capacity repair may settle them on another
             # named broker, and moves others to make room).
-            st.movable = np.zeros_like(st.movable)
+            movable = np.zeros_like(movable)
     elif _shape_only(st.options):
-        st.movable = np.zeros_like(st.movable)
+        movable = np.zeros_like(movable)
+    return movable
 
 
 def _shape_only(options: PlannerOptions) -> bool:

@@ -19,7 +19,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
 from kafka_balancer.planner.catalogue import Q_LEADERS
-from kafka_balancer.planner.select import Bands, accept_together, count_ok
+from kafka_balancer.planner.select import Bands, accept_together, count_ok, leader_band
 from kafka_balancer.planner.state import State
 
 MAX_DEPTH: Final = 6
@@ -103,13 +103,13 @@ def _candidates(st: State, b: Bands) -> Candidates:
     src = rows[parts, 0]
     dst = rows[:, 1:].ravel()
     safe = np.maximum(dst, 0)
-    ok = (dst != NO_BROKER) & (src != NO_BROKER) & st.movable[parts]
+    ok = (dst != NO_BROKER) & (src != NO_BROKER) & st.scope.movable[parts]
     ok &= st.active[safe] & st.can_lead[safe] & np.isfinite(b.upper[safe, Q_LEADERS])
     parts, slots, src, dst = parts[ok], slots[ok], src[ok], dst[ok]
     topics = st.ptopic[parts]
     on = b.topic_leader_on[topics]
     one = np.ones(parts.size, dtype=np.int64)
-    fine = count_ok(st.tlead, src, dst, topics=topics, k=one, lo=b.lead_lo, hi=b.lead_hi)
+    fine = count_ok(leader_band(st, b), src, dst, topics=topics, k=one)
     keep = ~on | fine
     parts, slots, src, dst = parts[keep], slots[keep], src[keep], dst[keep]
     loads = st.catalogue.leader_loads
@@ -168,7 +168,7 @@ def _apply(st: State, b: Bands, hops: list[tuple[int, int]], cands: Candidates, 
             t = np.array([st.ptopic[p]])
             if (
                 b.topic_leader_on[t[0]]
-                and not count_ok(st.tlead, s, d, topics=t, k=np.ones(1, dtype=np.int64), lo=b.lead_lo, hi=b.lead_hi)[0]
+                and not count_ok(leader_band(st, b), s, d, topics=t, k=np.ones(1, dtype=np.int64))[0]
             ):
                 continue
             pick = (p, k)

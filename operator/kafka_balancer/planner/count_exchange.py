@@ -18,8 +18,9 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import FloatArray
-from kafka_balancer.planner.select import Bands, PairCheck, replica_candidates, topic_ok
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.arrays import Ints
+from kafka_balancer.planner.select import Pair, PairCheck, replica_candidates, topic_ok
+from kafka_balancer.planner.state import State
 
 # Exchanges per (giver, taker) pair and round; each re-reads the loads the last one changed.
 EXCHANGES_PER_PAIR: Final = 8
@@ -44,29 +45,27 @@ def _added_bytes(st: State, parts: Ints, frm: int, to: int) -> FloatArray:
     return out
 
 
-def _side(
-    st: State, b: Bands, index: tuple[Ints, Ints], frm: int, *, to: int, nracks: Ints, cumulative: bool
-) -> tuple[Ints, Ints, FloatArray, FloatArray, FloatArray]:
-    """Replicas on ``frm`` that may go to ``to``: going back to a broker that held them first, then
+def _side(pair: Pair, *, cumulative: bool) -> tuple[Ints, Ints, FloatArray, FloatArray, FloatArray]:
+    """Replicas on ``s`` that may go to ``d``: going back to a broker that held them first, then
     lightest first; their loads, weights and the bytes each adds to the plan."""
-    parts, slots = replica_candidates(st, index, frm, d=to, nracks=nracks, leaders_only=False)
+    st, b, frm, to = pair.st, pair.b, pair.s, pair.d
+    parts, slots = replica_candidates(st, pair.index, frm, d=to, nracks=pair.nracks, leaders_only=False)
     v = st.slot_loads(parts, slots)
     w = _weight(v, np.maximum(b.avg[frm], 1e-12), st.catalogue.loads)
     added = _added_bytes(st, parts, frm, to)
     order = np.lexsort((w, added >= 0))
     parts, slots, v, w, added = parts[order], slots[order], v[order], w[order], added[order]
     # The giver's items move together (a batch); each of the taker's is an alternative.
-    ok = topic_ok(st, b, frm, to, topics=st.ptopic[parts], leaders=slots == 0, cumulative=cumulative)
+    ok = topic_ok(pair, st.ptopic[parts], slots == 0, cumulative=cumulative)
     return parts[ok], slots[ok], v[ok], w[ok], added[ok]
 
 
-def replica_count_exchange(
-    st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: int, q: int, amount: float, nracks: Ints
-) -> float:
+def replica_count_exchange(pair: Pair, amount: float) -> float:
     """Move about ``amount`` replicas' worth of count ``q`` from ``s`` to ``d`` by exchanges.
 
     Returns the count moved.
     """
+    st, b, s, d, q = pair.st, pair.b, pair.s, pair.d, pair.q
     if not (st.can_host[d] and st.can_host[s]):
         return 0.0
     left = amount
@@ -74,8 +73,8 @@ def replica_count_exchange(
         want = int(np.floor(left + 0.5))
         if want < 1:
             break
-        lp, ls, lv, _, la = _side(st, b, index, s, to=d, nracks=nracks, cumulative=True)
-        hp, hs, hv, hw, ha = _side(st, b, index, d, to=s, nracks=nracks, cumulative=False)
+        lp, ls, lv, _, la = _side(pair, cumulative=True)
+        hp, hs, hv, hw, ha = _side(pair.reversed(), cumulative=False)
         if lp.size < 2 or hp.size == 0:
             break
         # The heaviest of d, and those going back to s (they take bytes off the plan).
@@ -85,7 +84,7 @@ def replica_count_exchange(
         light_sums = np.cumsum(lv[: min(lp.size, MAX_LIGHT)], axis=0)[1:]
         net = light_sums[:, None, :] - hv[heavy][None, :, :]
         added = np.cumsum(la[: min(lp.size, MAX_LIGHT)])[1:, None] + ha[heavy][None, :]
-        ok = PairCheck(st, b, s, d, q=q)(net)
+        ok = PairCheck(pair)(net)
         if not ok.any():
             break
         # The count closest to what is left, an overshoot counting double (the pair check keeps

@@ -21,17 +21,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.balance import balance_goal
 from kafka_balancer.planner.catalogue import LEADER_COUNT_GOAL, Q_DISK, Q_LEADERS, TOPIC_LEADER_GOAL
 from kafka_balancer.planner.goals import bands, count_distance, topic_brokers
 from kafka_balancer.planner.revert import revert_moves
 from kafka_balancer.planner.select import Bands, band_distance, compute_bands, rack_ok
-from kafka_balancer.planner.state import Checkpoint, Ints, State, arrived_replicas, only_group
+from kafka_balancer.planner.state import Checkpoint, State, arrived_replicas, only_group
 from kafka_balancer.planner.substitute import substitute_moves
 from kafka_balancer.planner.tighten import tighten_leaders
 from kafka_balancer.planner.topics import topic_spread
@@ -56,6 +57,15 @@ DESTS_PER_REPLICA: Final = 2
 LEADERSHIP: Final = -1
 Step = tuple[int, int, int]  # (partition, slot, destination broker or LEADERSHIP)
 Detour = tuple[Step, ...]
+
+
+class _Cell(NamedTuple):
+    """A (topic, broker) count out of its band: of replicas, or of leaders (``leaders``)."""
+
+    topic: int
+    broker: int
+    over: bool  # above the band (else below)
+    leaders: bool
 
 
 @dataclass
@@ -106,11 +116,11 @@ def repair_topic_slots(st: State) -> int:
     group at a time; after a kept detour, the moves no longer needed are undone and smaller
     stand-ins tried again (a detour's mending often leaves room for both), and the leader counts
     finished again. Returns slots fixed."""
-    goals = [g for g in st.catalogue.topic_goals if g in st.guarded]
+    goals = [g for g in st.catalogue.topic_goals if g in st.scope.guarded]
     if not goals or st.model.replicas.shape != st.rep.shape:
         return 0
     fixed = 0
-    for group in np.flatnonzero(st.groups.balanced).tolist():
+    for group in np.flatnonzero(st.scope.groups).tolist():
         # Alone, as when the group is planned on its own: its limits and mending stay its own.
         with only_group(st, group):
             in_group = _group_detours(st, goals)
@@ -125,32 +135,24 @@ def repair_topic_slots(st: State) -> int:
 def _group_detours(st: State, goals: Sequence[str]) -> int:
     b = compute_bands(st)
     nracks = st.group_racks()
-    replicas = int((st.rep[st.movable] != NO_BROKER).sum())
+    replicas = int((st.rep[st.scope.movable] != NO_BROKER).sum())
     budget = _Budget(min(MAX_DETOURS, DETOUR_REPLICAS // max(replicas, 1)))
     fixed = 0
     for goal in goals:
-        leaders = goal == TOPIC_LEADER_GOAL
-        cells = _cells(st, b, leaders=leaders)
+        cells = _cells(st, b, leaders=goal == TOPIC_LEADER_GOAL)
         if len(cells) > MAX_CELLS:
             continue
-        for t, x, over in cells:
+        for cell in cells:
             start = _distances(st, b)
-            if _topic_distance(start, t, leaders=leaders) == 0:
+            if _topic_distance(start, cell) == 0:
                 continue  # an earlier detour fixed it
-            moves = _direct_moves(st, b, t, x, over=over, leaders=leaders, nracks=nracks)
-            fixed += _best_detour(st, b, moves, start, topic=t, leaders=leaders, budget=budget)
+            moves = _direct_moves(st, b, cell, nracks=nracks)
+            fixed += _best_detour(st, b, moves, start, cell=cell, budget=budget)
     return fixed
 
 
 def _best_detour(
-    st: State,
-    b: Bands,
-    moves: list[tuple[float, Detour]],
-    start: _Distances,
-    *,
-    topic: int,
-    leaders: bool,
-    budget: _Budget,
+    st: State, b: Bands, moves: list[tuple[float, Detour]], start: _Distances, *, cell: _Cell, budget: _Budget
 ) -> int:
     """Try the detours (cheapest first) and keep the one that ends moving fewest bytes, if any
     passes. Returns 1 if one was kept."""
@@ -162,9 +164,7 @@ def _best_detour(
             if not budget.take():
                 return _keep(st, best)
             end = _detour(st, b, move, start, leadership_only=leadership_only)
-            if end.no_worse_than(start) and _topic_distance(end, topic, leaders=leaders) < _topic_distance(
-                start, topic, leaders=leaders
-            ):
+            if end.no_worse_than(start) and _topic_distance(end, cell) < _topic_distance(start, cell):
                 cost = _bytes_moved(st)
                 if best is None or cost < best[0]:
                     best = (cost, st.checkpoint())
@@ -183,22 +183,21 @@ def _keep(st: State, best: tuple[float, Checkpoint] | None) -> int:
     return 1
 
 
-def _cells(st: State, b: Bands, *, leaders: bool) -> list[tuple[int, int, bool]]:
-    """(topic, broker, over) for each count out of its band, in a fixed order."""
+def _cells(st: State, b: Bands, *, leaders: bool) -> list[_Cell]:
+    """Each count out of its band, in a fixed order."""
     spread = topic_spread(st, b, leaders=leaders)
     ts, xs = np.nonzero(spread.over | spread.under)
-    return [(int(t), int(x), bool(spread.over[t, x])) for t, x in zip(ts, xs, strict=True)]
+    return [_Cell(int(t), int(x), bool(spread.over[t, x]), leaders) for t, x in zip(ts, xs, strict=True)]
 
 
-def _direct_moves(
-    st: State, b: Bands, t: int, x: int, *, over: bool, leaders: bool, nracks: Ints
-) -> list[tuple[float, Detour]]:
+def _direct_moves(st: State, b: Bands, cell: _Cell, *, nracks: Ints) -> list[tuple[float, Detour]]:
     """Moves that bring (t, x) one step towards its band without taking another count of t out of
     its band, under every hard goal: the TRIES_PER_CELL that move fewest bytes. A replica that can
     only go to a broker already at the topic's upper edge (racks allow no other, or it is the
     replica's original broker) goes there when that broker can pass one of its replicas of t on to a
     broker with room: two steps."""
-    of_topic = np.flatnonzero((st.ptopic == t) & st.movable)
+    t, x, over, leaders = cell
+    of_topic = np.flatnonzero((st.ptopic == t) & st.scope.movable)
     if leaders:
         return [(0.0, move) for move in _leader_moves(st, b, t, x, of_topic, over=over)[:TRIES_PER_CELL]]
     if over:
@@ -336,5 +335,6 @@ def _distances(st: State, b: Bands) -> _Distances:
     return _Distances(broker, over_limit, replicas, leaders, tol)
 
 
-def _topic_distance(d: _Distances, t: int, *, leaders: bool) -> int:
-    return int((d.leaders if leaders else d.replicas)[t].sum())
+def _topic_distance(d: _Distances, cell: _Cell) -> int:
+    """How far the cell's topic is from its band, over every broker."""
+    return int((d.leaders if cell.leaders else d.replicas)[cell.topic].sum())

@@ -14,6 +14,7 @@ from typing import Any, Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.catalogue import (
     EXCLUDED_BROKERS,
     GROUP_CONFINEMENT,
@@ -21,7 +22,7 @@ from kafka_balancer.planner.catalogue import (
     TOPIC_LEADER_GOAL,
     TOPIC_REPLICA_GOAL,
 )
-from kafka_balancer.planner.state import Ints, State, arrived_replicas
+from kafka_balancer.planner.state import State, arrived_replicas
 
 # Relative slack for float comparisons, so a broker exactly on the band edge counts as inside.
 EPS: Final = 1e-9
@@ -44,7 +45,7 @@ def bands(st: State, q: int, threshold: float) -> tuple[FloatArray, FloatArray, 
     if st.catalogue.count(q):
         lower = np.floor(lower + 1e-9)
         upper = np.ceil(upper - 1e-9)
-    off = ~st.active | ~groups.balanced[groups.broker]
+    off = ~st.active | ~st.scope.groups[groups.broker]
     lower = np.where(off, -math.inf, lower)
     upper = np.where(off, math.inf, upper)
     return lower, upper, avg
@@ -74,7 +75,7 @@ def topic_brokers(st: State) -> BoolArray:
     """(T, B): the active brokers of each topic's group, for topics whose group is being balanced."""
     groups = st.groups
     out: BoolArray = (groups.broker[None, :] == groups.topic[:, None]) & st.active[None, :]
-    out &= groups.balanced[groups.topic][:, None]
+    out &= st.scope.groups[groups.topic][:, None]
     return out
 
 
@@ -178,7 +179,7 @@ def over_limit(st: State, q: int, *, scoped: bool) -> BoolArray:
     elsewhere where the plan gave them load (a group left out of groupsToBalance is not its to repair)."""
     over: BoolArray = st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9
     if scoped:
-        over &= st.groups.balanced[st.groups.broker] | st.gained(q)
+        over &= st.scope.groups[st.groups.broker] | st.gained(q)
     return over
 
 

@@ -17,9 +17,10 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget
 from kafka_balancer.model.proposal import Proposal
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.core import build_proposal, plan
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
-from kafka_balancer.planner.state import Ints, State, resolve_groups
+from kafka_balancer.planner.state import State, resolve_groups
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,13 @@ brokers, the numbers and what capacity would fix it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.capacity_descent import descend
 from kafka_balancer.planner.capacity_search import search
 from kafka_balancer.planner.catalogue import Q_DISK, Q_LEADERS, Q_REPLICAS
@@ -18,8 +20,9 @@ from kafka_balancer.planner.goals import EPS, over_limit, rack_allowance
 from kafka_balancer.planner.leadership_room import hand_leadership_to_room
 from kafka_balancer.planner.make_room import make_room
 from kafka_balancer.planner.options import PlanningError
+from kafka_balancer.planner.repair_round import RepairRound
 from kafka_balancer.planner.select import (
-    Bands,
+    Pair,
     compute_bands,
     fit_order,
     leader_candidates,
@@ -29,7 +32,7 @@ from kafka_balancer.planner.select import (
     take,
     topic_penalty,
 )
-from kafka_balancer.planner.state import Checkpoint, Ints, State
+from kafka_balancer.planner.state import Checkpoint, State
 
 # A capacity repair round offers an over-limit broker's load to this many brokers with most room,
 # and to this many of its own rack (with 8 there too, a 320k-replica cluster with near-full disks
@@ -88,10 +91,11 @@ def precheck(st: State) -> None:
             # Those excluded brokers keep up to their limit.
             room = float(limits.sum() + np.minimum(st.limit[kept, q], st.load[kept, q]).sum())
             if total > room * (1 + EPS):
-                _capacity_error(st, goal, q, name, hosts=hosts, total=total, room=room)
+                _capacity_error(st, goal, name, hosts=hosts, total=total, room=room)
 
 
-def _capacity_error(st: State, goal: str, q: int, group: str, *, hosts: Ints, total: float, room: float) -> None:
+def _capacity_error(st: State, goal: str, group: str, *, hosts: Ints, total: float, room: float) -> None:
+    q = dict(st.catalogue.capacity_goals)[goal]
     what = st.catalogue.quantity_names[q]
     if q == Q_REPLICAS:
         per = float(st.options.max_replicas_per_broker)
@@ -122,7 +126,7 @@ def bad_slots(st: State, evacuate: BoolArray) -> tuple[Ints, Ints]:
     if st.options.hard("resource-group-confinement"):
         home = st.groups.partition
         outside = st.groups.broker[safe] != home[:, None]
-        bad |= valid & outside & (st.groups.has_brokers[home] & st.movable)[:, None]
+        bad |= valid & outside & (st.groups.has_brokers[home] & st.scope.movable)[:, None]
     if st.options.hard("rack-awareness"):
         racks = np.where(valid & ~bad, st.rack[safe], -1)
         rf = valid.sum(axis=1)
@@ -130,7 +134,7 @@ def bad_slots(st: State, evacuate: BoolArray) -> tuple[Ints, Ints]:
         seen = np.zeros(rep.shape[0], dtype=np.int32)
         for k in range(rep.shape[1]):
             earlier = ((racks[:, :k] == racks[:, k : k + 1]) & (racks[:, :k] >= 0)).sum(axis=1) if k else seen
-            crowd = (racks[:, k] >= 0) & (earlier >= allowed) & st.movable
+            crowd = (racks[:, k] >= 0) & (earlier >= allowed) & st.scope.movable
             bad[:, k] |= crowd
     parts, slots = np.nonzero(bad)
     return parts.astype(np.int64), slots.astype(np.int64)
@@ -274,11 +278,8 @@ def enforce_capacity(st: State, *, fewest_bytes: bool = False, leadership_only: 
     bytes that cover the excess instead. With ``leadership_only`` (demote-brokers: no data moves)
     only the loads leadership carries are repaired, and by leadership moves alone.
     """
-    st.repairing = True
-    try:
+    with st.scoped(repairing=True):
         _enforce_capacity(st, fewest_bytes=fewest_bytes, leadership_only=leadership_only)
-    finally:
-        st.repairing = False
 
 
 def _enforce_capacity(st: State, *, fewest_bytes: bool, leadership_only: bool) -> None:
@@ -288,10 +289,10 @@ def _enforce_capacity(st: State, *, fewest_bytes: bool, leadership_only: bool) -
     for goal, q in st.catalogue.capacity_goals:
         if not st.options.hard(goal) or not np.isfinite(st.limit[:, q]).any():
             continue
-        leadership_first = st.catalogue.leadership_carries(q)
-        if leadership_only and not leadership_first:
+        if leadership_only and not st.catalogue.leadership_carries(q):
             continue
         for count_cap in (q != Q_REPLICAS and not fewest_bytes and not leadership_only, False):
+            rules = _Rules(count_cap, fewest_bytes, leadership_only)
             for _ in range(st.options.max_rounds):
                 over = _over_limit(st, q)
                 if over.size == 0:
@@ -304,15 +305,8 @@ def _enforce_capacity(st: State, *, fewest_bytes: bool, leadership_only: bool) -
                     for d in _destinations(st, room, int(s)):
                         if st.load[s, q] <= st.limit[s, q]:
                             break
-                        pair = _Pair(st, bands, index, int(s), int(d), q=q)
-                        moved += pair.repair(
-                            room=float(room[d]),
-                            nracks=nracks,
-                            count_cap=count_cap,
-                            leadership_first=leadership_first,
-                            fewest_bytes=fewest_bytes,
-                            leadership_only=leadership_only,
-                        )
+                        pair = Pair(st, bands, int(s), int(d), q, index, nracks)
+                        moved += _repair_pair(pair, float(room[d]), rules)
                 if moved <= 0:
                     break
         _descent_repair(st, q, nracks, leadership_only=leadership_only)
@@ -327,18 +321,17 @@ def _descent_repair(st: State, q: int, nracks: Ints, *, leadership_only: bool) -
         if over.size == 0:
             return
         index = st.broker_index_by_slot()
+        rnd = RepairRound(st, q, nracks, index, leadership_only)
         gained = 0.0
         for s in over.tolist():
             # s itself is over its limit (negative room), so it is never among its own takers.
             room = _room_in_group(st, s, q, index, leadership_only=leadership_only)
-            takers = _destinations(st, room, s)
-            gained += descend(st, s, q, takers=takers, nracks=nracks, index=index, leadership_only=leadership_only)
+            gained += descend(rnd, s, _destinations(st, room, s))
         if gained <= 0 and not leadership_only:
             # Nothing moved this round, so the index holds (after a step, later brokers of this
             # loop only miss the replicas that step brought them: entries are checked).
             for s in over.tolist():
-                hosts = np.flatnonzero(_hosts_for(st, s))
-                gained += make_room(st, s, q, hosts=hosts, nracks=nracks, index=index)
+                gained += make_room(rnd, s, np.flatnonzero(_hosts_for(st, s)))
         if gained <= 0 and unhanded is None:
             # Nothing moved this round (a step applies only when it gains), so ``over`` still holds,
             # and so do the host sets after a search that finds nothing (it changes nothing).
@@ -423,75 +416,70 @@ def _destinations(st: State, room: FloatArray, s: int) -> Ints:
     return out
 
 
-class _Pair:
-    """One giving and one receiving broker of a capacity repair round."""
+@dataclass(frozen=True)
+class _Rules:
+    """How one pass of the one-way capacity repair chooses what moves (see :func:`enforce_capacity`)."""
 
-    def __init__(self, st: State, bands: Bands, index: tuple[Ints, Ints], s: int, d: int, *, q: int):
-        self.st, self.bands, self.index, self.s, self.d, self.q = st, bands, index, s, d, q
+    count_cap: bool  # no more replicas per pair than the replica-count goal would move
+    fewest_bytes: bool  # the fewest bytes that cover the excess (no distribution goal follows)
+    leadership_only: bool  # leadership moves only (demote-brokers)
 
-    def repair(
-        self,
-        *,
-        room: float,
-        nracks: Ints,
-        count_cap: bool,
-        leadership_first: bool,
-        fewest_bytes: bool = False,
-        leadership_only: bool = False,
-    ) -> float:
-        """Move up to the excess of ``q`` from s to d (leadership first where it carries ``q``); returns the amount."""
-        st, s, d, q = self.st, self.s, self.d, self.q
-        moved = 0.0
-        if leadership_first:
-            limits = np.maximum(st.limit[d] - st.load[d], 0.0)
-            limits[q] = room
-            parts, slots = leader_candidates(st, self.index, s, d)
-            v = st.lead[parts] - st.follow[parts]
-            if leadership_only:
-                # No goal follows to even the leaders out again: no more elections than the excess needs.
-                excess = float(st.load[s, q] - st.limit[s, q])
-                limits[q] = min(room, excess + float(v[:, q].max(initial=0.0)))
-            # Unmanaged partitions' leadership (State.unmanaged) last: only where the others are not enough.
-            ordered = np.lexsort((-v[:, q], st.unmanaged[parts]))
-            chosen = take(v[ordered], limits_check(limits))
-            st.swap_leader(parts[ordered][chosen], slots[ordered][chosen])
-            moved += float(v[ordered][chosen, q].sum())
-        excess = float(st.load[s, q] - st.limit[s, q])
-        if excess <= 0 or leadership_only:
-            return moved
-        parts, slots = replica_candidates(st, self.index, s, d=d, nracks=nracks, leaders_only=False)
-        v = st.slot_loads(parts, slots)
-        wanted = self._count_wanted()
+
+def _repair_pair(pair: Pair, room: float, rules: _Rules) -> float:
+    """Move up to the excess of ``q`` from s to d (leadership first where it carries ``q``); returns the amount."""
+    st, s, d, q = pair.st, pair.s, pair.d, pair.q
+    moved = 0.0
+    if st.catalogue.leadership_carries(q):
         limits = np.maximum(st.limit[d] - st.load[d], 0.0)
-        if fewest_bytes:
-            ordered, cover = _fewest_bytes_order(v[:, q], excess)
-            limits[q] = min(room, cover)
-        else:
-            ordered = self._order(parts, slots, v, count=excess if q == Q_REPLICAS else wanted)
+        limits[q] = room
+        parts, slots = leader_candidates(st, pair.index, s, d)
+        v = st.lead[parts] - st.follow[parts]
+        if rules.leadership_only:
+            # No goal follows to even the leaders out again: no more elections than the excess needs.
+            excess = float(st.load[s, q] - st.limit[s, q])
             limits[q] = min(room, excess + float(v[:, q].max(initial=0.0)))
-        if count_cap:
-            limits[Q_REPLICAS] = min(limits[Q_REPLICAS], wanted)
-        picked = ordered[take(v[ordered], limits_check(limits))]
-        st.move(parts[picked], slots[picked], np.full(picked.size, d, dtype=np.int32))
-        return moved + float(v[picked, q].sum())
+        # Unmanaged partitions' leadership (State.unmanaged) last: only where the others are not enough.
+        ordered = np.lexsort((-v[:, q], st.unmanaged[parts]))
+        chosen = take(v[ordered], limits_check(limits))
+        st.swap_leader(parts[ordered][chosen], slots[ordered][chosen])
+        moved += float(v[ordered][chosen, q].sum())
+    excess = float(st.load[s, q] - st.limit[s, q])
+    if excess <= 0 or rules.leadership_only:
+        return moved
+    parts, slots = replica_candidates(st, pair.index, s, d=d, nracks=pair.nracks, leaders_only=False)
+    v = st.slot_loads(parts, slots)
+    wanted = _count_wanted(pair)
+    limits = np.maximum(st.limit[d] - st.load[d], 0.0)
+    if rules.fewest_bytes:
+        ordered, cover = _fewest_bytes_order(v[:, q], excess)
+        limits[q] = min(room, cover)
+    else:
+        ordered = _count_order(pair, parts, slots, v, count=excess if q == Q_REPLICAS else wanted)
+        limits[q] = min(room, excess + float(v[:, q].max(initial=0.0)))
+    if rules.count_cap:
+        limits[Q_REPLICAS] = min(limits[Q_REPLICAS], wanted)
+    picked = ordered[take(v[ordered], limits_check(limits))]
+    st.move(parts[picked], slots[picked], np.full(picked.size, d, dtype=np.int32))
+    return moved + float(v[picked, q].sum())
 
-    def _count_wanted(self) -> float:
-        """Replicas the replica-count goal would move from s to d, at least one."""
-        load, avg = self.st.load[:, Q_REPLICAS], self.bands.avg[:, Q_REPLICAS]
-        return max(min(float(load[self.s] - avg[self.s]), float(avg[self.d] - load[self.d])), 1.0)
 
-    def _order(self, parts: Ints, slots: Ints, v: FloatArray, *, count: float) -> Ints:
-        """Candidates in the order the replica-count goal would move them: their topics' spread first,
-        then replicas whose loads are what the other goals want moved per replica.
+def _count_wanted(pair: Pair) -> float:
+    """Replicas the replica-count goal would move from s to d, at least one."""
+    load, avg = pair.st.load[:, Q_REPLICAS], pair.b.avg[:, Q_REPLICAS]
+    return max(min(float(load[pair.s] - avg[pair.s]), float(avg[pair.d] - load[pair.d])), 1.0)
 
-        Taken in partition order (replica counts), a 2.8M-replica cluster's repair put up to 1,991
-        replicas of its first topic on each new broker against a band of 286, which the per-topic
-        goals could not undo in time; taken largest first (disk), it filled the new brokers to their
-        disk limit with a few big replicas, leaving nothing the replica-count goal could bring them.
-        """
-        st, s, d = self.st, self.s, self.d
-        penalty = topic_penalty(st, self.bands, s, d, st.ptopic[parts], leaders=slots == 0, replicas_move=True)
-        return fit_order(st, self.bands, s, d, v=v, q=Q_REPLICAS, count=max(count, 1.0), penalty=penalty)
+
+def _count_order(pair: Pair, parts: Ints, slots: Ints, v: FloatArray, *, count: float) -> Ints:
+    """Candidates in the order the replica-count goal would move them: their topics' spread first,
+    then replicas whose loads are what the other goals want moved per replica.
+
+    Taken in partition order (replica counts), a 2.8M-replica cluster's repair put up to 1,991
+    replicas of its first topic on each new broker against a band of 286, which the per-topic
+    goals could not undo in time; taken largest first (disk), it filled the new brokers to their
+    disk limit with a few big replicas, leaving nothing the replica-count goal could bring them.
+    """
+    penalty = topic_penalty(pair, pair.st.ptopic[parts], leaders=slots == 0, replicas_move=True)
+    return fit_order(pair, v, q=Q_REPLICAS, count=max(count, 1.0), penalty=penalty)
 
 
 def _fewest_bytes_order(v: FloatArray, excess: float) -> tuple[Ints, float]:

@@ -24,10 +24,11 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.capacity_search import MAX_HOSTED, with_excluded
 from kafka_balancer.planner.catalogue import Q_REPLICAS
 from kafka_balancer.planner.select import movable_replicas
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.state import State
 
 TINY: Final = 1e-12
 

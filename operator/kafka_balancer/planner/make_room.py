@@ -16,8 +16,10 @@ from typing import Final, NamedTuple
 import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray, FloatArray
+from kafka_balancer.planner.arrays import Ints
+from kafka_balancer.planner.repair_round import RepairRound
 from kafka_balancer.planner.select import may_go_to, movable_replicas, replica_candidates
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.state import State
 
 # Takers tried (least over their limit first), replicas of the giver tried per taker, and third
 # brokers offered the taker's replicas (most room first): the step only runs where the descent
@@ -40,21 +42,22 @@ class _Pool(NamedTuple):
     ok: BoolArray
 
 
-def make_room(st: State, s: int, q: int, *, hosts: Ints, nracks: Ints, index: tuple[Ints, Ints]) -> float:
+def make_room(rnd: RepairRound, s: int, hosts: Ints) -> float:
     """Move one replica of ``s`` to one of ``hosts`` that passes on replicas to make room for it;
     returns how much the excess of ``q`` on ``s`` shrank (0 when there is no such step)."""
+    st, q = rnd.st, rnd.q
     excess = float(st.load[s, q] - st.limit[s, q])
     best: tuple[tuple[float, float], list[Move]] = ((TOL, 0.0), [])
     takers = hosts[hosts != s]
     takers = takers[np.argsort(st.load[takers, q] - st.limit[takers, q], kind="stable")][:TAKERS]
     for d in takers.tolist():
-        xp, xs = replica_candidates(st, index, s, d=d, nracks=nracks, leaders_only=False)
+        xp, xs = replica_candidates(st, rnd.index, s, d=d, nracks=rnd.nracks, leaders_only=False)
         if xp.size == 0:
             continue
         xv = st.slot_loads(xp, xs)
         # The smallest of those that cover the excess alone first, then the largest of the rest.
         order = np.lexsort((np.where(xv[:, q] >= excess, xv[:, q], -xv[:, q]), xv[:, q] < excess))
-        pool = _pool(st, d, s, hosts=hosts, nracks=nracks, index=index)
+        pool = _pool(rnd, d, s, hosts=hosts)
         for i in order[:GIVER_REPLICAS].tolist():
             shed = _shed(st, d, xv[i], pool=pool)
             if shed is None:
@@ -71,13 +74,14 @@ def make_room(st: State, s: int, q: int, *, hosts: Ints, nracks: Ints, index: tu
     return best[0][0] if best[1] else 0.0
 
 
-def _pool(st: State, d: int, s: int, *, hosts: Ints, nracks: Ints, index: tuple[Ints, Ints]) -> _Pool:
+def _pool(rnd: RepairRound, d: int, s: int, *, hosts: Ints) -> _Pool:
     """The replicas of ``d`` that may go to a third broker with room, or to the giver ``s``."""
+    st = rnd.st
     thirds = hosts[(hosts != s) & (hosts != d)]
     room = (st.limit[thirds] - st.load[thirds]).min(axis=1)
     brokers = np.append(thirds[np.argsort(-room, kind="stable")][:THIRD_BROKERS], s).astype(np.int64)
-    mine = movable_replicas(st, index, d, leaders_only=False)
-    found = [may_go_to(st, *mine, d=e, nracks=nracks) for e in brokers.tolist()]
+    mine = movable_replicas(st, rnd.index, d, leaders_only=False)
+    found = [may_go_to(st, *mine, d=e, nracks=rnd.nracks) for e in brokers.tolist()]
     width = st.rep.shape[1]
     keys = [parts * width + slots for parts, slots in found]
     every = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)

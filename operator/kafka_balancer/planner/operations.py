@@ -10,10 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.catalogue import Q_DISK
 from kafka_balancer.planner.hard import bad_slots, choose_destinations, evacuate
 from kafka_balancer.planner.options import PlanningError
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.state import State
 
 
 def topic_partitions(st: State, topics: tuple[str, ...], field_name: str) -> Ints:
@@ -107,8 +108,9 @@ def _check_targets_in_group(st: State, topics: tuple[str, ...], parts: Ints, tar
             )
 
 
-def move_topics(st: State, topics: tuple[str, ...], targets: BoolArray, target_group: int | None) -> None:
-    """Move every replica of the topics onto ``targets`` (a broker mask), rack-aware and spread."""
+def move_topics(st: State, topics: tuple[str, ...], targets: BoolArray, target_group: int | None) -> BoolArray:
+    """Move every replica of the topics onto ``targets`` (a broker mask), rack-aware and spread;
+    returns the partitions moved (a mask)."""
     parts = topic_partitions(st, topics, "operation.topics")
     hosts = np.flatnonzero(targets & st.can_host)
     # A target excluded from new replicas keeps those it holds: a partition needs hosts for the rest.
@@ -126,10 +128,11 @@ def move_topics(st: State, topics: tuple[str, ...], targets: BoolArray, target_g
         st.groups.partition[parts] = target_group
     else:
         _check_targets_in_group(st, topics, parts, targets)
-    movable = np.zeros_like(st.movable)
+    movable = np.zeros_like(st.scope.movable)
     movable[parts] = True
-    st.movable = movable
-    # Off the brokers that are not targets, and off a target where two replicas share its rack.
-    off_parts, off_slots = bad_slots(st, ~targets)
-    mine = movable[off_parts]
-    evacuate(st, off_parts[mine], off_slots[mine], targets)
+    with st.scoped(movable=movable):
+        # Off the brokers that are not targets, and off a target where two replicas share its rack.
+        off_parts, off_slots = bad_slots(st, ~targets)
+        mine = movable[off_parts]
+        evacuate(st, off_parts[mine], off_slots[mine], targets)
+    return movable

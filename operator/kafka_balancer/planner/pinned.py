@@ -10,31 +10,26 @@ put there (which ones is the planner's choice: they may settle on another named 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import contextlib
 
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.hard import bad_slots, enforce_capacity, evacuate
 from kafka_balancer.planner.operations import topic_partitions
 from kafka_balancer.planner.options import PlanningError
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.scope import Named, Scope
+from kafka_balancer.planner.state import State
 
 
-@contextmanager
 def _movable(
     st: State, mask: BoolArray, *, arrived_only: bool = False, onto: tuple[BoolArray, Ints] | None = None
-) -> Iterator[None]:
+) -> contextlib.AbstractContextManager[Scope]:
     """Let ``mask``'s partitions move for a while (only their arrived replicas, with ``arrived_only``;
-    with ``onto``, what stays on the brokers the user named: see ``State.onto_held``)."""
-    pinned, st.movable, st.arrived_only = st.movable, mask, arrived_only
-    if onto is not None:
-        st.onto, (st.onto_held, st.onto_need) = st.named_targets(), onto
-    try:
-        yield
-    finally:
-        st.movable, st.arrived_only, st.onto, st.onto_held, st.onto_need = pinned, False, None, None, None
+    with ``onto``, what stays on the brokers the user named: see :class:`Named`)."""
+    named = None if onto is None else Named(st.named_targets(), *onto)
+    return st.scoped(movable=mask, arrived_only=arrived_only, named=named)
 
 
 def _named_brokers_topics(st: State) -> BoolArray:
@@ -51,8 +46,8 @@ def repair_racks_and_groups(st: State, free: BoolArray) -> None:
     user lets move (``free``: the balanced groups, the topics filter) but the operation pinned (a
     rebalance's own evacuation takes them). Before the dead or removed brokers' replicas are
     re-placed: those do not count towards a rack, and still go where the operation sends them."""
-    allowed = (free | st.movable) & ~_named_brokers_topics(st)
-    if not (allowed & ~st.movable).any():
+    allowed = (free | st.scope.movable) & ~_named_brokers_topics(st)
+    if not (allowed & ~st.scope.movable).any():
         return
     with _movable(st, allowed):
         parts, slots = bad_slots(st, ~st.active)
@@ -82,10 +77,10 @@ def repair_capacity(st: State, free: BoolArray, evacuated: Ints, *, fewest_bytes
     if onto_targets:
         need[evacuated] = _held_on_removed(st, evacuated)
     locked = held | (need > 0)
-    allowed = (free | st.movable) & ~locked
+    allowed = (free | st.scope.movable) & ~locked
     replaced = op.type == "fix-offline-replicas"
     arrived_only = replaced or onto_targets
-    first = st.movable | locked
+    first = st.scope.movable | locked
     if arrived_only:
         first[evacuated] = True
     with _movable(st, first, arrived_only=arrived_only, onto=(held, need) if locked.any() else None):
@@ -95,8 +90,8 @@ def repair_capacity(st: State, free: BoolArray, evacuated: Ints, *, fewest_bytes
             # Again with the other partitions, and the peers of the replicas that moved first.
             if error.reason not in dict(st.catalogue.capacity_goals) or not ((allowed & ~first).any() or arrived_only):
                 raise
-            st.movable, st.arrived_only = allowed | first, False
-            enforce_capacity(st, fewest_bytes=fewest_bytes)
+            with st.scoped(movable=allowed | first, arrived_only=False):
+                enforce_capacity(st, fewest_bytes=fewest_bytes)
 
 
 def _held_on_removed(st: State, parts: Ints) -> Ints:

@@ -26,9 +26,10 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
-from kafka_balancer.planner.catalogue import REPLICA_COUNT_GOAL
+from kafka_balancer.planner.arrays import Ints
+from kafka_balancer.planner.catalogue import REPLICA_COUNT_GOAL, Exchange
 from kafka_balancer.planner.goals import ended_worse, goal_violation, hard_goal_status, rack_violations
-from kafka_balancer.planner.state import Ints, State, arrived_replicas, only_group
+from kafka_balancer.planner.state import State, arrived_replicas, only_group
 from kafka_balancer.planner.tighten import leaders_off_average
 
 # Share of the moved partitions each round undoes.
@@ -71,7 +72,7 @@ class _Standing:
 
 def rounds_for(st: State) -> int:
     """How many rounds a group gets: fewer as it grows, none from ``LARGE`` replicas on."""
-    replicas = int((st.rep[st.movable] != NO_BROKER).sum())
+    replicas = int((st.rep[st.scope.movable] != NO_BROKER).sum())
     return 0 if replicas >= LARGE else min(MAX_ROUNDS, WORK // max(replicas, 1))
 
 
@@ -82,7 +83,7 @@ def rebuild_rounds(st: State, replan: Callable[[State], None], rounds: int | Non
     if st.model.replicas.shape != st.rep.shape:
         return 0  # the replication factor changed: the original rows do not line up
     kept = 0
-    for group in np.flatnonzero(st.groups.balanced).tolist():
+    for group in np.flatnonzero(st.scope.groups).tolist():
         with only_group(st, group):
             kept += _rebuild_group(st, replan, rounds_for(st) if rounds is None else rounds)
     return kept
@@ -119,7 +120,7 @@ def _rebuild_group(st: State, replan: Callable[[State], None], rounds: int) -> i
 
 def _moved_bytes(st: State, orig: Ints, size: FloatArray) -> float:
     """Bytes the group's moves copy (summed over its own partitions only, as when planned alone)."""
-    return float((size * arrived_replicas(st.rep, orig).sum(axis=1))[st.movable].sum())
+    return float((size * arrived_replicas(st.rep, orig).sum(axis=1))[st.scope.movable].sum())
 
 
 def _revertible(st: State, orig: Ints) -> BoolArray:
@@ -129,7 +130,7 @@ def _revertible(st: State, orig: Ints) -> BoolArray:
     safe = np.maximum(orig, 0)
     home = st.groups.partition[:, None]
     placed = st.active[safe] & (st.groups.broker[safe] == home)
-    ok: BoolArray = st.movable & (~valid | placed).all(axis=1) & (~valid[:, 0] | st.can_lead[safe[:, 0]])
+    ok: BoolArray = st.scope.movable & (~valid | placed).all(axis=1) & (~valid[:, 0] | st.can_lead[safe[:, 0]])
     ok[rack_violations(st, orig)] = False
     return ok
 
@@ -146,11 +147,8 @@ def exchange_pass(st: State, replan: Callable[[State], None]) -> bool:
         return False
     standing = _Standing.of(st)
     saved = st.checkpoint()
-    st.count_exchanges = True
-    try:
+    with st.scoped(exchanges=st.scope.exchanges | {Exchange.COUNT_EXCHANGES}):
         replan(st)
-    finally:
-        st.count_exchanges = False
     after = _Standing.of(st)
     before, now = standing.violation[REPLICA_COUNT_GOAL], after.violation[REPLICA_COUNT_GOAL]
     if standing.allows(after) and now < before - 1e-9 * max(1.0, before):

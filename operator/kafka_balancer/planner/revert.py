@@ -15,9 +15,10 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.catalogue import TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands, rack_ok
-from kafka_balancer.planner.state import Ints, State, arrived_replicas
+from kafka_balancer.planner.state import State, arrived_replicas
 from kafka_balancer.planner.topic_swaps import within_budget
 
 ROUNDS: Final = 6
@@ -54,7 +55,7 @@ def moved_replicas(st: State, orig: Ints) -> tuple[Ints, Ints, Ints]:
     rep = st.rep
     arrived = arrived_replicas(rep, orig)
     left = arrived_replicas(orig, rep)  # original replicas no longer where they were
-    rows = np.flatnonzero(arrived.any(axis=1) & left.any(axis=1) & st.movable)
+    rows = np.flatnonzero(arrived.any(axis=1) & left.any(axis=1) & st.scope.movable)
     slot = np.argmax(arrived[rows], axis=1).astype(np.int64)
     home = orig[rows, np.argmax(left[rows], axis=1)].astype(np.int64)
     ok = st.can_host[home] & (st.groups.broker[home] == st.groups.partition[rows])

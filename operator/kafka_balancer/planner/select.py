@@ -9,14 +9,16 @@ never undoes an earlier one, and how applying a plan never makes a statistic wor
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.catalogue import Q_LEADERS, TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
 from kafka_balancer.planner.goals import (
     bands,
@@ -25,7 +27,7 @@ from kafka_balancer.planner.goals import (
     topic_leader_applies,
     violation,
 )
-from kafka_balancer.planner.state import Ints, State, arrived_replicas
+from kafka_balancer.planner.state import State, arrived_replicas
 
 # Passes of "take the longest fitting prefix, drop the blocker, continue" per batch.
 TAKE_PASSES: Final = 4
@@ -44,7 +46,7 @@ LEADER_TOPIC_WEIGHT: Final = 0.5
 
 @dataclass
 class Bands:
-    """Bands of every quantity for one round; goals not guarded (``State.guarded``) get an infinite band."""
+    """Bands of every quantity for one round; goals not guarded (``Scope.guarded``) get an infinite band."""
 
     lower: FloatArray  # (B, quantities)
     upper: FloatArray
@@ -65,18 +67,56 @@ def compute_bands(st: State) -> Bands:
     lower = np.full((nb, size), -math.inf)
     upper = np.full((nb, size), math.inf)
     avg = np.zeros((nb, size))
-    enabled = {st.catalogue.balances(g) for g in st.guarded} - {None}
+    scope = st.scope
+    enabled = {st.catalogue.balances(g) for g in scope.guarded} - {None}
     for q in range(size):
-        lo, hi, mean = bands(st, q, 1.0 if q in st.exact else th)
+        lo, hi, mean = bands(st, q, 1.0 if q in scope.exact else th)
         avg[:, q] = mean
         if q in enabled:
             lower[:, q], upper[:, q] = lo, hi
-    goals = st.guarded
+    goals = scope.guarded
     t_lo, t_hi = topic_bands(st, st.tcount, th)
     l_lo, l_hi = topic_bands(st, st.tlead, th)
     spread = topic_leader_applies(st)
     leader_on = spread if TOPIC_LEADER_GOAL in goals else np.zeros(len(t_lo), bool)
     return Bands(lower, upper, avg, t_lo, t_hi, l_lo, l_hi, TOPIC_REPLICA_GOAL in goals, leader_on, spread)
+
+
+class CountBand(NamedTuple):
+    """Per-topic counts on each broker (T, B) and each topic's band (``lo``, ``hi`` per topic)."""
+
+    counts: Ints
+    lo: FloatArray
+    hi: FloatArray
+
+
+def replica_band(st: State, b: Bands) -> CountBand:
+    """Each topic's replicas per broker and its band (the topic-replica goal's)."""
+    return CountBand(st.tcount, b.topic_lo, b.topic_hi)
+
+
+def leader_band(st: State, b: Bands) -> CountBand:
+    """Each topic's leaders per broker and its band (the topic-leader goal's)."""
+    return CountBand(st.tlead, b.lead_lo, b.lead_hi)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A giving broker ``s`` and a taking broker ``d`` of a round, moving quantity ``q``, with what
+    every step between them reads: the state, the round's bands, the replica slots by broker
+    (``State.broker_index_by_slot``) and each group's number of racks (``State.group_racks``)."""
+
+    st: State
+    b: Bands
+    s: int
+    d: int
+    q: int
+    index: tuple[Ints, Ints]
+    nracks: Ints
+
+    def reversed(self) -> Pair:
+        """The same pair the other way round (``d`` gives to ``s``)."""
+        return dataclasses.replace(self, s=self.d, d=self.s)
 
 
 def band_distance(load: FloatArray, lower: FloatArray, upper: FloatArray) -> FloatArray:
@@ -98,7 +138,8 @@ class PairCheck:
     the accepted cumulative sums form a prefix.
     """
 
-    def __init__(self, st: State, b: Bands, s: int, d: int, *, q: int | None = None, amount: float = math.inf):
+    def __init__(self, pair: Pair, *, amount: float = math.inf, q: int | None = None):
+        st, b, s, d = pair.st, pair.b, pair.s, pair.d
         self.load_s, self.load_d = st.load[s].copy(), st.load[d].copy()
         self.lo_s, self.hi_s, self.lo_d, self.hi_d = b.lower[s], b.upper[s], b.lower[d], b.upper[d]
         self.limit = st.limit[d]
@@ -107,7 +148,7 @@ class PairCheck:
         self.before = band_distance(self.load_s, self.lo_s, self.hi_s) + band_distance(
             self.load_d, self.lo_d, self.hi_d
         )
-        self.q, self.amount = q, amount
+        self.q, self.amount = pair.q if q is None else q, amount
 
     def __call__(self, moved: FloatArray) -> BoolArray:
         after = band_distance(self.load_s - moved, self.lo_s, self.hi_s) + band_distance(
@@ -245,11 +286,10 @@ def ranks(keys: Ints) -> Ints:
     return rank
 
 
-def count_ok(
-    counts: Ints, s: int | Ints, d: int | Ints, *, topics: Ints, k: Ints, lo: FloatArray, hi: FloatArray
-) -> BoolArray:
+def count_ok(band: CountBand, s: int | Ints, d: int | Ints, *, topics: Ints, k: Ints) -> BoolArray:
     """Items whose topic's distance to its band on ``s`` plus ``d`` (one pair, or one per item) does
     not grow when ``k`` of the topic move from ``s`` to ``d``."""
+    counts, lo, hi = band
     cs, cd = counts[topics, s].astype(np.float64), counts[topics, d].astype(np.float64)
     lo_t, hi_t = lo[topics], hi[topics]
     after = violation(cs - k, lo_t, hi_t) + violation(cd + k, lo_t, hi_t)
@@ -258,15 +298,7 @@ def count_ok(
 
 
 def topic_ok(
-    st: State,
-    b: Bands,
-    s: int,
-    d: int,
-    *,
-    topics: Ints,
-    leaders: BoolArray,
-    replicas_move: bool = True,
-    cumulative: bool = True,
+    pair: Pair, topics: Ints, leaders: BoolArray, *, replicas_move: bool = True, cumulative: bool = True
 ) -> BoolArray:
     """Items (in preference order) whose topic's spread does not get worse when moved from ``s`` to ``d``.
 
@@ -278,12 +310,13 @@ def topic_ok(
     ok = np.ones(topics.size, dtype=np.bool_)
     if topics.size == 0:
         return ok
+    st, b, s, d = pair.st, pair.b, pair.s, pair.d
     k = ranks(topics) + 1 if cumulative else np.ones(topics.size, dtype=np.int64)
     if b.topic_replica_on and replicas_move:
-        ok &= count_ok(st.tcount, s, d, topics=topics, k=k, lo=b.topic_lo, hi=b.topic_hi)
+        ok &= count_ok(replica_band(st, b), s, d, topics=topics, k=k)
     on = b.topic_leader_on[topics] & leaders
     if on.any():
-        ok &= ~on | count_ok(st.tlead, s, d, topics=topics, k=k, lo=b.lead_lo, hi=b.lead_hi)
+        ok &= ~on | count_ok(leader_band(st, b), s, d, topics=topics, k=k)
     return ok
 
 
@@ -321,12 +354,13 @@ def movable_replicas(st: State, index: tuple[Ints, Ints], s: int, *, leaders_onl
     keep = st.rep[parts, slots] == s
     if leaders_only:
         keep &= slots == 0
-    ok = st.movable[parts]
-    if st.has_unmanaged or st.arrived_only:
+    scope = st.scope
+    ok = scope.movable[parts]
+    if st.has_unmanaged or scope.arrived_only:
         placed = ~(st.model.replicas[parts] == s).any(axis=1)  # this plan put the replica on s
         # Of a partition in no group only what this plan placed moves, in the capacity repair (State.unmanaged).
-        ok = np.where(st.unmanaged[parts], st.repairing & placed, ok)
-        if st.arrived_only:
+        ok = np.where(st.unmanaged[parts], scope.repairing & placed, ok)
+        if scope.arrived_only:
             ok &= placed
     keep &= ok
     return parts[keep], slots[keep]
@@ -349,7 +383,7 @@ def may_host(
     replicas (their brokers and racks are :func:`may_go_to`'s to check): its group, exclusions.
     With ``returning``, a live broker excluded from new replicas may take back one it held before;
     with ``counting_named``, the caller keeps as many replicas it placed on the named brokers as each
-    partition needs there (``st.onto_need``) itself (it places several of a partition's at once)."""
+    partition needs there (``Named.need``) itself (it places several of a partition's at once)."""
     keep: BoolArray
     if st.can_host[d]:
         keep = np.ones(parts.size, dtype=np.bool_)
@@ -359,14 +393,15 @@ def may_host(
         # The exchanges' way back goes to a giver, which may be excluded from taking replicas.
         return np.zeros(parts.size, dtype=np.bool_)
     keep &= (st.groups.partition[parts] == st.groups.broker[d]) | st.unmanaged[parts]
-    if st.onto is not None and st.onto_held is not None and st.onto_need is not None and not st.onto[d]:
-        on_named = st.onto[st.rep[parts, slots]]
-        held = on_named & st.onto_held[parts]
+    named = st.scope.named
+    if named is not None and not named.brokers[d]:
+        on_named = named.brokers[st.rep[parts, slots]]
+        held = on_named & named.held[parts]
         if not counting_named:
             # One this plan placed there leaves only while its partition keeps as many placed
             # there as it needs; one that was there before may move like any other peer.
             placed = arrived_replicas(st.rep[parts, slots][:, None], st.model.replicas[parts])[:, 0]
-            held |= on_named & placed & (st.placed_on_named(parts) <= st.onto_need[parts])
+            held |= on_named & placed & (st.placed_on_named(parts) <= named.need[parts])
         keep &= ~held
     if not st.can_lead[d]:
         keep &= slots != 0
@@ -381,9 +416,9 @@ def led_partitions(st: State, index: tuple[Ints, Ints], s: int) -> Ints:
     parts = (pos // width).astype(np.int64)
     slots = pos % width
     parts = parts[(slots == 0) & (st.rep[parts, 0] == s)]
-    ok = st.movable[parts]
+    ok = st.scope.movable[parts]
     if st.has_unmanaged:
-        ok = np.where(st.unmanaged[parts], st.repairing, ok)  # their leadership: in the capacity repair
+        ok = np.where(st.unmanaged[parts], st.scope.repairing, ok)  # their leadership: in the capacity repair
     out: Ints = parts[ok]
     return out
 
@@ -399,9 +434,7 @@ def leader_candidates(st: State, index: tuple[Ints, Ints], s: int, d: int) -> tu
     return parts, np.argmax(hit[has], axis=1).astype(np.int64)
 
 
-def topic_penalty(
-    st: State, b: Bands, s: int, d: int, topics: Ints, *, leaders: BoolArray, replicas_move: bool
-) -> FloatArray:
+def topic_penalty(pair: Pair, topics: Ints, *, leaders: BoolArray, replicas_move: bool) -> FloatArray:
     """0 for replica moves that bring their topic's spread into its band, up to ~5 for moves that push
     it (or the topic's leader spread) out.
 
@@ -413,24 +446,24 @@ def topic_penalty(
     penalty = np.zeros(topics.size)
     if topics.size == 0:
         return penalty
+    st, b, s, d = pair.st, pair.b, pair.s, pair.d
     k = ranks(topics) + 1
     if replicas_move and TOPIC_REPLICA_GOAL in st.options.distribution_goals:
-        change, uneven = _step(st.tcount, s, d, topics=topics, k=k, lo=b.topic_lo, hi=b.topic_hi)
+        change, uneven = _step(replica_band(st, b), s, d, topics=topics, k=k)
         penalty += change + 2.0 + 0.5 * uneven
     if TOPIC_LEADER_GOAL in st.options.distribution_goals:
         # Leaders only ever add a penalty: a bonus would make replica moves prefer leader replicas,
         # piling leadership onto the receiving brokers for the leader-count goal to undo.
         on = b.leader_spread[topics] & leaders
-        change, uneven = _step(st.tlead, s, d, topics=topics, k=k, lo=b.lead_lo, hi=b.lead_hi)
+        change, uneven = _step(leader_band(st, b), s, d, topics=topics, k=k)
         penalty += np.where(on, np.maximum(change, 0.0) + 0.5 * uneven, 0.0)
     return penalty
 
 
-def _step(
-    counts: Ints, s: int, d: int, *, topics: Ints, k: Ints, lo: FloatArray, hi: FloatArray
-) -> tuple[FloatArray, FloatArray]:
+def _step(band: CountBand, s: int, d: int, *, topics: Ints, k: Ints) -> tuple[FloatArray, FloatArray]:
     """(change of the topic's out-of-band distance, -2..2; 1.0 where the move does not even out the
     two brokers' counts) for the k-th move of each item's topic from ``s`` to ``d``."""
+    counts, lo, hi = band
     cs = counts[topics, s].astype(np.float64) - (k - 1)
     cd = counts[topics, d].astype(np.float64) + (k - 1)
     lo_t, hi_t = lo[topics], hi[topics]
@@ -444,12 +477,13 @@ def _step(
     return change, uneven
 
 
-def fit_order(st: State, b: Bands, s: int, d: int, *, v: FloatArray, q: int, count: float, penalty: FloatArray) -> Ints:
+def fit_order(pair: Pair, v: FloatArray, *, q: int, count: float, penalty: FloatArray) -> Ints:
     """Order candidates for a count goal so ``count`` of them also carry what the other goals want moved.
 
     Each later quantity has a per-item target (what ``s`` has above its average and ``d`` lacks, split
     over the items); candidates closest to the targets come first, earlier goals weighing more.
     """
+    st, b, s, d = pair.st, pair.b, pair.s, pair.d
     goals = [c for c in map(st.catalogue.balances, st.options.distribution_goals) if c is not None]
     score = penalty * (TOPIC_WEIGHT if q != Q_LEADERS else LEADER_TOPIC_WEIGHT)
     weight = 1.0

@@ -10,21 +10,21 @@ Quantities (columns of ``lead``/``follow``/``load``) are the goal catalogue's
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, Unpack
 
 import numpy as np
-import numpy.typing as npt
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel, FloatArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.catalogue import CATALOGUE, Catalogue
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
-
-# Index arrays: int32 from the model, int64 from numpy index functions; both are fine.
-Ints = npt.NDArray[np.signedinteger[Any]]
+from kafka_balancer.planner.scope import Scope, ScopeChanges
 
 # A copy of the placement and its totals: (rep, load, tcount, tlead).
 Checkpoint = tuple[Ints, FloatArray, Ints, Ints]
@@ -57,7 +57,8 @@ class Groups:
     broker: Ints
     partition: Ints
     topic: Ints
-    # Groups whose partitions may move (operation/groups filter) and that have brokers at all.
+    # Groups the options balance (groupsToBalance) and that have brokers at all; a stage may balance
+    # fewer (Scope.groups).
     balanced: BoolArray
     # Groups with at least one broker (a group without brokers confines nothing: topics in no group
     # while every broker is in one).
@@ -125,35 +126,19 @@ class State:
         if op.type == "demote-brokers":
             for b in op.brokers:
                 self.can_lead[self.index_of(b, "operation.brokers")] = False
-        self.movable: BoolArray = groups.balanced[groups.partition] if model.num_partitions else np.zeros(0, bool)
+        movable: BoolArray = groups.balanced[groups.partition] if model.num_partitions else np.zeros(0, bool)
         if options.topics:
             wanted = np.array([t in set(options.topics) for t in model.topics], dtype=np.bool_)
-            self.movable = self.movable & wanted[self.ptopic]
+            movable = movable & wanted[self.ptopic]
         # Partitions of topics in no group while every broker is in one: no goal balances them and
-        # they stay where they are, but while the capacity repair runs (``repairing``) it may move
-        # their leadership and re-place the replicas this plan placed (off a dead or removed broker)
-        # on any broker. Not in a rebalance limited to topics or groups: it answers for those only.
+        # they stay where they are, but while the capacity repair runs (``Scope.repairing``) it may
+        # move their leadership and re-place the replicas this plan placed (off a dead or removed
+        # broker) on any broker. Not in a rebalance limited to topics or groups: it answers for those only.
         limited = bool(options.topics or options.groups_to_balance)
         self.unmanaged: BoolArray = ~groups.has_brokers[groups.partition] & (not limited)
         self.has_unmanaged = bool(self.unmanaged.any())
-        self.repairing = False
-        # Whether, of the movable partitions, only replicas that arrived in this plan may move
-        # (fix-offline-replicas: a re-placed replica may settle elsewhere, its live peers stay).
-        self.arrived_only = False
-        # When set, for an operation onto brokers a user named (``onto``): the partitions whose every
-        # replica there stays there (move-topics), and how many replicas this plan placed there each
-        # other partition keeps there (remove-brokers: its replicas of the removed brokers). Those
-        # settle among the named brokers; their peers may move.
-        self.onto: BoolArray | None = None
-        self.onto_held: BoolArray | None = None
-        self.onto_need: Ints | None = None
-        # Whether the replica-count goal may exchange several light replicas for one heavy one
-        # (planner.count_exchange): only in the second pass of a plan that left that goal out of band.
-        self.count_exchanges = False
-        # Distribution goals a move must not make worse (see core.plan: the goals optimized so far).
-        self.guarded: frozenset[str] = frozenset(options.distribution_goals)
-        # Count quantities whose band is the average rounded down and up (see planner.tighten).
-        self.exact: frozenset[int] = frozenset()
+        # What the stage running may move and must keep (see planner.scope); every goal guards at first.
+        self.scope = Scope(movable=movable, groups=groups.balanced, guarded=frozenset(options.distribution_goals))
         self.limit: FloatArray = np.full((nb, self.catalogue.size), math.inf)
         self._set_limits()
         self.refresh_loads()
@@ -216,12 +201,23 @@ class State:
         count: Ints = ((rep != NO_BROKER) & brokers[np.maximum(rep, 0)]).sum(axis=1).astype(np.int32)
         return count
 
+    @contextmanager
+    def scoped(self, **changes: Unpack[ScopeChanges]) -> Iterator[Scope]:
+        """Run a stage with the scope changed as given; the scope before it comes back at its end."""
+        saved = self.scope
+        self.scope = dataclasses.replace(saved, **changes)
+        try:
+            yield self.scope
+        finally:
+            self.scope = saved
+
     def placed_on_named(self, parts: Ints) -> Ints:
-        """How many replicas of each of ``parts`` this plan placed on ``onto``'s brokers (0 when unset)."""
-        if self.onto is None:
+        """How many replicas of each of ``parts`` this plan placed on the named brokers (0 when none are)."""
+        named = self.scope.named
+        if named is None:
             return np.zeros(parts.size, dtype=np.int64)
         rep = self.rep[parts]
-        out: Ints = (arrived_replicas(rep, self.model.replicas[parts]) & self.onto[np.maximum(rep, 0)]).sum(axis=1)
+        out: Ints = (arrived_replicas(rep, self.model.replicas[parts]) & named.brokers[np.maximum(rep, 0)]).sum(axis=1)
         return out
 
     def named_targets(self) -> BoolArray:
@@ -313,13 +309,9 @@ class State:
         return counts
 
 
-@contextmanager
-def only_group(st: State, group: int) -> Iterator[None]:
+def only_group(st: State, group: int) -> contextlib.AbstractContextManager[Scope]:
     """Plan only ``group``: the other groups get no bands and none of their partitions may move."""
-    balanced, movable = st.groups.balanced, st.movable
-    st.groups.balanced = balanced & (np.arange(balanced.size) == group)
-    st.movable = movable & (st.groups.partition == group)
-    try:
-        yield
-    finally:
-        st.groups.balanced, st.movable = balanced, movable
+    groups, movable = st.scope.groups, st.scope.movable
+    return st.scoped(
+        groups=groups & (np.arange(groups.size) == group), movable=movable & (st.groups.partition == group)
+    )

@@ -19,15 +19,17 @@ arrived on ``f`` is what mostly remains: it goes on to ``n`` and the move from `
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, fields
 from typing import Final
 
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.catalogue import Q_DISK, Q_REPLICAS, TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
 from kafka_balancer.planner.revert import moved_replicas
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands, rack_ok
-from kafka_balancer.planner.state import Ints, State, arrived_replicas
+from kafka_balancer.planner.state import State, arrived_replicas
 from kafka_balancer.planner.topic_swaps import within_budget
 
 ROUNDS: Final = 4
@@ -67,7 +69,7 @@ def substitute_moves(st: State, *, arrived: bool = False, far: bool = False) -> 
         for index in indexes:
             start, end = index.window(st, b, moved)
             for attempt in range(FAR_TRIES if far else TRIES):
-                made += _exchange(st, b, moved, index, pick=start + attempt, end=end, nracks=nracks)
+                made += _exchange(st, b, moved, index, window=(start + attempt, end), nracks=nracks)
         total += made
         if made == 0:
             break
@@ -129,7 +131,7 @@ class _StandIns:
             # replica-wise test above finds them too, but changed these plans (mixed-rf seed 2 then
             # kept a topic slot out of band, its detour no longer passing), so it is used from afar only.
             here = (rep != NO_BROKER) & (rep == orig)
-        parts, slots = np.nonzero(here & st.movable[:, None])
+        parts, slots = np.nonzero(here & st.scope.movable[:, None])
         brokers = rep[parts, slots].astype(np.int64)
         size = st.model.size_bytes
         self.sizes = np.unique(size[parts])
@@ -175,42 +177,63 @@ class _StandIns:
         return np.flatnonzero(live)
 
 
-def _exchange(st: State, b: Bands, moved: _Moved, index: _StandIns, *, pick: Ints, end: Ints, nracks: Ints) -> int:
-    """Try the ``pick``-th stand-in for every moved replica; apply the accepted exchanges."""
+@dataclass(frozen=True)
+class _Exchanges:
+    """Candidate exchanges: moved replica ``slots`` of ``parts`` goes from ``dest`` back ``home``,
+    and the stand-in (slot ``alt_s`` of ``alt_p``) goes from ``src`` to ``dest`` in its place."""
+
+    parts: Ints
+    slots: Ints
+    home: Ints
+    dest: Ints
+    alt_p: Ints
+    alt_s: Ints
+    src: Ints
+
+    def only(self, keep: Ints | BoolArray) -> _Exchanges:
+        """Those ``keep`` selects (a mask, or positions in the order wanted)."""
+        return _Exchanges(*(getattr(self, f.name)[keep] for f in fields(self)))
+
+
+def _exchange(st: State, b: Bands, moved: _Moved, index: _StandIns, *, window: tuple[Ints, Ints], nracks: Ints) -> int:
+    """Try the ``pick``-th stand-in (``window``: pick, end) for every moved replica; apply the
+    accepted exchanges."""
+    pick, end = window
     has = np.flatnonzero((pick < end) & (st.rep[moved.parts, moved.slots] == moved.dest))
-    parts, slots, home, dest = moved.parts[has], moved.slots[has], moved.home[has], moved.dest[has]
     at = index.view[pick[has]]
-    alt_p, alt_s, src = index.parts[at], index.slots[at], index.brokers[at]
+    ex = _Exchanges(
+        moved.parts[has], moved.slots[has], moved.home[has], moved.dest[has], index.parts[at], index.slots[at],
+        index.brokers[at],
+    )  # fmt: skip
     rep, size = st.rep, st.model.size_bytes
     # Both sides still as indexed (earlier exchanges of this round may have moved them).
-    ok = (rep[parts, slots] == dest) & (rep[alt_p, alt_s] == src)
-    ok &= ((src != home) & (src != dest)) if index.far else (src == home)
-    ok &= index.arrived | (size[alt_p] < size[parts])  # an arrived stand-in saves a whole move
-    ok &= ~(rep[alt_p] == dest[:, None]).any(axis=1) & ~(rep[parts] == home[:, None]).any(axis=1)
-    ok &= st.groups.partition[alt_p] == st.groups.broker[dest]  # the stand-in stays in its group
-    parts, slots, home, dest, alt_p, alt_s, src = (x[ok] for x in (parts, slots, home, dest, alt_p, alt_s, src))
-    ok = rack_ok(st, parts, slots, d=home, nracks=nracks) & rack_ok(st, alt_p, alt_s, d=dest, nracks=nracks)
+    ok = (rep[ex.parts, ex.slots] == ex.dest) & (rep[ex.alt_p, ex.alt_s] == ex.src)
+    ok &= ((ex.src != ex.home) & (ex.src != ex.dest)) if index.far else (ex.src == ex.home)
+    ok &= index.arrived | (size[ex.alt_p] < size[ex.parts])  # an arrived stand-in saves a whole move
+    ok &= ~(rep[ex.alt_p] == ex.dest[:, None]).any(axis=1) & ~(rep[ex.parts] == ex.home[:, None]).any(axis=1)
+    ok &= st.groups.partition[ex.alt_p] == st.groups.broker[ex.dest]  # the stand-in stays in its group
+    ex = ex.only(ok)
+    ok = rack_ok(st, ex.parts, ex.slots, d=ex.home, nracks=nracks)
+    ok &= rack_ok(st, ex.alt_p, ex.alt_s, d=ex.dest, nracks=nracks)
     # Largest savings first; one exchange per partition (rows are read before any move).
-    saved = size[parts] if index.arrived else size[parts] - size[alt_p]
-    order = np.flatnonzero(ok)[np.argsort(-saved[ok], kind="stable")]
-    parts, slots, home, dest, alt_p, alt_s, src = (x[order] for x in (parts, slots, home, dest, alt_p, alt_s, src))
-    _, first = np.unique(np.r_[parts, alt_p], return_index=True)
-    once = np.zeros(2 * parts.size, dtype=np.bool_)
+    saved = size[ex.parts] if index.arrived else size[ex.parts] - size[ex.alt_p]
+    ex = ex.only(np.flatnonzero(ok)[np.argsort(-saved[ok], kind="stable")])
+    _, first = np.unique(np.r_[ex.parts, ex.alt_p], return_index=True)
+    once = np.zeros(2 * ex.parts.size, dtype=np.bool_)
     once[first] = True
-    ok = once[: parts.size] & once[parts.size :]
+    ok = once[: ex.parts.size] & once[ex.parts.size :]
     if index.far or not index.same_topic:
-        loses = src if index.far else dest
-        ok &= _topics_ok(st, b, parts, slots, alt_p, gains=home, loses=loses, far=index.far)
-    parts, slots, home, dest, alt_p, alt_s, src = (x[ok] for x in (parts, slots, home, dest, alt_p, alt_s, src))
-    v_home = st.slot_loads(parts, slots)
-    v_alt = np.where((alt_s == 0)[:, None], st.lead[alt_p], st.follow[alt_p])
+        ok &= _topics_ok(st, b, ex, loses=ex.src if index.far else ex.dest, far=index.far)
+    ex = ex.only(ok)
+    v_home = st.slot_loads(ex.parts, ex.slots)
+    v_alt = np.where((ex.alt_s == 0)[:, None], st.lead[ex.alt_p], st.follow[ex.alt_p])
     if index.far:
-        acc = _accept_both(st, b, (dest, home, v_home), (src, dest, v_alt))
+        acc = _accept_both(st, b, (ex.dest, ex.home, v_home), (ex.src, ex.dest, v_alt))
     else:
         # The net of one exchange flows from ``dest`` to ``home``.
-        acc = accept_together(st, b, src=dest, dst=home, v=v_home - v_alt)
-    st.move(parts[acc], slots[acc], home[acc].astype(np.int32))
-    st.move(alt_p[acc], alt_s[acc], dest[acc].astype(np.int32))
+        acc = accept_together(st, b, src=ex.dest, dst=ex.home, v=v_home - v_alt)
+    st.move(ex.parts[acc], ex.slots[acc], ex.home[acc].astype(np.int32))
+    st.move(ex.alt_p[acc], ex.alt_s[acc], ex.dest[acc].astype(np.int32))
     return int(acc.sum())
 
 
@@ -250,22 +273,21 @@ def _settle(st: State, b: Bands, legs: list[tuple[Ints, Ints, FloatArray]]) -> B
     return out
 
 
-def _topics_ok(
-    st: State, b: Bands, moved_p: Ints, moved_s: Ints, alt_p: Ints, *, gains: Ints, loses: Ints, far: bool
-) -> BoolArray:
+def _topics_ok(st: State, b: Bands, ex: _Exchanges, *, loses: Ints, far: bool) -> BoolArray:
     """Exchanges (in preference order) under which no topic's replica or leader spread ends further
-    from its band: the moved replica's topic goes back to its home, which ``gains`` one, from
+    from its band: the moved replica's topic goes back to its home, which gains one, from
     ``loses``, and the stand-in's the other way. From afar (same topic) ``loses`` is the stand-in's
     broker, and the broker the stand-in goes to keeps its count."""
-    t, u = st.ptopic[moved_p].astype(np.int64), st.ptopic[alt_p].astype(np.int64)
+    t, u = st.ptopic[ex.parts].astype(np.int64), st.ptopic[ex.alt_p].astype(np.int64)
+    gains = ex.home
     steps = [(t, gains, 1), (t, loses, -1)]
     if not far:
         steps += [(u, gains, -1), (u, loses, 1)]
-    ok = np.ones(moved_p.size, dtype=np.bool_)
+    ok = np.ones(ex.parts.size, dtype=np.bool_)
     goals = st.options.distribution_goals
     if TOPIC_REPLICA_GOAL in goals:
         ok &= within_budget(st.tcount, b.topic_lo, b.topic_hi, *steps)
     if TOPIC_LEADER_GOAL in goals:
-        led = (moved_s == 0) & (b.leader_spread[t] | b.leader_spread[u])
+        led = (ex.slots == 0) & (b.leader_spread[t] | b.leader_spread[u])
         ok &= ~led | within_budget(st.tlead, b.lead_lo, b.lead_hi, *steps)
     return ok

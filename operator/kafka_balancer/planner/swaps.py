@@ -14,8 +14,8 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray, FloatArray
-from kafka_balancer.planner.select import Bands, PairCheck, leader_candidates, replica_candidates, topic_ok
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.arrays import Ints
+from kafka_balancer.planner.select import Pair, PairCheck, leader_candidates, replica_candidates, topic_ok
 
 # Swaps per (source, destination) pair and round; each one re-reads the loads it changed.
 SWAPS_PER_PAIR: Final = 8
@@ -41,27 +41,26 @@ def _closest(moved: FloatArray, ok: BoolArray, left: float) -> tuple[int, int] |
     return int(i), int(j)
 
 
-def _side(
-    st: State, b: Bands, index: tuple[Ints, Ints], frm: int, *, to: int, nracks: Ints
-) -> tuple[Ints, Ints, FloatArray]:
-    parts, slots = replica_candidates(st, index, frm, d=to, nracks=nracks, leaders_only=False)
+def _side(pair: Pair) -> tuple[Ints, Ints, FloatArray]:
+    """Replicas of ``s`` that may go to ``d``, each alone keeping its topic's spread."""
+    st = pair.st
+    parts, slots = replica_candidates(st, pair.index, pair.s, d=pair.d, nracks=pair.nracks, leaders_only=False)
     v = st.slot_loads(parts, slots)
-    ok = topic_ok(st, b, frm, to, topics=st.ptopic[parts], leaders=slots == 0, cumulative=False)
+    ok = topic_ok(pair, st.ptopic[parts], slots == 0, cumulative=False)
     return parts[ok], slots[ok], v[ok]
 
 
-def swap_batch(
-    st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: int, q: int, amount: float, nracks: Ints
-) -> float:
+def swap_batch(pair: Pair, amount: float) -> float:
     """Swap replicas between ``s`` and ``d`` so that about ``amount`` of ``q`` moves from ``s`` to ``d``.
 
     Returns the net amount of ``q`` moved. Each swap is accepted only when the pair check (every
     guarded goal's distance on ``s`` and ``d`` does not grow, capacities hold) accepts the net change.
     """
+    st, s, d, q = pair.st, pair.s, pair.d, pair.q
     if not (st.can_host[d] and st.can_host[s]):
         return 0.0
-    xp, xs, xv = _side(st, b, index, s, to=d, nracks=nracks)
-    yp, ys, yv = _side(st, b, index, d, to=s, nracks=nracks)
+    xp, xs, xv = _side(pair)
+    yp, ys, yv = _side(pair.reversed())
     if xp.size == 0 or yp.size == 0:
         return 0.0
     xo = np.argsort(-xv[:, q], kind="stable")[:SIDE_CANDIDATES]
@@ -83,7 +82,7 @@ def swap_batch(
         lower = np.maximum(pos - 1, 0)
         cand_y = np.stack([yi[pos], yi[lower]], axis=1)  # (X, 2)
         net = xv[:, None, :] - yv[cand_y]  # (X, 2, Q)
-        check = PairCheck(st, b, s, d, q=q, amount=np.inf)
+        check = PairCheck(pair, amount=np.inf)
         ok = check(net) & x_free[:, None] & (net[..., q] > 0)
         if not ok.any():
             break
@@ -103,20 +102,21 @@ def swap_batch(
     return amount - left
 
 
-def _keeps_leader_spread(st: State, b: Bands, parts: Ints, frm: int, to: int) -> BoolArray:
-    """Leaderships of ``parts`` that, each moved alone from ``frm`` to ``to``, keep their topic's
+def _keeps_leader_spread(pair: Pair, parts: Ints) -> BoolArray:
+    """Leaderships of ``parts`` that, each moved alone from ``s`` to ``d``, keep their topic's
     leader spread (all of them while the topic-leader goal is not guarded)."""
     leaders = np.ones(parts.size, dtype=np.bool_)
-    return topic_ok(st, b, frm, to, topics=st.ptopic[parts], leaders=leaders, replicas_move=False, cumulative=False)
+    return topic_ok(pair, pair.st.ptopic[parts], leaders, replicas_move=False, cumulative=False)
 
 
-def leader_exchange(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: int, q: int, amount: float) -> float:
+def leader_exchange(pair: Pair, amount: float) -> float:
     """Shift leader *count* from ``s`` to ``d`` when plain leadership moves would crowd ``d``'s traffic.
 
     ``d`` takes two light leaderships from ``s`` and hands one heavy leadership back: ``d`` leads
     one more partition while its network out and CPU barely change, so goals already balanced on
     those keep holding. Each exchange must pass the pair check. Returns the count moved.
     """
+    st, b, s, d, index = pair.st, pair.b, pair.s, pair.d, pair.index
     if not (st.can_lead[d] and st.can_lead[s]):
         return 0.0
     moved = 0.0
@@ -127,7 +127,7 @@ def leader_exchange(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d:
             break
         # Each leadership on its own keeps its topic's leader spread; two of the same topic from s
         # would be a second move of it, so such pairs are left out below.
-        fine_a, fine_b = _keeps_leader_spread(st, b, ap, s, d), _keeps_leader_spread(st, b, bp, d, s)
+        fine_a, fine_b = _keeps_leader_spread(pair, ap), _keeps_leader_spread(pair.reversed(), bp)
         ap, aslot, bp, bslot = ap[fine_a], aslot[fine_a], bp[fine_b], bslot[fine_b]
         if ap.size < 2 or bp.size == 0:
             break
@@ -138,12 +138,12 @@ def leader_exchange(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d:
         heavy = np.argsort(-wb, kind="stable")[:EXCHANGE_SIDE]
         i, j = np.triu_indices(light.size, k=1)
         net = (va[light[i]] + va[light[j]])[:, None, :] - vb[heavy][None, :, :]  # (pairs, heavy, Q)
-        ok = PairCheck(st, b, s, d, q=q, amount=1.0)(net)
+        ok = PairCheck(pair, amount=1.0)(net)
         ta = st.ptopic[ap[light]]
         ok &= (ta[i] != ta[j])[:, None]
         if not ok.any():
             break
-        others = np.abs(net / scale).sum(axis=2) - np.abs(net[..., q] / scale[q])
+        others = np.abs(net / scale).sum(axis=2) - np.abs(net[..., pair.q] / scale[pair.q])
         pick = int(np.argmin(np.where(ok, others, np.inf)))
         x, y = divmod(pick, heavy.size)
         a1, a2, h = light[i[x]], light[j[x]], heavy[y]
@@ -153,11 +153,12 @@ def leader_exchange(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d:
     return moved
 
 
-def leader_trade(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: int, q: int, amount: float) -> float:
+def leader_trade(pair: Pair, amount: float) -> float:
     """Shift a leader-borne load (leader bytes-in, network out, CPU) from ``s`` to ``d`` without
     changing either broker's leader count: ``d`` takes a heavy leadership from ``s`` and hands a
     light one back. No data moves. Each trade must pass the pair check and, once the topic-leader
     goal is guarded, keep both topics' leader spread. Returns the amount moved."""
+    st, s, d, q, index = pair.st, pair.s, pair.d, pair.q, pair.index
     if not (st.can_lead[d] and st.can_lead[s]):
         return 0.0
     left = amount
@@ -167,7 +168,7 @@ def leader_trade(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: in
         ap, aslot = leader_candidates(st, index, s, d)
         bp, bslot = leader_candidates(st, index, d, s)
         # Each side alone (a trade of two leaderships of one topic changes nothing for it).
-        fine_a, fine_b = _keeps_leader_spread(st, b, ap, s, d), _keeps_leader_spread(st, b, bp, d, s)
+        fine_a, fine_b = _keeps_leader_spread(pair, ap), _keeps_leader_spread(pair.reversed(), bp)
         ap, aslot, bp, bslot = ap[fine_a], aslot[fine_a], bp[fine_b], bslot[fine_b]
         if ap.size == 0 or bp.size == 0:
             break
@@ -175,7 +176,7 @@ def leader_trade(st: State, b: Bands, index: tuple[Ints, Ints], s: int, *, d: in
         heavy = np.argsort(-va[:, q], kind="stable")[:TRADE_SIDE]
         light = np.argsort(vb[:, q], kind="stable")[:TRADE_SIDE]
         net = va[heavy][:, None, :] - vb[light][None, :, :]  # (heavy, light, Q)
-        ok = PairCheck(st, b, s, d, q=q, amount=np.inf)(net) & (net[..., q] > 0)
+        ok = PairCheck(pair, amount=np.inf)(net) & (net[..., q] > 0)
         if not ok.any():
             break
         best = _closest(net[..., q], ok, left)

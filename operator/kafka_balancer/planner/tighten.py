@@ -12,16 +12,18 @@ make room for the leaderships it must take or give (:func:`make_room`).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Final
 
 import numpy as np
 
 from kafka_balancer.model.cluster import FloatArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.balance import balance_goal
 from kafka_balancer.planner.catalogue import LEADER_COUNT_GOAL, Q_LEADERS
 from kafka_balancer.planner.count_chains import leader_count_chains, outside_leader_band
-from kafka_balancer.planner.select import Bands, compute_bands
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.select import Pair, compute_bands
+from kafka_balancer.planner.state import State
 from kafka_balancer.planner.swaps import leader_trade
 
 
@@ -29,12 +31,8 @@ def leaders_off_average(st: State) -> bool:
     """Whether some broker's leader count is outside its group's average rounded down or up."""
     if LEADER_COUNT_GOAL not in st.options.distribution_goals:
         return False
-    before = st.exact
-    try:
-        st.exact = frozenset({Q_LEADERS})
+    with st.scoped(exact=frozenset({Q_LEADERS})):
         over, under = outside_leader_band(st, compute_bands(st))
-    finally:
-        st.exact = before
     return bool((over | under).any())
 
 
@@ -45,10 +43,9 @@ def tighten_leaders(st: State) -> int:
     if LEADER_COUNT_GOAL not in st.options.distribution_goals:
         return 0
     rounds = 0
-    try:
-        # The band first (brokers furthest out get the leaderships), then the rounded average.
-        for exact in (frozenset(), frozenset({Q_LEADERS})):
-            st.exact = exact
+    # The band first (brokers furthest out get the leaderships), then the rounded average.
+    for exact in (frozenset(), frozenset({Q_LEADERS})):
+        with st.scoped(exact=exact):
             rounds += balance_goal(st, LEADER_COUNT_GOAL, leadership_only=True)
             # What direct moves cannot do (no shared partition fits), chains through other brokers can.
             leader_count_chains(st, compute_bands(st))
@@ -57,8 +54,6 @@ def tighten_leaders(st: State) -> int:
                     break
                 rounds += balance_goal(st, LEADER_COUNT_GOAL, leadership_only=True)
                 leader_count_chains(st, compute_bands(st))
-    finally:
-        st.exact = frozenset()
     return rounds
 
 
@@ -85,7 +80,7 @@ def make_room(st: State) -> int:
     over, under = outside_leader_band(st, b)
     if not (over | under).any():
         return 0
-    index = st.broker_index_by_slot()
+    index, nracks = st.broker_index_by_slot(), st.group_racks()
     leadership = st.lead - st.follow  # what a leadership carries on top of a follower replica
     # Leaderships each broker must take (short) or give (spare); trades leave the counts as they are.
     short = b.lower[:, Q_LEADERS] - st.load[:, Q_LEADERS]
@@ -99,14 +94,15 @@ def make_room(st: State) -> int:
         position = (st.load[:, q] - b.avg[:, q]) / half  # -1 at the band's bottom, 1 at its top
         room_below = np.argsort(position, kind="stable")
         room_above = np.argsort(-position, kind="stable")
+        trades = Pair(st, b, -1, -1, q, index, nracks)  # each trade's brokers are set below
         for broker in np.flatnonzero(under & (position >= ROOM_EDGE)).tolist():
             group = int(st.groups.broker[broker])
             need = float(short[broker]) * typical.get(group, 0.0)
-            traded += _trade(st, b, index, broker, _partners(st, room_below, group), q=q, need=need, sheds=True)
+            traded += _trade(trades, broker, _partners(st, room_below, group), need=need, sheds=True)
         for broker in np.flatnonzero(over & (position <= -ROOM_EDGE)).tolist():
             group = int(st.groups.broker[broker])
             need = float(spare[broker]) * typical.get(group, 0.0)
-            traded += _trade(st, b, index, broker, _partners(st, room_above, group), q=q, need=need, sheds=False)
+            traded += _trade(trades, broker, _partners(st, room_above, group), need=need, sheds=False)
     return traded
 
 
@@ -120,15 +116,13 @@ def _typical_leadership(st: State, carried: FloatArray) -> dict[int, float]:
     """Per resource group, the median load a leadership of its movable partitions carries (the
     group's own: planned alone or with the others, a group trades the same)."""
     out: dict[int, float] = {}
-    has = st.movable & (carried > 0)
+    has = st.scope.movable & (carried > 0)
     for g in np.unique(st.groups.partition[has]).tolist():
         out[int(g)] = float(np.median(carried[has & (st.groups.partition == g)]))
     return out
 
 
-def _trade(
-    st: State, b: Bands, index: tuple[Ints, Ints], broker: int, partners: Ints, *, q: int, need: float, sheds: bool
-) -> int:
+def _trade(trades: Pair, broker: int, partners: Ints, *, need: float, sheds: bool) -> int:
     """Trade ``need`` of ``q`` away from ``broker`` (``sheds``) or onto it, partner by partner."""
     traded = 0
     for partner in partners.tolist():
@@ -137,7 +131,7 @@ def _trade(
         if partner == broker:
             continue
         s, d = (broker, partner) if sheds else (partner, broker)
-        moved = leader_trade(st, b, index, s, d=d, q=q, amount=need)
+        moved = leader_trade(dataclasses.replace(trades, s=s, d=d), need)
         need -= moved
         traded += moved > 0
     return traded

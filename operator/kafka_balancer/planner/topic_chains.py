@@ -17,14 +17,15 @@ the work is bounded per topic and, on very large clusters, per call (MAX_TRIES, 
 from __future__ import annotations
 
 from collections import deque
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.goals import topic_brokers
-from kafka_balancer.planner.select import Bands, accept_together, count_ok
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.select import Bands, accept_together, count_ok, leader_band
+from kafka_balancer.planner.state import State
 
 # Edges per path (a breadth-first search visits each broker once, so a long limit costs little).
 MAX_DEPTH: Final = 8
@@ -102,7 +103,7 @@ def leader_chains(st: State, b: Bands, *, share: float = 1.0) -> int:
     applied = tried = 0
     for t in topics.tolist():
         parts = order[starts[t] : starts[t + 1]]
-        parts = parts[st.movable[parts]]
+        parts = parts[st.scope.movable[parts]]
         member = in_group[t]
         budget = _Budget(by_leader, MAX_CLOSINGS, work)
         distance = np.maximum(counts[t] - hi[t], 0) + np.maximum(lo[t] - counts[t], 0)
@@ -114,7 +115,7 @@ def leader_chains(st: State, b: Bands, *, share: float = 1.0) -> int:
             under = np.flatnonzero(member & (counts[t] < lo[t]) & st.can_lead)
             if over.size == 0 and under.size == 0:
                 break
-            if not _fix_one(st, b, t, parts, over=over.tolist(), under=under.tolist(), member=member, budget=budget):
+            if not _fix_one(st, b, _Topic(t, parts, member), over=over.tolist(), under=under.tolist(), budget=budget):
                 break
             applied += 1
     return applied
@@ -141,18 +142,17 @@ def _edges(st: State, parts: Ints) -> dict[int, list[Edge]]:
     return {b: triples[bounds[i] : bounds[i + 1]] for i, b in enumerate(brokers.tolist())}
 
 
-def _fix_one(
-    st: State,
-    b: Bands,
-    t: int,
-    parts: Ints,
-    *,
-    over: list[int],
-    under: list[int],
-    member: BoolArray,
-    budget: _Budget,
-) -> bool:
-    """Find and apply one chain that lowers topic ``t``'s out-of-band distance."""
+class _Topic(NamedTuple):
+    """A topic whose leaders are out of band: its movable partitions and its group's brokers."""
+
+    topic: int
+    parts: Ints
+    member: BoolArray
+
+
+def _fix_one(st: State, b: Bands, topic: _Topic, *, over: list[int], under: list[int], budget: _Budget) -> bool:
+    """Find and apply one chain that lowers the topic's out-of-band distance."""
+    t, parts, member = topic
     counts, lo, hi = st.tlead[t], b.lead_lo[t], b.lead_hi[t]
     edges = _edges(st, parts)
     if over:
@@ -254,10 +254,10 @@ def _closing_candidates(st: State, b: Bands, led: Ints, *, start: int, end: int,
     """Partitions of other topics (among ``led``) led by ``end`` with a follower on ``start`` whose
     own topic's leader spread does not get worse if ``start`` takes their leadership: (partitions, slots)."""
     hit = st.rep[led] == start
-    cand = led[(st.rep[led, 0] == end) & hit.any(axis=1) & st.movable[led] & (st.ptopic[led] != topic)]
+    cand = led[(st.rep[led, 0] == end) & hit.any(axis=1) & st.scope.movable[led] & (st.ptopic[led] != topic)]
     slots = np.argmax(st.rep[cand] == start, axis=1).astype(np.int64)
     u = st.ptopic[cand]
     one = np.ones(u.size, dtype=np.int64)
-    ok = ~b.topic_leader_on[u] | count_ok(st.tlead, end, start, topics=u, k=one, lo=b.lead_lo, hi=b.lead_hi)
+    ok = ~b.topic_leader_on[u] | count_ok(leader_band(st, b), end, start, topics=u, k=one)
     ok &= st.can_lead[start]
     return cand[ok], slots[ok]

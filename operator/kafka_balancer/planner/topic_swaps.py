@@ -16,14 +16,15 @@ offer looks at the WINDOW nearest in size, so the work per round is a few sorts 
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.catalogue import TOPIC_LEADER_GOAL
 from kafka_balancer.planner.select import Bands, accept_together, ranks
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.state import State
 
 # Partners looked at on each side of the offer's size rank.
 WINDOW: Final = 48
@@ -155,26 +156,50 @@ def most_needed(counts: Ints, hi: FloatArray, topics: Ints, src: Ints, *, limit:
     return out
 
 
-PartnerIndex = tuple[Ints, Ints, FloatArray, Ints]
+class PartnerIndex(NamedTuple):
+    """Candidate partners sorted by (segment, size rank): partitions, slots, sort keys, the start of
+    each segment, and the size ranks keyed on (see :func:`replica_index`, :func:`leader_index`)."""
+
+    parts: Ints
+    slots: Ints
+    keys: FloatArray
+    starts: Ints
+    size_rank: Ints
+
+    def near(self, st: State, segments: Ints, parts: Ints) -> tuple[Ints, BoolArray]:
+        """For each of ``parts``, the positions of the 2 x WINDOW partners of its segment nearest
+        in size, and which of them are inside the segment."""
+        nparts = max(st.model.num_partitions, 1)
+        query = segments + self.size_rank[parts] / nparts
+        return _window(self.keys, query, self.starts[segments], self.starts[segments + 1])
+
+
+class Offers(NamedTuple):
+    """A round's offered moves: slot ``slots`` of ``parts`` to broker ``dests`` (for leaderships:
+    the slot of the follower that takes over)."""
+
+    parts: Ints
+    slots: Ints
+    dests: Ints
 
 
 def replica_index(st: State, size_rank: Ints) -> PartnerIndex:
-    """Every movable replica slot sorted by (broker, leader or follower, size rank): (parts, slots, keys, starts).
+    """Every movable replica slot sorted by (broker, leader or follower, size rank).
 
     Built once every few rounds (a sort over the cluster); entries that moved since are skipped
     when used (the slot no longer holds that broker).
     """
     rep = st.rep
     nparts = max(st.model.num_partitions, 1)
-    valid = (rep != NO_BROKER) & st.movable[:, None]
-    if TOPIC_LEADER_GOAL in st.guarded:
+    valid = (rep != NO_BROKER) & st.scope.movable[:, None]
+    if TOPIC_LEADER_GOAL in st.scope.guarded:
         valid[:, 0] = False
     yp, yk = np.nonzero(valid)
     seg = rep[yp, yk].astype(np.int64) * 2 + (yk == 0)
     key = seg + size_rank[yp] / nparts
     order = np.argsort(key, kind="stable")
     starts = np.searchsorted(key[order], np.arange(st.model.num_brokers * 2 + 1))
-    return yp[order], yk[order], key[order], starts
+    return PartnerIndex(yp[order], yk[order], key[order], starts, size_rank)
 
 
 def leader_index(st: State, size_rank: Ints) -> PartnerIndex:
@@ -182,74 +207,34 @@ def leader_index(st: State, size_rank: Ints) -> PartnerIndex:
     rep = st.rep
     nb = st.model.num_brokers
     nparts = max(st.model.num_partitions, 1)
-    fp, fk = np.nonzero((rep[:, 1:] != NO_BROKER) & st.movable[:, None])
+    fp, fk = np.nonzero((rep[:, 1:] != NO_BROKER) & st.scope.movable[:, None])
     fk = fk + 1
     seg = rep[fp, 0].astype(np.int64) * nb + rep[fp, fk]
     key = seg + size_rank[fp] / nparts
     order = np.argsort(key, kind="stable")
     starts = np.searchsorted(key[order], np.arange(nb * nb + 1))
-    return fp[order], fk[order], key[order], starts
+    return PartnerIndex(fp[order], fk[order], key[order], starts, size_rank)
 
 
-def replica_swaps(
-    st: State,
-    b: Bands,
-    parts: Ints,
-    slots: Ints,
-    dests: Ints,
-    *,
-    nracks: Ints,
-    size_rank: Ints,
-    index: PartnerIndex,
-    size_cap: float = SIZE_CAP,
-) -> int:
-    """Pair each offered move (slot ``slots`` of ``parts`` to ``dests``) with a partner coming back.
+def _nearest(ok: BoolArray, idx: Ints) -> tuple[Ints, BoolArray]:
+    """The cheap tests done, the PARTNERS nearest in size of each offer (positions, still acceptable)."""
+    near = np.argsort(np.where(ok, np.abs(np.arange(-WINDOW, WINDOW))[None, :], 2 * WINDOW), axis=1, kind="stable")
+    near = near[:, :PARTNERS]
+    return np.take_along_axis(idx, near, axis=1), np.take_along_axis(ok, near, axis=1)
+
+
+def replica_swaps(st: State, b: Bands, offers: Offers, *, index: PartnerIndex, nracks: Ints, size_cap: float) -> int:
+    """Pair each offered move with a partner coming back.
 
     Partners: a replica on the destination, of the same kind (leader or follower, so leader counts
     stay), of another topic whose spread allows the way back, nearest in size. Returns swaps made.
+    Only partitions in the smaller ``size_cap`` share of their group's sizes are offered.
     """
-    if parts.size == 0:
+    if offers.parts.size == 0:
         return 0
-    followers_only = TOPIC_LEADER_GOAL in st.guarded
-    rep = st.rep
-    nparts = max(st.model.num_partitions, 1)
-    small = size_share(st, size_rank) < size_cap
-    yp, yk, key, starts = index
-    sel = small[parts]
-    if followers_only:
-        sel &= slots != 0
-    parts, slots, dests = parts[sel], slots[sel], dests[sel]
-    top = most_needed(st.tcount, b.topic_hi, st.ptopic[parts], rep[parts, slots])
-    parts, slots, dests = parts[top], slots[top], dests[top]
-    src = rep[parts, slots].astype(np.int64)
-    qseg = dests.astype(np.int64) * 2 + (slots == 0)
-    idx, ok = _window(key, qseg + size_rank[parts] / nparts, starts[qseg], starts[qseg + 1])
-    cp, ck = yp[idx], yk[idx]  # (n, 2W) partner partition and slot
-    ok &= (rep[cp, ck] == dests[:, None]) & ((ck == 0) == (slots == 0)[:, None])  # not moved since indexed
-    t, u = st.ptopic[parts], st.ptopic[cp]
-    ok &= u != t[:, None]
-    ok &= st.groups.partition[cp] == st.groups.broker[src][:, None]
-    ok &= st.can_host[src][:, None] & ((ck != 0) | st.can_lead[src][:, None])
-    give, take = _may_give_take(st.tcount, b.topic_lo, b.topic_hi)
-    ok &= give[u, dests[:, None]] & take[u, src[:, None]]
-    # The cheap tests done, keep the PARTNERS nearest in size for the per-quantity ones.
-    near = np.argsort(np.where(ok, np.abs(np.arange(-WINDOW, WINDOW))[None, :], 2 * WINDOW), axis=1, kind="stable")
-    near = near[:, :PARTNERS]
-    idx, ok = np.take_along_axis(idx, near, axis=1), np.take_along_axis(ok, near, axis=1)
-    cp, ck, u = yp[idx], yk[idx], st.ptopic[yp[idx]]
-    ok &= ~(rep[cp] == src[:, None, None]).any(axis=2)  # partner's partition not already on s
-    lead_on = b.topic_leader_on[u] & (ck == 0)
-    if lead_on.any():
-        lgive, ltake = _may_give_take(st.tlead, b.lead_lo, b.lead_hi)
-        ok &= ~lead_on | (lgive[u, dests[:, None]] & ltake[u, src[:, None]])
-    if st.options.hard("rack-awareness"):
-        rows = rep[cp]
-        v = rows != NO_BROKER
-        racks = np.where(v, st.rack[np.maximum(rows, 0)], -1)
-        np.put_along_axis(racks, ck[..., None], -1, axis=2)
-        same = (racks == st.rack[src][:, None, None]).sum(axis=2)
-        allowed = np.ceil(v.sum(axis=2) / np.maximum(nracks[st.groups.partition[cp]], 1))
-        ok &= same + 1 <= allowed
+    parts, slots, dests = offers = _small_offers(st, b, offers, index.size_rank, size_cap)
+    src = st.rep[parts, slots].astype(np.int64)
+    cp, ck, ok = _replica_partners(st, b, offers, index, nracks)
     vx = st.slot_loads(parts, slots)  # (n, Q)
     vy = np.where((ck == 0)[..., None], st.lead[cp], st.follow[cp])  # (n, 2W, Q)
     net = vx[:, None, :] - vy
@@ -274,7 +259,57 @@ def replica_swaps(
     return int(p.size)
 
 
-def leader_swaps(st: State, b: Bands, parts: Ints, slots: Ints, *, size_rank: Ints, index: PartnerIndex) -> int:
+def _small_offers(st: State, b: Bands, offers: Offers, size_rank: Ints, size_cap: float) -> Offers:
+    """The offers of small partitions (followers only once the topic-leader goal is guarded: a
+    leader swapped could crowd its topic's leaders), the most needed first (:func:`most_needed`)."""
+    parts, slots, dests = offers
+    small = size_share(st, size_rank) < size_cap
+    sel = small[parts]
+    if TOPIC_LEADER_GOAL in st.scope.guarded:
+        sel &= slots != 0
+    parts, slots, dests = parts[sel], slots[sel], dests[sel]
+    top = most_needed(st.tcount, b.topic_hi, st.ptopic[parts], st.rep[parts, slots])
+    return Offers(parts[top], slots[top], dests[top])
+
+
+def _replica_partners(
+    st: State, b: Bands, offers: Offers, index: PartnerIndex, nracks: Ints
+) -> tuple[Ints, Ints, BoolArray]:
+    """For each offer, the PARTNERS nearest in size on its destination (partitions, slots) and which
+    of them may go back to its source: another topic, same group, a broker that may host (and lead
+    a leader), both topics' counts within their bands, racks kept."""
+    rep = st.rep
+    parts, slots, dests = offers
+    src = rep[parts, slots].astype(np.int64)
+    qseg = dests.astype(np.int64) * 2 + (slots == 0)
+    idx, ok = index.near(st, qseg, parts)
+    cp, ck = index.parts[idx], index.slots[idx]  # (n, 2W) partner partition and slot
+    ok &= (rep[cp, ck] == dests[:, None]) & ((ck == 0) == (slots == 0)[:, None])  # not moved since indexed
+    t, u = st.ptopic[parts], st.ptopic[cp]
+    ok &= u != t[:, None]
+    ok &= st.groups.partition[cp] == st.groups.broker[src][:, None]
+    ok &= st.can_host[src][:, None] & ((ck != 0) | st.can_lead[src][:, None])
+    give, take = _may_give_take(st.tcount, b.topic_lo, b.topic_hi)
+    ok &= give[u, dests[:, None]] & take[u, src[:, None]]
+    idx, ok = _nearest(ok, idx)
+    cp, ck, u = index.parts[idx], index.slots[idx], st.ptopic[index.parts[idx]]
+    ok &= ~(rep[cp] == src[:, None, None]).any(axis=2)  # partner's partition not already on s
+    lead_on = b.topic_leader_on[u] & (ck == 0)
+    if lead_on.any():
+        lgive, ltake = _may_give_take(st.tlead, b.lead_lo, b.lead_hi)
+        ok &= ~lead_on | (lgive[u, dests[:, None]] & ltake[u, src[:, None]])
+    if st.options.hard("rack-awareness"):
+        rows = rep[cp]
+        v = rows != NO_BROKER
+        racks = np.where(v, st.rack[np.maximum(rows, 0)], -1)
+        np.put_along_axis(racks, ck[..., None], -1, axis=2)
+        same = (racks == st.rack[src][:, None, None]).sum(axis=2)
+        allowed = np.ceil(v.sum(axis=2) / np.maximum(nracks[st.groups.partition[cp]], 1))
+        ok &= same + 1 <= allowed
+    return cp, ck, ok
+
+
+def leader_swaps(st: State, b: Bands, parts: Ints, slots: Ints, *, index: PartnerIndex) -> int:
     """Pair each offered leadership move (``parts`` led by s, new leader at ``slots`` on d) with a
     leadership of another topic going from d back to s, inside a replica set holding both.
 
@@ -285,14 +320,13 @@ def leader_swaps(st: State, b: Bands, parts: Ints, slots: Ints, *, size_rank: In
         return 0
     rep = st.rep
     nb = st.model.num_brokers
-    nparts = max(st.model.num_partitions, 1)
-    fp, fk, key, starts = index
+    fp, fk = index.parts, index.slots
     top = most_needed(st.tlead, b.lead_hi, st.ptopic[parts], rep[parts, 0])
     parts, slots = parts[top], slots[top]
     s = rep[parts, 0].astype(np.int64)
     d = rep[parts, slots].astype(np.int64)
     qseg = d * nb + s  # partitions led by d with a follower on s
-    idx, ok = _window(key, qseg + size_rank[parts] / nparts, starts[qseg], starts[qseg + 1])
+    idx, ok = index.near(st, qseg, parts)
     cp, ck = fp[idx], fk[idx]
     ok &= (rep[cp, 0] == d[:, None]) & (rep[cp, ck] == s[:, None])  # not changed since indexed
     t, u = st.ptopic[parts], st.ptopic[cp]
@@ -301,9 +335,7 @@ def leader_swaps(st: State, b: Bands, parts: Ints, slots: Ints, *, size_rank: In
     on = b.topic_leader_on[u]
     lgive, ltake = _may_give_take(st.tlead, b.lead_lo, b.lead_hi)
     ok &= ~on | (lgive[u, d[:, None]] & ltake[u, s[:, None]])
-    near = np.argsort(np.where(ok, np.abs(np.arange(-WINDOW, WINDOW))[None, :], 2 * WINDOW), axis=1, kind="stable")
-    near = near[:, :PARTNERS]
-    idx, ok = np.take_along_axis(idx, near, axis=1), np.take_along_axis(ok, near, axis=1)
+    idx, ok = _nearest(ok, idx)
     cp, ck = fp[idx], fk[idx]
     vx = st.lead[parts] - st.follow[parts]
     vy = st.lead[cp] - st.follow[cp]

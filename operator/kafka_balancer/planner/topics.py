@@ -16,14 +16,16 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.arrays import Ints
 from kafka_balancer.planner.catalogue import Q_DISK, TOPIC_LEADER_GOAL
 from kafka_balancer.planner.goals import topic_brokers
 from kafka_balancer.planner.select import Bands, accept_together, compute_bands, ranks
-from kafka_balancer.planner.state import Ints, State
+from kafka_balancer.planner.state import State
 from kafka_balancer.planner.topic_chains import leader_chains
 from kafka_balancer.planner.topic_swaps import (
     MAX_OFFERS,
     SIZE_CAP,
+    Offers,
     PartnerIndex,
     leader_index,
     leader_swaps,
@@ -73,11 +75,9 @@ def balance_topic_goal(
         if index is None or rnd % REINDEX == 0:
             index = leader_index(st, size_rank) if leaders else replica_index(st, size_rank)
         if leaders:
-            moved += leader_swaps(st, b, parts, dests, size_rank=size_rank, index=index)
+            moved += leader_swaps(st, b, parts, dests, index=index)
         else:
-            moved += replica_swaps(
-                st, b, parts, slots, dests, nracks=nracks, size_rank=size_rank, index=index, size_cap=size_cap
-            )
+            moved += replica_swaps(st, b, Offers(parts, slots, dests), index=index, nracks=nracks, size_cap=size_cap)
         total += moved
         if moved == 0:
             break
@@ -120,7 +120,7 @@ def _offers(st: State, spread: TopicSpread, *, leaders: bool, size_rank: Ints, p
     if leaders:
         valid[:, 1:] = False
     safe = np.maximum(rep, 0)
-    mask = valid & st.movable[:, None] & spread.gives[st.ptopic[:, None], safe]
+    mask = valid & st.scope.movable[:, None] & spread.gives[st.ptopic[:, None], safe]
     parts, slots = np.nonzero(mask)
     if parts.size == 0:
         return parts.astype(np.int64), slots.astype(np.int64)
@@ -160,32 +160,10 @@ def _proposals(
         limit=2 * MAX_OFFERS if for_swaps else ONE_WAY_OFFERS,
     )
     parts, slots = parts[top], slots[top]
-    cands = np.zeros((0, 0), dtype=np.int64)
-    if not leaders:
-        cands = _receivers(st, spread, np.unique(st.ptopic[parts]))
-    # The r-th offer of a (topic, source) takes the r-th best destination, so that a broker far
-    # over a topic's band gives several replicas in one round (each to a different broker).
-    src_all = st.rep[parts, 0] if leaders else st.rep[parts, slots]
-    pick = ranks(st.ptopic[parts].astype(np.int64) * st.model.num_brokers + src_all)
     fill = st.load[:, Q_DISK] / np.maximum(b.avg[:, Q_DISK], 1e-12)
-    out_p, out_s, out_d = [], [], []
-    for start in range(0, parts.size, CHUNK):
-        p, k = parts[start : start + CHUNK], slots[start : start + CHUNK]
-        r = pick[start : start + CHUNK]
-        d, ok = (
-            _leader_dest(st, p, spread)
-            if leaders
-            else _replica_dest(
-                st, p, k, spread, cands=cands, nracks=nracks, pick=r if not for_swaps else 0 * r, fill=fill
-            )
-        )
-        out_p.append(p[ok])
-        out_s.append(k[ok])
-        out_d.append(d[ok])
-    if not out_p:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
-    p, k, d = np.concatenate(out_p), np.concatenate(out_s), np.concatenate(out_d)
+    cands = np.zeros((0, 0), dtype=np.int64) if leaders else _receivers(st, spread, np.unique(st.ptopic[parts]))
+    targets = _Targets(st, spread, cands, nracks, fill)
+    p, k, d = targets.place(parts, slots, leaders=leaders, spread_picks=not for_swaps)
     if for_swaps:
         return p, k, d
     t = st.ptopic[p]
@@ -260,38 +238,72 @@ def _tie_break(topics: Ints, nb: int) -> FloatArray:
     return out
 
 
-def _replica_dest(
-    st: State, p: Ints, k: Ints, spread: TopicSpread, *, cands: Ints, nracks: Ints, pick: Ints, fill: FloatArray
-) -> tuple[Ints, BoolArray]:
-    """For each offered replica, the ``pick``-th (0 = best) allowed broker holding fewest of its topic
-    (and whether it exists)."""
-    counts, over, under, hi = spread.counts, spread.over, spread.under, spread.hi
-    rows = st.rep[p]
-    t = st.ptopic[p]
-    n = np.arange(p.size)
-    src = rows[n, k]
-    dest = cands[t]  # (n, C) broker indices
-    c_dest = counts[t[:, None], dest]
-    c_src = counts[t, src]
-    u = under[t[:, None], dest]
-    feas = st.can_host[dest] & (st.groups.broker[dest] == st.groups.partition[p][:, None])
-    feas &= ~(rows[:, :, None] == dest[:, None, :]).any(axis=1)
-    feas &= (k != 0)[:, None] | st.can_lead[dest]
-    feas &= c_dest <= c_src[:, None] - 2
-    feas &= (c_dest + 1 <= hi[t][:, None]) | u
-    feas &= over[t, src][:, None] | u
-    if st.options.hard("rack-awareness"):
-        valid = rows != NO_BROKER
-        racks = np.where(valid, st.rack[np.maximum(rows, 0)], -1)
-        racks[n, k] = -1
-        same = (racks[:, :, None] == st.rack[dest][:, None, :]).sum(axis=1)
-        allowed = np.ceil(valid.sum(axis=1) / np.maximum(nracks[st.groups.partition[p]], 1))
-        feas &= same + 1 <= allowed[:, None]
-    # Fewest of the topic first; among equals, the broker with least disk for its group (a tie-break
-    # below one count: where the bytes land should not add work for the disk goal).
-    score = np.where(feas, c_dest + 0.1 * np.minimum(fill[dest], 5.0), np.inf)
-    j = np.argsort(score, axis=1, kind="stable")[n, np.minimum(pick, score.shape[1] - 1)]
-    return dest[n, j], feas[n, j]
+@dataclass(frozen=True)
+class _Targets:
+    """Where a round's offers may go: per topic, the emptiest allowed brokers of each rack (``cands``,
+    see :func:`_receivers`); ``fill`` is each broker's disk over its group's average."""
+
+    st: State
+    spread: TopicSpread
+    cands: Ints
+    nracks: Ints
+    fill: FloatArray
+
+    def place(self, parts: Ints, slots: Ints, *, leaders: bool, spread_picks: bool) -> tuple[Ints, Ints, Ints]:
+        """The offers that find a destination: (partitions, slots, destinations), in chunks of CHUNK.
+
+        With ``spread_picks`` the r-th offer of a (topic, source) takes the r-th best destination, so
+        that a broker far over a topic's band gives several replicas in one round (each to a
+        different broker); else every offer takes the best one."""
+        st = self.st
+        src_all = st.rep[parts, 0] if leaders else st.rep[parts, slots]
+        pick = ranks(st.ptopic[parts].astype(np.int64) * st.model.num_brokers + src_all)
+        out_p, out_s, out_d = [], [], []
+        for start in range(0, parts.size, CHUNK):
+            p, k = parts[start : start + CHUNK], slots[start : start + CHUNK]
+            r = pick[start : start + CHUNK]
+            d, ok = (
+                _leader_dest(st, p, self.spread) if leaders else self.replica_dest(p, k, r if spread_picks else 0 * r)
+            )
+            out_p.append(p[ok])
+            out_s.append(k[ok])
+            out_d.append(d[ok])
+        if not out_p:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        return np.concatenate(out_p), np.concatenate(out_s), np.concatenate(out_d)
+
+    def replica_dest(self, p: Ints, k: Ints, pick: Ints) -> tuple[Ints, BoolArray]:
+        """For each offered replica, the ``pick``-th (0 = best) allowed broker holding fewest of its topic
+        (and whether it exists)."""
+        st, spread, cands, nracks, fill = self.st, self.spread, self.cands, self.nracks, self.fill
+        counts, over, under, hi = spread.counts, spread.over, spread.under, spread.hi
+        rows = st.rep[p]
+        t = st.ptopic[p]
+        n = np.arange(p.size)
+        src = rows[n, k]
+        dest = cands[t]  # (n, C) broker indices
+        c_dest = counts[t[:, None], dest]
+        c_src = counts[t, src]
+        u = under[t[:, None], dest]
+        feas = st.can_host[dest] & (st.groups.broker[dest] == st.groups.partition[p][:, None])
+        feas &= ~(rows[:, :, None] == dest[:, None, :]).any(axis=1)
+        feas &= (k != 0)[:, None] | st.can_lead[dest]
+        feas &= c_dest <= c_src[:, None] - 2
+        feas &= (c_dest + 1 <= hi[t][:, None]) | u
+        feas &= over[t, src][:, None] | u
+        if st.options.hard("rack-awareness"):
+            valid = rows != NO_BROKER
+            racks = np.where(valid, st.rack[np.maximum(rows, 0)], -1)
+            racks[n, k] = -1
+            same = (racks[:, :, None] == st.rack[dest][:, None, :]).sum(axis=1)
+            allowed = np.ceil(valid.sum(axis=1) / np.maximum(nracks[st.groups.partition[p]], 1))
+            feas &= same + 1 <= allowed[:, None]
+        # Fewest of the topic first; among equals, the broker with least disk for its group (a tie-break
+        # below one count: where the bytes land should not add work for the disk goal).
+        score = np.where(feas, c_dest + 0.1 * np.minimum(fill[dest], 5.0), np.inf)
+        j = np.argsort(score, axis=1, kind="stable")[n, np.minimum(pick, score.shape[1] - 1)]
+        return dest[n, j], feas[n, j]
 
 
 def _leader_dest(st: State, p: Ints, spread: TopicSpread) -> tuple[Ints, BoolArray]:
@@ -331,7 +343,7 @@ def _apply(st: State, b: Bands, parts: Ints, slots: Ints, dests: Ints, *, leader
     else:
         src, dst, j = st.rep[parts, slots], dests, slots
         v = st.slot_loads(parts, slots)
-        if TOPIC_LEADER_GOAL in st.guarded:
+        if TOPIC_LEADER_GOAL in st.scope.guarded:
             keep_followers = slots != 0  # a moving leader could crowd its topic's leaders: followers only
             parts, src, dst, j, v = (
                 parts[keep_followers],
