@@ -7,13 +7,15 @@ split/merge helpers for planning resource groups in parallel.
 
 from kafka_balancer.model.policy import OPERATIONS
 from kafka_balancer.planner.catalogue import CATALOGUE, Catalogue, Exchange, Goal, Quantity
-from kafka_balancer.planner.core import Evaluation, evaluate, plan
 from kafka_balancer.planner.options import (
     GroupOptions,
     OperationOptions,
     PlannerOptions,
     PlanningError,
 )
+from kafka_balancer.planner.pipeline import plan
+from kafka_balancer.planner.proposal import Evaluation, evaluate
+from kafka_balancer.planner.trace import Trace
 
 # The goals' names, from the goal catalogue (the CRD's lists name the same goals, in the same order).
 HARD_GOALS = CATALOGUE.hard_goals
@@ -33,6 +35,7 @@ __all__ = [
     "PlannerOptions",
     "PlanningError",
     "Quantity",
+    "Trace",
     "evaluate",
     "plan",
 ]

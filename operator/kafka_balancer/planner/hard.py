@@ -6,7 +6,8 @@ brokers, the numbers and what capacity would fix it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
@@ -313,43 +314,120 @@ def _enforce_capacity(st: State, *, fewest_bytes: bool, leadership_only: bool) -
         _check_capacity(st, goal, q)
 
 
+@dataclass
+class _Ladder:
+    """One round of the ladder of a capacity repair: the brokers over the limit and what its rungs share."""
+
+    round: RepairRound
+    over: Ints  # the brokers above the limit of ``q`` this round
+    unhanded: list[Checkpoint]  # the placement before the leaderships were handed out (once per repair)
+    hosts: list[Ints] = field(default_factory=list)  # the host sets, once asked for
+
+    def host_sets(self) -> list[Ints]:
+        """The brokers that may take replicas of each of ``over``: a rung runs only where the rungs
+        before it moved nothing, so they hold for every rung of the round."""
+        if not self.hosts:
+            self.hosts = _host_sets(self.round.st, self.over)
+        return self.hosts
+
+
+@dataclass(frozen=True)
+class Rung:
+    """A fallback of the capacity repair: tried, in order, only where the rungs before it this round
+    moved nothing; ``run`` returns how much excess it removed."""
+
+    name: str
+    applies: Callable[[_Ladder], bool]
+    run: Callable[[_Ladder], float]
+
+
+def _descent(ladder: _Ladder) -> float:
+    """One step per broker over the limit: the move or exchange that shrinks the excess most."""
+    rnd = ladder.round
+    st, q = rnd.st, rnd.q
+    gained = 0.0
+    for s in ladder.over.tolist():
+        # s itself is over its limit (negative room), so it is never among its own takers.
+        room = _room_in_group(st, s, q, rnd.index, leadership_only=rnd.leadership_only)
+        gained += descend(rnd, s, _destinations(st, room, s))
+    return gained
+
+
+def _making_room(ladder: _Ladder) -> float:
+    """A replica too big for every broker's room, to a broker that passes replicas on for it.
+
+    Nothing moved this round, so the index holds (after a step, later brokers of this loop only
+    miss the replicas that step brought them: entries are checked)."""
+    st = ladder.round.st
+    return sum(make_room(ladder.round, s, np.flatnonzero(_hosts_for(st, s))) for s in ladder.over.tolist())
+
+
+def _searching(ladder: _Ladder) -> float:
+    """The small group's movable replicas placed again (:mod:`capacity_search`)."""
+    rnd = ladder.round
+    return sum(search(rnd.st, rnd.q, hosts=hosts, nracks=rnd.nracks) for hosts in ladder.host_sets())
+
+
+def _searching_wider(ladder: _Ladder) -> float:
+    """The search again over every broker where this plan placed replicas of topics in no group."""
+    rnd = ladder.round
+    wider = _wider_host_sets(rnd.st, ladder.host_sets())
+    return sum(search(rnd.st, rnd.q, hosts=hosts, nracks=rnd.nracks) for hosts in wider)
+
+
+def _handing_out(ladder: _Ladder) -> float:
+    """The search keeps each replica's role (and a demotion, which moves no data, has none): once,
+    let the leaderships change hands and go on with the one-way steps (not the search again: where
+    it fails, its budget is most of the plan's time). Undone if the repair does not finish."""
+    st = ladder.round.st
+    ladder.unhanded.append(st.checkpoint())
+    return float(sum(hand_leadership_to_room(st, hosts) for hosts in ladder.host_sets()))
+
+
+def _every_round(_ladder: _Ladder) -> bool:
+    return True
+
+
+def _moves_data(ladder: _Ladder) -> bool:
+    return not ladder.round.leadership_only
+
+
+def _before_handing_out(ladder: _Ladder) -> bool:
+    return not ladder.unhanded
+
+
+def _may_search(ladder: _Ladder) -> bool:
+    return _moves_data(ladder) and _before_handing_out(ladder)
+
+
+RUNGS: Final = (
+    Rung("descent", _every_round, _descent),
+    Rung("making room", _moves_data, _making_room),
+    Rung("search", _may_search, _searching),
+    Rung("wider search", _may_search, _searching_wider),
+    Rung("leaderships handed out", _before_handing_out, _handing_out),
+)
+
+
 def _descent_repair(st: State, q: int, nracks: Ints, *, leadership_only: bool) -> None:
-    """What one-way moves left above a limit, removed step by step (see :mod:`capacity_descent`)."""
-    unhanded: Checkpoint | None = None  # the placement before leadership was handed out for room
+    """What one-way moves left above a limit, removed round by round: each round climbs the
+    :data:`RUNGS` until one removes some excess, and the repair stops when none does."""
+    unhanded: list[Checkpoint] = []
     for _ in range(st.options.max_rounds * DESCENT_STEPS_PER_ROUND):
         over = _over_limit(st, q)
         if over.size == 0:
             return
-        index = st.broker_index_by_slot()
-        rnd = RepairRound(st, q, nracks, index, leadership_only)
+        ladder = _Ladder(RepairRound(st, q, nracks, st.broker_index_by_slot(), leadership_only), over, unhanded)
         gained = 0.0
-        for s in over.tolist():
-            # s itself is over its limit (negative room), so it is never among its own takers.
-            room = _room_in_group(st, s, q, index, leadership_only=leadership_only)
-            gained += descend(rnd, s, _destinations(st, room, s))
-        if gained <= 0 and not leadership_only:
-            # Nothing moved this round, so the index holds (after a step, later brokers of this
-            # loop only miss the replicas that step brought them: entries are checked).
-            for s in over.tolist():
-                gained += make_room(rnd, s, np.flatnonzero(_hosts_for(st, s)))
-        if gained <= 0 and unhanded is None:
-            # Nothing moved this round (a step applies only when it gains), so ``over`` still holds,
-            # and so do the host sets after a search that finds nothing (it changes nothing).
-            host_sets = _host_sets(st, over)
-            if not leadership_only:
-                gained += sum(search(st, q, hosts=hosts, nracks=nracks) for hosts in host_sets)
-            if gained <= 0 and not leadership_only:
-                gained += sum(search(st, q, hosts=hosts, nracks=nracks) for hosts in _wider_host_sets(st, host_sets))
-            if gained <= 0:
-                # The search keeps each replica's role (and a demotion, which moves no data, has
-                # none): once, let the leaderships change hands and go on with the one-way steps
-                # (not the search again: where it fails, its budget is most of the plan's time).
-                unhanded = st.checkpoint()
-                gained = sum(hand_leadership_to_room(st, hosts) for hosts in host_sets)
+        for rung in RUNGS:
+            if gained > 0:
+                break
+            if rung.applies(ladder):
+                gained += rung.run(ladder)
         if gained <= 0:
             break
-    if unhanded is not None and _over_limit(st, q).size:
-        st.restore(unhanded)  # handing the leaderships out did not finish the repair: as it was
+    if unhanded and _over_limit(st, q).size:
+        st.restore(unhanded[0])  # handing the leaderships out did not finish the repair: as it was
 
 
 def _host_sets(st: State, over: Ints) -> list[Ints]:

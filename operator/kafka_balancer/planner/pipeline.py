@@ -10,8 +10,8 @@ stage; ``plan(..., trace=Trace())`` (``kafka-balancer plan --trace``) records wh
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Final
 
@@ -66,7 +66,7 @@ class PlanRun:
     trace: Trace | None = None
     detours: bool = True  # the finishing passes include the detours
 
-    def step(self, name: str) -> contextlib.AbstractContextManager[None]:
+    def step(self, name: str) -> AbstractContextManager[None]:
         return nullcontext() if self.trace is None else self.trace.step(self.st, name)
 
     def again(self, *, detours: bool) -> Callable[[State], None]:
@@ -81,7 +81,7 @@ class Stage:
 
     name: str
     applies: Callable[[PlanRun], bool]
-    run: Callable[[PlanRun], None]
+    run: Callable[[PlanRun], object]  # what it returns (a count of moves, say) is not used
 
 
 def plan(model: ClusterModel, options: PlannerOptions | None = None, *, trace: Trace | None = None) -> Proposal:
@@ -195,6 +195,10 @@ def _evacuation(run: PlanRun) -> None:
     evacuate(st, parts, slots)
 
 
+def _always(_run: PlanRun) -> bool:
+    return True
+
+
 def _moves_data(run: PlanRun) -> bool:
     # demote-brokers moves no data: the totals that must fit are not its to change.
     return run.st.options.operation.type != "demote-brokers"
@@ -202,31 +206,6 @@ def _moves_data(run: PlanRun) -> bool:
 
 def _balances(run: PlanRun) -> bool:
     return not _shape_only(run.st.options)
-
-
-STAGES: Final = (
-    Stage("operation", lambda run: True, _operation),
-    Stage("capacity precheck", _moves_data, lambda run: precheck(run.st)),
-    Stage("racks and groups of pinned partitions", _moves_data, lambda run: repair_racks_and_groups(run.st, run.free)),
-    Stage("evacuation", _moves_data, _evacuation),
-    Stage("leadership off excluded brokers", lambda run: True, lambda run: fix_leadership(run.st)),
-    Stage(
-        "capacity by leadership",
-        lambda run: not _moves_data(run),
-        lambda run: repair_capacity_by_leadership(run.st, run.free),
-    ),
-    Stage(
-        "capacity",
-        _moves_data,
-        lambda run: repair_capacity(run.st, run.free, run.evacuated, fewest_bytes=_shape_only(run.st.options)),
-    ),
-    Stage("distribution goals", _balances, lambda run: _distribute(run)),
-    # Without the detours: on small clusters they made a round cost seconds (24 s of a 66-partition
-    # plan), and of 5,774 random cases one plan changed without them. The count exchanges' pass
-    # keeps them: two of the plans it mends need them (docs/performance.md).
-    Stage("rebuilding rounds", _balances, lambda run: rebuild_rounds(run.st, run.again(detours=False)) and None),
-    Stage("count exchanges", _balances, lambda run: exchange_pass(run.st, run.again(detours=True)) and None),
-)
 
 
 # ----- the distribution stage -------------------------------------------------------------------------
@@ -311,17 +290,42 @@ def _has(goal: str) -> Callable[[PlanRun], bool]:
 
 
 FINISHING: Final = (
-    Stage("per-topic goals again", lambda run: True, _topic_goals_again),
-    Stage("moves back home", lambda run: True, lambda run: revert_moves(run.st) and None),
-    Stage("stand-ins", lambda run: True, lambda run: substitute_moves(run.st) and None),
-    Stage("leader counts to the average", _has(LEADER_COUNT_GOAL), lambda run: tighten_leaders(run.st) and None),
+    Stage("per-topic goals again", _always, _topic_goals_again),
+    Stage("moves back home", _always, lambda run: revert_moves(run.st)),
+    Stage("stand-ins", _always, lambda run: substitute_moves(run.st)),
+    Stage("leader counts to the average", _has(LEADER_COUNT_GOAL), lambda run: tighten_leaders(run.st)),
     Stage("topic leader chains", _has(TOPIC_LEADER_GOAL), _final_chains),
-    Stage("detours", lambda run: run.detours, lambda run: repair_topic_slots(run.st) and None),
+    Stage("detours", lambda run: run.detours, lambda run: repair_topic_slots(run.st)),
     # After the detours: run before them, it left them fewer ways out (a mixed-rf seed kept a
     # topic slot out of band); so did the stand-ins from afar.
-    Stage("shortcuts", lambda run: True, lambda run: substitute_moves(run.st, arrived=True) and None),
-    Stage("stand-ins from afar", lambda run: True, lambda run: substitute_moves(run.st, far=True) and None),
-    Stage("leader-borne goals by leadership", lambda run: True, _finish_by_leadership),
+    Stage("shortcuts", _always, lambda run: substitute_moves(run.st, arrived=True)),
+    Stage("stand-ins from afar", _always, lambda run: substitute_moves(run.st, far=True)),
+    Stage("leader-borne goals by leadership", _always, _finish_by_leadership),
+)
+
+
+STAGES: Final = (
+    Stage("operation", _always, _operation),
+    Stage("capacity precheck", _moves_data, lambda run: precheck(run.st)),
+    Stage("racks and groups of pinned partitions", _moves_data, lambda run: repair_racks_and_groups(run.st, run.free)),
+    Stage("evacuation", _moves_data, _evacuation),
+    Stage("leadership off excluded brokers", _always, lambda run: fix_leadership(run.st)),
+    Stage(
+        "capacity by leadership",
+        lambda run: not _moves_data(run),
+        lambda run: repair_capacity_by_leadership(run.st, run.free),
+    ),
+    Stage(
+        "capacity",
+        _moves_data,
+        lambda run: repair_capacity(run.st, run.free, run.evacuated, fewest_bytes=_shape_only(run.st.options)),
+    ),
+    Stage("distribution goals", _balances, _distribute),
+    # Without the detours: on small clusters they made a round cost seconds (24 s of a 66-partition
+    # plan), and of 5,774 random cases one plan changed without them. The count exchanges' pass
+    # keeps them: two of the plans it mends need them (docs/performance.md).
+    Stage("rebuilding rounds", _balances, lambda run: rebuild_rounds(run.st, run.again(detours=False))),
+    Stage("count exchanges", _balances, lambda run: exchange_pass(run.st, run.again(detours=True))),
 )
 
 

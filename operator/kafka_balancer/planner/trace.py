@@ -83,12 +83,13 @@ class Trace:
         self.steps.insert(position, record)
 
     def table(self) -> str:
-        """The steps as a text table, inner steps indented."""
-        lines = [f"{'stage':<44} {'s':>7} {'moves':>9} {'added':>8} {'bytes':>12} {'added':>12}  goals out of band"]
+        """The steps as a text table, inner steps indented (goals named without "-distribution")."""
+        lines = [f"{'stage':<40} {'s':>7} {'moves':>9} {'added':>8} {'bytes':>11} {'added':>11}  goals out of band"]
         for s in self.steps:
-            name = ("  " * s.depth + s.name)[:44]
+            name = ("  " * s.depth + s.name)[:40]
+            goals = ", ".join(g.removesuffix("-distribution") for g in s.goals_out) or "-"
             lines.append(
-                f"{name:<44} {s.seconds:7.2f} {s.moves:9,d} {s.moves_added:+8,d} {s.bytes:12.4g} "
-                f"{s.bytes_added:+12.4g}  {', '.join(s.goals_out) or '-'}"
+                f"{name:<40} {s.seconds:7.2f} {s.moves:9,d} {s.moves_added:+8,d} {s.bytes:11.4g} "
+                f"{s.bytes_added:+11.4g}  {goals}"
             )
         return "\n".join(lines)
