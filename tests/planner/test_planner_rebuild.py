@@ -1,13 +1,14 @@
-"""Rebuilding rounds (planner/rebuild.py): undo a tenth of the moves, plan again, keep what moves less."""
+"""Rebuilding rounds (planner/finishing/rebuild.py): undo a tenth of the moves, plan again, keep what moves less."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from kafka_balancer.model import ClusterBuilder, ClusterModel
-from kafka_balancer.planner import GroupOptions, OperationOptions, PlannerOptions, pipeline, plan, rebuild
+from kafka_balancer.planner import GroupOptions, OperationOptions, PlannerOptions, pipeline, plan
+from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.finishing import rebuild
 from kafka_balancer.planner.groups import merge, plan_group, split
-from kafka_balancer.planner.state import State, resolve_groups
 
 from bench.synthetic import disk_lower_bound, skewed_cluster
 

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 from checks import one_rack_per_broker
 from kafka_balancer.model import ClusterBuilder, ClusterModel
-from kafka_balancer.planner import PlannerOptions, evaluate, plan, tighten
+from kafka_balancer.planner import PlannerOptions, evaluate, plan
+from kafka_balancer.planner.base.checks import Pair, compute_bands
+from kafka_balancer.planner.base.state import State, resolve_groups
 from kafka_balancer.planner.catalogue import CATALOGUE, Q_DISK, Q_REPLICAS
-from kafka_balancer.planner.select import Pair, compute_bands
-from kafka_balancer.planner.state import State, resolve_groups
-from kafka_balancer.planner.substitute import substitute_moves
-from kafka_balancer.planner.swaps import leader_trade
+from kafka_balancer.planner.distribution.swaps import leader_trade
+from kafka_balancer.planner.finishing import tighten
+from kafka_balancer.planner.finishing.substitute import substitute_moves
 
 Q_NET_OUT = CATALOGUE.index("network-out")
 

@@ -108,6 +108,17 @@ class PlannerOptions:
     catalogue: Catalogue = field(default=CATALOGUE, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._check_goals()
+        if not 1.0 <= self.balance_threshold <= 10.0:
+            raise _invalid("goals.balanceThreshold", "must be between 1.0 and 10.0", self.balance_threshold)
+        if not 0.0 < self.capacity_threshold <= 1.0:
+            raise _invalid("goals.capacityThreshold", "must be in (0, 1]", self.capacity_threshold)
+        if self.max_replicas_per_broker < 1:
+            raise _invalid("goals.maxReplicasPerBroker", "must be >= 1", self.max_replicas_per_broker)
+        self._check_groups()
+
+    def _check_goals(self) -> None:
+        """The goals are the catalogue's, each listed once."""
         hard, distribution = self.catalogue.hard_goals, self.catalogue.distribution_goals
         for name in self.hard_goals:
             if name not in hard:
@@ -117,12 +128,9 @@ class PlannerOptions:
                 raise _invalid("goals.distribution", f"must name goals among {', '.join(distribution)}", name)
         if len(set(self.distribution_goals)) != len(self.distribution_goals):
             raise _invalid("goals.distribution", "must not list a goal twice", list(self.distribution_goals))
-        if not 1.0 <= self.balance_threshold <= 10.0:
-            raise _invalid("goals.balanceThreshold", "must be between 1.0 and 10.0", self.balance_threshold)
-        if not 0.0 < self.capacity_threshold <= 1.0:
-            raise _invalid("goals.capacityThreshold", "must be in (0, 1]", self.capacity_threshold)
-        if self.max_replicas_per_broker < 1:
-            raise _invalid("goals.maxReplicasPerBroker", "must be >= 1", self.max_replicas_per_broker)
+
+    def _check_groups(self) -> None:
+        """Groups have distinct names and brokers; the groups named elsewhere exist."""
         names = [g.name for g in self.resource_groups]
         if len(set(names)) != len(names):
             raise _invalid("resourceGroups", "must not name a group twice", names)

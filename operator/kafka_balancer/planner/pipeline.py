@@ -19,24 +19,25 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel
 from kafka_balancer.model.proposal import Proposal
-from kafka_balancer.planner.arrays import Ints
-from kafka_balancer.planner.balance import balance_goal
+from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.checks import compute_bands
+from kafka_balancer.planner.base.measures import ended_worse, goal_violation, hard_goal_status
+from kafka_balancer.planner.base.state import State, resolve_groups
 from kafka_balancer.planner.catalogue import LEADER_COUNT_GOAL, TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
-from kafka_balancer.planner.detours import repair_topic_slots
-from kafka_balancer.planner.goals import ended_worse, goal_violation, hard_goal_status
-from kafka_balancer.planner.hard import bad_slots, evacuate, fix_leadership, precheck
-from kafka_balancer.planner.operations import change_replication_factor, move_topics
+from kafka_balancer.planner.distribution.balance import balance_goal
+from kafka_balancer.planner.distribution.topic_chains import leader_chains
+from kafka_balancer.planner.distribution.topics import balance_topic_goal
+from kafka_balancer.planner.finishing.detours import repair_topic_slots
+from kafka_balancer.planner.finishing.rebuild import exchange_pass, rebuild_rounds
+from kafka_balancer.planner.finishing.revert import revert_moves
+from kafka_balancer.planner.finishing.substitute import substitute_moves
+from kafka_balancer.planner.finishing.tighten import leaders_off_average, tighten_leaders
+from kafka_balancer.planner.hard.capacity import precheck
+from kafka_balancer.planner.hard.evacuate import bad_slots, evacuate, fix_leadership
+from kafka_balancer.planner.hard.operations import change_replication_factor, move_topics
+from kafka_balancer.planner.hard.pinned import repair_capacity, repair_capacity_by_leadership, repair_racks_and_groups
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
-from kafka_balancer.planner.pinned import repair_capacity, repair_capacity_by_leadership, repair_racks_and_groups
 from kafka_balancer.planner.proposal import build_proposal
-from kafka_balancer.planner.rebuild import exchange_pass, rebuild_rounds
-from kafka_balancer.planner.revert import revert_moves
-from kafka_balancer.planner.select import compute_bands
-from kafka_balancer.planner.state import State, resolve_groups
-from kafka_balancer.planner.substitute import substitute_moves
-from kafka_balancer.planner.tighten import leaders_off_average, tighten_leaders
-from kafka_balancer.planner.topic_chains import leader_chains
-from kafka_balancer.planner.topics import balance_topic_goal
 from kafka_balancer.planner.trace import Trace
 
 # Operations that only change the cluster's shape: no distribution rounds afterwards, so the

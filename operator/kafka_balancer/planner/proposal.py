@@ -14,11 +14,11 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal, model_fingerprint, proposal_id
-from kafka_balancer.planner.arrays import Ints
+from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.measures import balancedness, goal_violation, hard_goal_status, quantity_stats
+from kafka_balancer.planner.base.state import State, arrived_replicas, resolve_groups
 from kafka_balancer.planner.catalogue import CATALOGUE
-from kafka_balancer.planner.goals import balancedness, goal_violation, hard_goal_status, quantity_stats
 from kafka_balancer.planner.options import PlannerOptions
-from kafka_balancer.planner.state import State, arrived_replicas, resolve_groups
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from kafka_balancer.planner.goals import goal_violation, hard_goal_status
-from kafka_balancer.planner.state import State, arrived_replicas
+from kafka_balancer.planner.base.measures import goal_violation, hard_goal_status
+from kafka_balancer.planner.base.state import State, arrived_replicas
 
 
 @dataclass(frozen=True)
