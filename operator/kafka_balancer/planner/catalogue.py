@@ -90,8 +90,8 @@ class Goal:
     leadership_mends: bool = False
 
 
-def _const(value: float) -> Loader:
-    return lambda _model, _rf: (value, value)
+def _replicas(_model: ClusterModel, _rf: IntArray) -> tuple[float, float]:
+    return 1.0, 1.0
 
 
 def _disk(model: ClusterModel, _rf: IntArray) -> tuple[FloatArray, FloatArray]:
@@ -128,7 +128,7 @@ DISK_BYTES: Final = "disk"
 LEADERS: Final = "leaders"
 
 QUANTITIES: Final = (
-    Quantity(REPLICAS, count=True, leadership="none", load=_const(1.0)),
+    Quantity(REPLICAS, count=True, leadership="none", load=_replicas),
     Quantity(DISK_BYTES, count=False, leadership="none", load=_disk, capacity_column=DISK),
     Quantity("network-in", count=False, leadership="none", load=_network_in, capacity_column=NETWORK_IN),
     Quantity("network-out", count=False, leadership="part", load=_network_out, capacity_column=NETWORK_OUT),
