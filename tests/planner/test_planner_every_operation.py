@@ -48,7 +48,7 @@ def test_every_operation_plans_or_names_what_the_cluster_lacks(seed: int, kind: 
     for p in model.partitions():
         if options.resource_groups and p.topic not in grouped:
             assert set(p.replicas) - gone <= set(placement[(p.topic, p.partition)]), p
-    # What the operation sends to the brokers the user named stays there (docs/goals.md, step 1):
+    # What the operation sends to the brokers the user named stays there (docs/goals.md, the capacity stage):
     # every replica of topics moved onto them; a removed broker's replicas on targets that did not
     # hold the partition before (which target is the planner's choice; other replicas may move).
     op = options.operation

@@ -220,7 +220,7 @@ def goal_order(options: PlannerOptions) -> list[str]:
 
 def _distribute(run: PlanRun) -> None:
     """Every distribution goal's turn, each guarded by those before it, then the finishing passes
-    with every goal guarded (docs/goals.md, steps 4-11)."""
+    with every goal guarded (docs/goals.md, "Distribution goals" and "Finishing passes")."""
     st, options = run.st, run.st.options
     done: list[str] = []
     for goal in goal_order(options):

@@ -8,7 +8,7 @@ size end there: a broker filled to its disk limit with a few big replicas while 
 too many small ones. Each exchange must pass the pair check (capacities, and every guarded goal's
 distance on ``s`` and ``d`` does not grow); it moves more bytes than one-way moves, so it only runs
 for what they left, and only in the second pass of a plan that left the replica-count goal out of
-band (``rebuild.exchange_pass``; docs/goals.md, step 13).
+band (``rebuild.exchange_pass``; docs/goals.md, "Count exchanges").
 """
 
 from __future__ import annotations

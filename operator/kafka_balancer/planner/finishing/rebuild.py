@@ -142,7 +142,7 @@ def exchange_pass(st: State, replan: Callable[[State], None]) -> bool:
     from its band and no hard goal that held breaks. Returns whether it was kept.
 
     Only then: the exchanges move bytes both ways, so a plan that holds the goal without them
-    keeps its bytes (docs/goals.md, step 13)."""
+    keeps its bytes (docs/goals.md, "Count exchanges")."""
     if REPLICA_COUNT_GOAL not in st.options.distribution_goals or goal_violation(st, REPLICA_COUNT_GOAL) <= 0:
         return False
     standing = _Standing.of(st)
