@@ -81,6 +81,24 @@ def test_a_running_execution_is_stopped_where_the_spec_withdrew_it_and_no_cluste
     assert actions == []
 
 
+def test_a_reconciliation_from_a_body_older_than_the_run_keeps_the_runs_proposal() -> None:
+    # kopf writes the status that started the run after the handler: the next reconciliation may
+    # start from the body before it, with no proposal. The status it writes must not drop it.
+    stale = BalancePolicyStatus()
+    run = RunView("0123456789abcdef", done=False, proposal=_proposal())
+    status, _ = next_status(_spec(mode="Auto", paused=True), stale, _seen(run=run))
+    assert status.proposal == _proposal()
+    assert status.state == "Executing"
+    # Done (stopped when paused): recorded, and the proposal stays the one it executed.
+    ended = LastRun(proposal_id="0123456789abcdef", result="Stopped", message="Paused")
+    done = RunView("0123456789abcdef", done=True, proposal=_proposal())
+    seen = _seen(run=done, finished=ended, last_finished=ended, cluster=CLUSTER, analysis="live", measured=True)
+    status, _ = next_status(_spec(mode="Auto", paused=True), stale, seen)
+    assert status.proposal == _proposal()
+    assert status.last_run == ended
+    assert status.state == "Paused"
+
+
 def test_the_first_reconciliation_asks_for_the_cluster_the_imbalance_then_a_proposal() -> None:
     spec, before = _spec(mode="Manual"), BalancePolicyStatus()
     seen = _seen()

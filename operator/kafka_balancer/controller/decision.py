@@ -63,6 +63,7 @@ class RunView:
     done: bool
     stop_reason: str | None = None
     progress: Progress | None = None
+    proposal: ProposalStatus | None = None  # the proposal it executes, as status held it when it started
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class Seen:
     generation: int
     fingerprint: str = ""
     refused: Problem | None = None  # the spec, its groups or its Secret cannot be used
-    run: RunView | None = None  # an execution of this process (running, or done and not yet recorded)
+    run: RunView | None = None  # an execution of this process (running, or done: then ``finished`` says how)
     finished: LastRun | None = None  # the execution that just ended (recorded by this reconciliation)
     progress: Progress | None = None  # that execution's last progress
     last_finished: LastRun | None = None  # the newest execution this process finished
@@ -207,6 +208,11 @@ def _executing(nxt: _Next) -> bool:
     (throttle, concurrency) apply from the next execution."""
     spec, seen = nxt.spec, nxt.seen
     run = seen.run
+    if run is not None and run.proposal is not None and run.proposal != nxt.status.proposal:
+        # The body this reconciliation started from is older than the status that started the run
+        # (kopf writes a handler's status after its lock is released): keep the run's proposal, or
+        # the status written now would drop it.
+        nxt.status.proposal = run.proposal
     if run is None or run.done:
         if run is None and seen.last_finished is not None:
             # This process wrote the newest run, which the body it started from may not show yet.

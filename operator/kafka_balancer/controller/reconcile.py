@@ -115,6 +115,9 @@ class Reconciler:
         # after the handler (and its lock) is done, so the next reconciliation can start from a body
         # older than that status: without this it saw the run unfinished and ran it once more.
         self._finished: dict[tuple[str, str], LastRun] = {}
+        # The proposal each running execution of this process executes, for the same reason: a
+        # reconciliation from an older body must not write a status without it.
+        self._executing: dict[tuple[str, str], ProposalStatus] = {}
 
     # ----- entry points -------------------------------------------------------------------
     def reconcile(self, body: dict[str, Any]) -> Outcome:
@@ -140,6 +143,7 @@ class Reconciler:
         meta = body.get("metadata", {})
         key = (str(meta.get("namespace")), str(meta.get("name")))
         self._finished.pop(key, None)
+        self._executing.pop(key, None)
         if self.analyses is not None:
             self.analyses.stop(key)
         run = self.runs.get(key)
@@ -171,10 +175,12 @@ class Reconciler:
         ctx = _Ctx(key, generation, body, spec, groups, credentials, PolicyKey(name, namespace, ""), fingerprint)
         seen = Seen(now, generation, fingerprint)
         run = self.runs.get(key)
+        view = None if run is None else _view(run, self._executing.get(key))
         if run is not None and run.done:
             finished, progress = self._finish(key, run, before)
-            return ctx, dataclasses.replace(seen, finished=finished, progress=progress, last_finished=finished)
-        view = None if run is None else _view(run)
+            return ctx, dataclasses.replace(
+                seen, run=view, finished=finished, progress=progress, last_finished=finished
+            )
         return ctx, dataclasses.replace(seen, run=view, last_finished=self._finished.get(key))
 
     def _observe(self, ctx: _Ctx, ask: Ask, seen: Seen, status: BalancePolicyStatus) -> Seen:
@@ -194,7 +200,7 @@ class Reconciler:
                 found = self._propose(ctx, ask)
             else:  # "start": the decision executes the proposal in status
                 assert status.proposal is not None
-                found = self._start(ctx, self._stored(ctx, status.proposal), None)
+                found = self._start(ctx, status.proposal, None)
         except Stall as stall:
             found = Problem(stall.reason, stall.message)
         return dataclasses.replace(seen, **{_FIELDS[ask.what]: found})
@@ -357,9 +363,11 @@ class Reconciler:
         assert status.proposal is not None  # decision.resumable said so
         assert status.execution_checkpoint
         record = json.loads(status.execution_checkpoint)
-        return self._start(ctx, self._stored(ctx, status.proposal), record)
+        return self._start(ctx, status.proposal, record)
 
-    def _start(self, ctx: _Ctx, proposal: Proposal, record: dict[str, Any] | None) -> RunView:
+    def _start(self, ctx: _Ctx, reviewed: ProposalStatus, record: dict[str, Any] | None) -> RunView:
+        """Execute the proposal in status, as stored when it was proposed (from ``record``: resumed)."""
+        proposal = self._stored(ctx, reviewed)
         proposal_id = proposal.id
         namespace, name = ctx.key
         metric_key = ctx.metric_key
@@ -397,11 +405,13 @@ class Reconciler:
         started_at = dt.datetime.fromtimestamp(started, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if started else now_iso()
         run = Run(proposal_id, ctx.generation, executor, store, port, started_at=started_at)
         self.runs.start(ctx.key, run)
-        return _view(run)
+        self._executing[ctx.key] = reviewed
+        return _view(run, reviewed)
 
     def _finish(self, key: tuple[str, str], run: Run, before: BalancePolicyStatus) -> tuple[LastRun, Any]:
         """The run ended: forget it, and how it ended (its LastRun and last progress)."""
         self.runs.pop(key)
+        self._executing.pop(key, None)
         assert run.future is not None
         try:
             result = run.future.result()
@@ -458,6 +468,6 @@ _FIELDS: dict[str, str] = {
 }
 
 
-def _view(run: Run) -> RunView:
+def _view(run: Run, proposal: ProposalStatus | None) -> RunView:
     progress = None if run.progress is None else summaries.progress(run.progress)
-    return RunView(run.proposal_id, run.done, run.stop_reason, progress)
+    return RunView(run.proposal_id, run.done, run.stop_reason, progress, proposal)
