@@ -12,8 +12,8 @@ import random
 import time
 
 from kafka_balancer.analysis.consumer_groups import GroupsInput, analyze_python, analyze_spark
+from kafka_balancer.consumers import ASSIGNOR_NAMES, GroupSpec, Member, assign, simulate
 from kafka_balancer.kafka.port import ConsumerGroupInfo, ConsumerGroupMember
-from kafka_balancer.planner.consumers import ASSIGNOR_NAMES, GroupSpec, Member, assign, simulate
 
 
 def _group(partitions: dict[str, int], members: int, *, unequal: bool) -> GroupSpec:

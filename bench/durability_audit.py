@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from kafka_balancer.planner.durability import audit
+from kafka_balancer.durability import audit
 
 from bench.synthetic import skewed_cluster
 

@@ -38,7 +38,8 @@ import numpy as np
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.cluster import NO_BROKER
 from kafka_balancer.planner import PlannerOptions, PlanningError, plan
-from kafka_balancer.planner.state import NUM_Q, Q_CPU, Q_NET_OUT, State, partition_loads, resolve_groups
+from kafka_balancer.planner.base.state import State, partition_loads, resolve_groups
+from kafka_balancer.planner.catalogue import CATALOGUE
 
 from bench.random_operations import OPERATIONS, random_case
 from bench.synthetic import seed_range
@@ -132,7 +133,9 @@ def placement_exists(model: ClusterModel, options: PlannerOptions, time_limit: f
             # As many replicas on targets that did not hold the partition as it had on removed brokers.
             need = int(held[p, st.removed].sum())
             add([(x(p, b), 1.0) for b in np.flatnonzero(targets & ~held[p]).tolist()], need, np.inf)
-    quantities = [Q_NET_OUT, Q_CPU] if op.type == "demote-brokers" else range(NUM_Q)
+    # demote-brokers answers only for the limits leadership carries (network out, CPU).
+    carried = [q for _, q in CATALOGUE.capacity_goals if CATALOGUE.leadership_carries(q)]
+    quantities = carried if op.type == "demote-brokers" else range(CATALOGUE.size)
     for b in range(n_brokers):
         for q in quantities:
             if math.isfinite(st.limit[b, q]):

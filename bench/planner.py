@@ -36,8 +36,6 @@ from bench.synthetic import (
     with_disk_capacity,
 )
 
-COUNT_RESOURCES = {"replicas", "leaders"}
-
 
 def _spread(summary: dict[str, Any]) -> dict[str, tuple[float, float]]:
     after = summary["groups"]["cluster"]["after"]

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from kafka_balancer.model import ClusterBuilder, ClusterModel, ModelError
-from kafka_balancer.planner.durability import (
+from kafka_balancer.durability import (
     AT_MIN_ISR,
     MIN_ISR_BELOW_2,
     MIN_ISR_NOT_BELOW_RF,
@@ -15,6 +14,7 @@ from kafka_balancer.planner.durability import (
     AuditOptions,
     audit,
 )
+from kafka_balancer.model import ClusterBuilder, ClusterModel, ModelError
 
 
 def test_cluster() -> ClusterModel:

@@ -10,10 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kafka_balancer.analysis.audit import audit_cluster, metric_samples
-from kafka_balancer.kafka.adapter import KafkaAdapter
-from kafka_balancer.kafka.connection import ConnectionSpec
-from kafka_balancer.model import ClusterBuilder, ClusterModel, dumps_snapshot
-from kafka_balancer.planner.durability import (
+from kafka_balancer.durability import (
     AT_MIN_ISR,
     MIN_ISR_BELOW_2,
     MIN_ISR_NOT_BELOW_RF,
@@ -22,6 +19,9 @@ from kafka_balancer.planner.durability import (
     UNCLEAN_ELECTION,
     UNDER_REPLICATED,
 )
+from kafka_balancer.kafka.adapter import KafkaAdapter
+from kafka_balancer.kafka.connection import ConnectionSpec
+from kafka_balancer.model import ClusterBuilder, ClusterModel, dumps_snapshot
 from kafka_balancer.sandbox import EmulatedCluster
 
 # topic -> (replication factor, min.insync.replicas or None for the broker default 1, unclean election)

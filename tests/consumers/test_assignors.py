@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kafka_balancer.model import ModelError
-from kafka_balancer.planner.consumers import (
+from kafka_balancer.consumers import (
     GroupSpec,
     Member,
     moved,
@@ -20,7 +19,8 @@ from kafka_balancer.planner.consumers import (
     roundrobin_assign,
     sticky_assign,
 )
-from kafka_balancer.planner.consumers.sticky import _sticky, cooperative_first_round, cooperative_sticky_assign
+from kafka_balancer.consumers.sticky import _sticky, cooperative_first_round, cooperative_sticky_assign
+from kafka_balancer.model import ModelError
 
 
 def group(topics: dict[str, int], *members: tuple[str, list[str]] | dict[str, Any]) -> GroupSpec:

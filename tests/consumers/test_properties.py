@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka_balancer.planner.consumers import ASSIGNOR_NAMES, GroupSpec, Member, assign
-from kafka_balancer.planner.consumers.simulate import leave_churn
+from kafka_balancer.consumers import ASSIGNOR_NAMES, GroupSpec, Member, assign
+from kafka_balancer.consumers.simulate import leave_churn
 
 TOPICS = ("orders", "payments", "t0", "T1", "clicks")
 # Mixed case and digits: member order is Java String order (upper case before lower, "m-10" < "m-9").

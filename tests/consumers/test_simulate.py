@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from kafka_balancer.planner.consumers import ASSIGNOR_NAMES, parse_group, simulate
+from kafka_balancer.consumers import ASSIGNOR_NAMES, parse_group, simulate
 
 BOTH = ["t0", "t1"]
 THREE = {"topics": {"t0": 4, "t1": 4}, "members": [{"id": f"C{i}", "topics": BOTH} for i in range(3)]}

@@ -9,8 +9,8 @@ from collections.abc import Callable
 import pytest
 from kafka_balancer.analysis.consumer_groups import GroupsInput, analyze, analyze_python, analyze_spark
 from kafka_balancer.cli import main
+from kafka_balancer.consumers import ASSIGNOR_NAMES, GroupSpec, Member, assign
 from kafka_balancer.kafka.port import ConsumerGroupInfo, ConsumerGroupMember, TopicPartition
-from kafka_balancer.planner.consumers import ASSIGNOR_NAMES, GroupSpec, Member, assign
 from kafka_balancer.sandbox import EmulatedCluster
 from pyspark.sql import SparkSession
 from test_emulated_groups import RANGE_GROUP, ROUNDROBIN_GROUP, groups_model  # tests/consumers is on sys.path

@@ -123,3 +123,32 @@ def test_unmet_hard_goal_and_bad_input_exit_non_zero_with_the_reason(tmp_path: P
     assert result.returncode != 0
     assert "operation.brokers" in result.stderr
     assert "99" in result.stderr
+
+
+def test_plan_trace_shows_where_the_moves_and_bytes_come_from(tmp_path: Path) -> None:
+    model = skewed_cluster(brokers=9, new_brokers=3, partitions=300, seed=11)
+    snapshot = tmp_path / "snapshot.json"
+    snapshot.write_text(dumps_snapshot(model))
+    out, summary, trace = tmp_path / "plan.json", tmp_path / "summary.json", tmp_path / "trace.json"
+    plain = run("--snapshot", snapshot, "--output", out, "--summary", summary)
+    traced = run("--snapshot", snapshot, "--output", out, "--summary", summary, "--trace", trace)
+    assert traced.returncode == 0, traced.stderr
+    # Tracing records the plan; it does not change it.
+    assert plain.stdout.split(":")[0] == traced.stdout.split(":")[0]  # "proposal <id>"
+    facts = json.loads(summary.read_text())
+    stages = json.loads(trace.read_text())["stages"]
+    top = [s for s in stages if s["depth"] == 0]
+    assert [s["stage"] for s in top][:2] == ["operation", "capacity precheck"]
+    assert "capacity by leadership" not in {s["stage"] for s in top}  # only for demote-brokers
+    # The stages' moves and bytes add up to the plan's, and the last stage ends where the plan does.
+    assert sum(s["movesAdded"] for s in top) == facts["moves"] == top[-1]["moves"]
+    assert abs(sum(s["bytesAdded"] for s in top) - facts["bytesToMove"]) <= 1e-6 * facts["bytesToMove"]
+    inner = [s["stage"] for s in stages if s["depth"] == 1]
+    assert inner[0] == "replica-distribution"  # each goal's turn, then the finishing passes
+    assert "stand-ins from afar" in inner
+    assert top[0]["goalsOutOfBand"]  # the skewed cluster starts out of band
+    assert stages[-1]["goalsOutOfBand"] == facts["goalsViolated"]
+    table = run("--snapshot", snapshot, "--output", out, "--trace")
+    assert "distribution goals" in table.stdout
+    operation = next(line for line in table.stdout.splitlines() if line.startswith("operation "))
+    assert "replica, disk, network-in" in operation  # goals out of band, named without "-distribution"

@@ -8,9 +8,10 @@ from __future__ import annotations
 from checks import broker_loads, disk_over_limit, one_rack_per_broker, placement_after
 from kafka_balancer.model import ClusterBuilder
 from kafka_balancer.planner import OperationOptions, PlannerOptions, plan
-from kafka_balancer.planner.goals import goal_violation
-from kafka_balancer.planner.hard import enforce_capacity
-from kafka_balancer.planner.state import Q_DISK, Q_REPLICAS, State, resolve_groups
+from kafka_balancer.planner.base.measures import goal_violation
+from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.catalogue import Q_DISK, Q_REPLICAS
+from kafka_balancer.planner.hard.capacity import enforce_capacity
 
 from bench.synthetic import disk_lower_bound, skewed_cluster, with_disk_capacity
 

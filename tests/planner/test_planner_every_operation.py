@@ -9,18 +9,12 @@ from __future__ import annotations
 from checks import placement_after
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka_balancer.planner import PlanningError, plan
+from kafka_balancer.planner import CATALOGUE, PlanningError, plan
 
 from bench.random_operations import OPERATIONS, random_case
 
 # What a demotion cannot change (it moves no data): see docs/goals.md, operations.
-DATA_BOUND = {
-    "rack-awareness",
-    "resource-group-confinement",
-    "replica-capacity",
-    "disk-capacity",
-    "network-in-capacity",
-}
+DATA_BOUND = {goal for goal in CATALOGUE.hard_goals if not CATALOGUE.leadership_mends(goal)}
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -54,7 +48,7 @@ def test_every_operation_plans_or_names_what_the_cluster_lacks(seed: int, kind: 
     for p in model.partitions():
         if options.resource_groups and p.topic not in grouped:
             assert set(p.replicas) - gone <= set(placement[(p.topic, p.partition)]), p
-    # What the operation sends to the brokers the user named stays there (docs/goals.md, step 1):
+    # What the operation sends to the brokers the user named stays there (docs/goals.md, the capacity stage):
     # every replica of topics moved onto them; a removed broker's replicas on targets that did not
     # hold the partition before (which target is the planner's choice; other replicas may move).
     op = options.operation

@@ -58,7 +58,7 @@ def test_random_clusters_keep_every_invariant(case: tuple[ClusterModel, Operatio
 def test_larger_random_clusters_keep_every_invariant_through_the_rebuilding_rounds(
     case: tuple[ClusterModel, OperationOptions],
 ) -> None:
-    # 60-400 partitions: enough of them move (50) for planner/rebuild.py's rounds to run on most.
+    # 60-400 partitions: enough of them move (50) for planner/finishing/rebuild.py's rounds to run on most.
     _check_every_invariant(case)
 
 

@@ -1,13 +1,14 @@
-"""Rebuilding rounds (planner/rebuild.py): undo a tenth of the moves, plan again, keep what moves less."""
+"""Rebuilding rounds (planner/finishing/rebuild.py): undo a tenth of the moves, plan again, keep what moves less."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from kafka_balancer.model import ClusterBuilder, ClusterModel
-from kafka_balancer.planner import GroupOptions, OperationOptions, PlannerOptions, core, plan, rebuild
+from kafka_balancer.planner import GroupOptions, OperationOptions, PlannerOptions, pipeline, plan
+from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.finishing import rebuild
 from kafka_balancer.planner.groups import merge, plan_group, split
-from kafka_balancer.planner.state import State, resolve_groups
 
 from bench.synthetic import disk_lower_bound, skewed_cluster
 
@@ -40,7 +41,7 @@ def test_rounds_move_fewer_bytes_and_every_goal_ends_as_close_to_its_band(monkey
 def test_a_round_whose_replan_breaks_a_goal_is_undone() -> None:
     model = skewed_cluster(brokers=12, new_brokers=3, partitions=1000, rf=3, skew=1.0, seed=5)
     options = _add_brokers(12, 3)
-    st = core._run(model, options, frozenset())
+    st = pipeline._run(model, options, frozenset(), None)
     placed, load = st.rep.copy(), st.load.copy()
     moved = int((st.rep != model.replicas).any(axis=1).sum())
     assert moved >= rebuild.MIN_MOVED
@@ -66,7 +67,7 @@ def test_fewer_rounds_as_the_cluster_grows_and_none_for_a_handful_of_moves() -> 
     for p in range(40):
         builder.add_partition("t", p, [0, 1] if p % 2 else [1, 0], size_bytes=1e9)
     few = builder.build()
-    st = core._run(few, PlannerOptions(), frozenset())
+    st = pipeline._run(few, PlannerOptions(), frozenset(), None)
     assert 0 < int((st.rep != few.replicas).any(axis=1).sum()) < rebuild.MIN_MOVED
     assert rebuild.rebuild_rounds(st, lambda _: pytest.fail("no round expected"), rounds=4) == 0
 

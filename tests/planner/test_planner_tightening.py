@@ -9,11 +9,15 @@ import numpy as np
 import pytest
 from checks import one_rack_per_broker
 from kafka_balancer.model import ClusterBuilder, ClusterModel
-from kafka_balancer.planner import PlannerOptions, evaluate, plan, tighten
-from kafka_balancer.planner.select import compute_bands
-from kafka_balancer.planner.state import Q_DISK, Q_NET_OUT, Q_REPLICAS, State, resolve_groups
-from kafka_balancer.planner.substitute import substitute_moves
-from kafka_balancer.planner.swaps import leader_trade
+from kafka_balancer.planner import PlannerOptions, evaluate, plan
+from kafka_balancer.planner.base.checks import Pair, compute_bands
+from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.catalogue import CATALOGUE, Q_DISK, Q_REPLICAS
+from kafka_balancer.planner.distribution.swaps import leader_trade
+from kafka_balancer.planner.finishing import tighten
+from kafka_balancer.planner.finishing.substitute import substitute_moves
+
+Q_NET_OUT = CATALOGUE.index("network-out")
 
 
 def _leaders_after(model: ClusterModel, proposal_leaders: dict[tuple[str, int], int]) -> list[int]:
@@ -235,7 +239,8 @@ def test_a_leadership_trade_keeps_each_topic_leader_spread() -> None:
     options = PlannerOptions(distribution_goals=("network-out-distribution", "topic-leader-distribution"))
     for guarded, trades in ((frozenset({"topic-leader-distribution"}), False), (frozenset(), True)):
         st = _state(model, options)
-        st.guarded = guarded
-        moved = leader_trade(st, compute_bands(st), st.broker_index_by_slot(), 1, d=0, q=Q_NET_OUT, amount=1e9)
+        with st.scoped(guarded=guarded):
+            pair = Pair(st, compute_bands(st), 1, 0, Q_NET_OUT, st.broker_index_by_slot(), st.group_racks())
+            moved = leader_trade(pair, 1e9)
         assert (moved > 0) == trades, (guarded, moved)
         assert int(st.tlead[0, 0]) == (3 if trades else 2)  # topic a's leaders on broker 0

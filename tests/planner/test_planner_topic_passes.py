@@ -6,8 +6,9 @@ import numpy as np
 from checks import one_rack_per_broker
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.planner import PlannerOptions, evaluate, plan
-from kafka_balancer.planner.revert import revert_moves
-from kafka_balancer.planner.state import Q_REPLICAS, State, resolve_groups
+from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.catalogue import Q_REPLICAS
+from kafka_balancer.planner.finishing.revert import revert_moves
 
 
 def test_leadership_passed_along_a_chain_when_no_single_move_is_allowed() -> None:

@@ -10,10 +10,13 @@ import numpy as np
 from checks import one_rack_per_broker
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.planner import GroupOptions, PlannerOptions, plan
-from kafka_balancer.planner.select import DROP_PASSES, accept_together, compute_bands
-from kafka_balancer.planner.state import NUM_Q, Q_REPLICAS, State, resolve_groups
-from kafka_balancer.planner.topic_swaps import most_needed
-from kafka_balancer.planner.topics import _tie_break
+from kafka_balancer.planner.base.checks import DROP_PASSES, accept_together, compute_bands
+from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.catalogue import CATALOGUE, Q_REPLICAS
+from kafka_balancer.planner.distribution.topic_swaps import most_needed
+from kafka_balancer.planner.distribution.topics import _tie_break
+
+NUM_Q = CATALOGUE.size
 
 
 def test_a_long_chain_of_refused_moves_does_not_sink_the_batch() -> None:

@@ -1,18 +1,18 @@
-"""Durability audit of a live cluster through the Kafka port (the rules live in planner.durability)."""
+"""Durability audit of a live cluster through the Kafka port (the rules live in kafka_balancer.durability)."""
 
 from __future__ import annotations
 
 from typing import Final
 
-from kafka_balancer.kafka.port import KafkaPort
-from kafka_balancer.model.cluster import ClusterModel
-from kafka_balancer.planner.durability import (
+from kafka_balancer.durability import (
     PARTITION_RISKS,
     TOPIC_FLAGS,
     AuditOptions,
     AuditReport,
     audit,
 )
+from kafka_balancer.kafka.port import KafkaPort
+from kafka_balancer.model.cluster import ClusterModel
 
 # Every gauge metric_samples() emits (for Metrics.set_analysis_samples(replaces=...)).
 METRIC_NAMES: Final = ("kafka_balancer_durability_flagged_topics", "kafka_balancer_partitions_at_risk")

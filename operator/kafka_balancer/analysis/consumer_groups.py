@@ -14,9 +14,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from kafka_balancer.consumers import ASSIGNOR_NAMES, parse_group, simulate
 from kafka_balancer.kafka.port import ConsumerGroupInfo, KafkaPort, TopicPartition
 from kafka_balancer.model.cluster import ClusterModel
-from kafka_balancer.planner.consumers import ASSIGNOR_NAMES, parse_group, simulate
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from kafka_balancer.cli.consumers import add_connection_arguments, open_port, render_table
 
 if TYPE_CHECKING:
-    from kafka_balancer.planner.durability import AuditReport
+    from kafka_balancer.durability import AuditReport
 
 HELP = "Durability audit: RF < 3, min.insync.replicas < 2 or >= RF, unclean election; partitions at risk."
 
@@ -34,10 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kafka_balancer.durability import AuditOptions, audit  # noqa: PLC0415
     from kafka_balancer.kafka.port import KafkaError  # noqa: PLC0415
     from kafka_balancer.model.errors import ModelError  # noqa: PLC0415
     from kafka_balancer.model.snapshot import loads_snapshot  # noqa: PLC0415
-    from kafka_balancer.planner.durability import AuditOptions, audit  # noqa: PLC0415
 
     if args.default_min_insync_replicas < 1:
         raise SystemExit(f"audit: --default-min-insync-replicas must be >= 1, got {args.default_min_insync_replicas}")

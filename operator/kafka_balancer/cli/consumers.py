@@ -85,8 +85,8 @@ def run(args: argparse.Namespace) -> int:
 
 # ----- offline what-if ----------------------------------------------------------------------------
 def _simulate(args: argparse.Namespace) -> int:
+    from kafka_balancer.consumers import parse_group, simulate  # noqa: PLC0415
     from kafka_balancer.model.errors import ModelError  # noqa: PLC0415
-    from kafka_balancer.planner.consumers import parse_group, simulate  # noqa: PLC0415
 
     if args.group is None:
         raise SystemExit("consumers simulate: --group G.json is required")

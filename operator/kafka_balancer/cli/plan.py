@@ -27,7 +27,7 @@ from kafka_balancer.model.cluster import ClusterModel
 from kafka_balancer.model.errors import ModelError
 from kafka_balancer.model.policy import BalancePolicy, ResourceGroup, parse_manifests
 from kafka_balancer.model.snapshot import loads_snapshot
-from kafka_balancer.planner import OPERATIONS, OperationOptions, PlannerOptions, PlanningError, plan
+from kafka_balancer.planner import OPERATIONS, OperationOptions, PlannerOptions, PlanningError, Trace, plan
 from kafka_balancer.planner.policy import options_from_policy
 
 HELP = "Compute a balancing proposal from a cluster snapshot (and a BalancePolicy file)."
@@ -58,6 +58,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", required=True, help="where to write the reassignment JSON")
     parser.add_argument("--summary", help="where to write the summary JSON")
     parser.add_argument("--proposal", help="where to write the whole proposal (plan, leader changes, summary)")
+    parser.add_argument(
+        "--trace",
+        nargs="?",
+        const="-",
+        metavar="FILE",
+        help="record what each planner stage did (moves, bytes, goals out of band after it): a table on "
+        "stdout, or JSON in FILE",
+    )
 
 
 def _policy(args: argparse.Namespace) -> tuple[BalancePolicy | None, list[ResourceGroup]]:
@@ -115,8 +123,9 @@ def run(args: argparse.Namespace) -> int:
                     f"goals.minCompleteness is {min_completeness} but the snapshot has no analysis report ({report})"
                 )
             check_completeness(load_report(report), min_completeness)
+        trace = Trace() if args.trace else None
         started = time.perf_counter()
-        proposal = plan(model, options)
+        proposal = plan(model, options, trace=trace)
         seconds = time.perf_counter() - started
     except (OSError, ModelError, PlanningError, ReportError, IncompleteSnapshotError, yaml.YAMLError) as err:
         print(f"kafka-balancer plan: {err}", file=sys.stderr)
@@ -133,4 +142,15 @@ def run(args: argparse.Namespace) -> int:
         f"{summary['leaderChanges']} leader changes, balancedness {summary['balancednessBefore']} -> "
         f"{summary['balancednessAfter']} in {seconds:.2f} s"
     )
+    if trace is not None:
+        _write_trace(trace, args.trace)
     return 0
+
+
+def _write_trace(trace: Trace, where: str) -> None:
+    """The trace as a table on stdout (``-``), or as JSON in the file named."""
+    if where == "-":
+        print(trace.table())
+    else:
+        steps = [step.to_dict() for step in trace.steps]
+        Path(where).write_text(json.dumps({"stages": steps}, indent=2) + "\n", encoding="utf-8")

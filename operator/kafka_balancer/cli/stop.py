@@ -56,6 +56,22 @@ def _summary(record: ExecutionRecord) -> str:
     return json.dumps({"state": record.state.value, "reason": record.reason, "tasks": parts})
 
 
+def _ask_the_executor_to_stop(store: FileExecutionStore, record: ExecutionRecord, timeout: float) -> int:
+    """A live executor winds down itself: ask it through the state file and wait for its last record."""
+    store.request_stop()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        raw = store.load()
+        current = ExecutionRecord.from_dict(raw) if raw is not None else record
+        if current.state.finished:
+            store.clear_stop()
+            print(_summary(current))
+            return 0
+        time.sleep(0.2)
+    print(f"stop: executor pid {record.context.get('pid')} did not stop within {timeout:g}s", file=sys.stderr)
+    return 1
+
+
 def run(args: argparse.Namespace) -> int:
     store = FileExecutionStore(args.state)
     try:
@@ -71,18 +87,7 @@ def run(args: argparse.Namespace) -> int:
         print(_summary(record))
         return 0
     if not record.state.finished and (store.locked_by_another() or _alive(record)):
-        store.request_stop()
-        deadline = time.monotonic() + args.timeout
-        while time.monotonic() < deadline:
-            raw = store.load()
-            current = ExecutionRecord.from_dict(raw) if raw is not None else record
-            if current.state.finished:
-                store.clear_stop()
-                print(_summary(current))
-                return 0
-            time.sleep(0.2)
-        print(f"stop: executor pid {record.context.get('pid')} did not stop within {args.timeout:g}s", file=sys.stderr)
-        return 1
+        return _ask_the_executor_to_stop(store, record, args.timeout)
     args.bootstrap_servers = args.bootstrap_servers or record.context.get("bootstrapServers")
     if not args.bootstrap_servers:
         print(

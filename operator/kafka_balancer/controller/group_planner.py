@@ -20,6 +20,7 @@ from kafka_balancer.controller.spark_defaults import SparkDefaults
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.policy import BalancePolicySpec
 from kafka_balancer.model.proposal import Proposal
+from kafka_balancer.planner import PlannerOptions
 from kafka_balancer.planner.policy import options_from_policy
 
 logger = logging.getLogger(__name__)
@@ -40,8 +41,10 @@ class SparkGroupPlanner(ModulePlanner):
         self._defaults = spark_defaults or SparkDefaults()
         self.spark_plans = 0  # proposals planned on Spark since start (read by tests and logs)
 
-    def propose(self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups) -> Proposal:
-        options = options_from_policy(spec, groups, model)
+    def propose(
+        self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups, *, options: PlannerOptions | None = None
+    ) -> Proposal:
+        options = options or options_from_policy(spec, groups, model)
         engine = spec.analysis.engine
         if (
             len(options.resource_groups) < self.min_groups

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from kafka_balancer.analysis import audit as durability
 from kafka_balancer.analysis import consumer_groups
 from kafka_balancer.controller.status import ConsumerGroupStatus, DurabilityStatus
+from kafka_balancer.durability import audit
 from kafka_balancer.kafka.port import KafkaPort
 from kafka_balancer.metrics import Metrics, PolicyKey
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.policy import BalancePolicySpec
-from kafka_balancer.planner.durability import audit
 
 log = logging.getLogger(__name__)
 

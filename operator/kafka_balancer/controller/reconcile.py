@@ -1,13 +1,16 @@
-"""One reconciliation of a BalancePolicy: read the spec, the groups, the cluster; decide; act; report.
+"""One reconciliation of a BalancePolicy: gather what the decision needs, carry out what it decides.
 
 Level-based: every call starts from the object as it is now and the cluster as it is now, and
-returns the whole status. Blocking (Kubernetes client, Kafka port, planner): the kopf handlers call
-it in a worker thread. Decisions are pure functions elsewhere (approval.decide, triggers.why_propose);
-this module gathers their inputs and carries out their answers.
+returns the whole status. Every decision is :func:`decision.next_status`'s, a pure function of the
+spec, the status and what was observed; this module reads the spec, its groups and Secret, the
+executions of this process, the cluster, the load and the planner when the decision asks for them,
+and carries out its actions (stop or start an execution, events, metrics). Blocking (Kubernetes
+client, Kafka port, planner): the kopf handlers call it in a worker thread.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 import json
@@ -17,7 +20,19 @@ from typing import Any, Literal, cast
 
 from kafka_balancer.controller import summaries
 from kafka_balancer.controller.analysis import Analyses, EngineUnavailable, NotReady, with_measured_load
-from kafka_balancer.controller.approval import decide
+from kafka_balancer.controller.decision import (
+    Action,
+    Ask,
+    ClusterSeen,
+    CountError,
+    Event,
+    NotAnalysed,
+    Problem,
+    RunView,
+    Seen,
+    StopRun,
+    next_status,
+)
 from kafka_balancer.controller.kubeapi import Credentials, KubeApi, NotFoundError, owner_reference
 from kafka_balancer.controller.observations import export, observe
 from kafka_balancer.controller.services import (
@@ -30,40 +45,19 @@ from kafka_balancer.controller.services import (
     StatusExecutionStore,
     make_executor,
 )
-from kafka_balancer.controller.status import (
-    EXECUTING,
-    PROPOSAL_READY,
-    READY,
-    RECONCILING,
-    STALLED,
-    BalancePolicyStatus,
-    LastRun,
-    ObservedCluster,
-    ProposalStatus,
-    is_true,
-    now_iso,
-    set_condition,
-)
-from kafka_balancer.controller.triggers import Observed, Recorded, planning_fingerprint, why_propose
-from kafka_balancer.controller.validation import (
-    Stall,
-    parse_spec,
-    read_credentials,
-    read_groups,
-    refuse_duplicate,
-)
+from kafka_balancer.controller.status import BalancePolicyStatus, LastRun, ObservedCluster, ProposalStatus, now_iso
+from kafka_balancer.controller.triggers import planning_fingerprint
+from kafka_balancer.controller.validation import Stall, parse_spec, read_credentials, read_groups, refuse_duplicate
 from kafka_balancer.executor import ExecutionState
 from kafka_balancer.executor import Progress as ExecProgress
 from kafka_balancer.kafka.port import KafkaError, KafkaPort
 from kafka_balancer.metrics import Metrics, PolicyKey
 from kafka_balancer.model import ClusterModel
-from kafka_balancer.model.policy import (
-    BalancePolicySpec,
-    PolicyError,
-    check_groups,
-    group_brokers,
-)
+from kafka_balancer.model.policy import BalancePolicySpec, PolicyError, check_groups, group_brokers
 from kafka_balancer.model.proposal import Proposal
+from kafka_balancer.model.summary import ProposalSummary
+from kafka_balancer.planner import PlannerOptions
+from kafka_balancer.planner.policy import options_from_policy
 
 log = logging.getLogger(__name__)
 
@@ -76,17 +70,20 @@ class Outcome:
 
 @dataclass
 class _Ctx:
-    """What one reconciliation knows about its policy, passed between the steps."""
+    """What one reconciliation has gathered about its policy (the decision's inputs come from here)."""
 
     key: tuple[str, str]  # namespace, name
     generation: int
     body: dict[str, Any]
     spec: BalancePolicySpec
+    groups: Groups
     credentials: Credentials | None
-    events: list[tuple[str, str, str]]
     metric_key: PolicyKey
-    reconciling: str = ""  # why the policy is still in progress (e.g. samples being collected)
-    reconciling_reason: str = ""  # the Reconciling condition's reason then (CollectingSamples, SparkApplicationRunning)
+    fingerprint: str  # of the planning inputs (triggers.planning_fingerprint)
+    live: ClusterModel | None = None  # the cluster as read
+    measured: ClusterModel | None = None  # with the analysed load, where the policy has a sample store
+    racks: dict[int, str | None] = field(default_factory=dict)
+    options: PlannerOptions | Exception | None = None  # the spec as planner options, made once
 
 
 @dataclass(frozen=True)
@@ -95,7 +92,7 @@ class ReconcilerOptions:
 
 
 class Reconciler:
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the reconciler's collaborators, by name, as operator.py wires them
         self,
         *,
         kube: KubeApi,
@@ -118,50 +115,26 @@ class Reconciler:
         # after the handler (and its lock) is done, so the next reconciliation can start from a body
         # older than that status: without this it saw the run unfinished and ran it once more.
         self._finished: dict[tuple[str, str], LastRun] = {}
+        # The proposal each running execution of this process executes, for the same reason: a
+        # reconciliation from an older body must not write a status without it.
+        self._executing: dict[tuple[str, str], ProposalStatus] = {}
 
     # ----- entry points -------------------------------------------------------------------
     def reconcile(self, body: dict[str, Any]) -> Outcome:
         meta = body.get("metadata", {})
         namespace, name = str(meta.get("namespace")), str(meta.get("name"))
-        generation = int(meta.get("generation") or 1)
         before = BalancePolicyStatus.model_validate(body.get("status") or {})
-        status = before.model_copy(deep=True)
-        status.observed_generation = generation
-        events: list[tuple[str, str, str]] = []
         self.metrics.reconciled(name, namespace)
-        reconciling, reconciling_reason = "", ""
-        try:
-            reconciling_reason, reconciling = self._reconcile(body, status, events)
-            status.conditions = set_condition(
-                status.conditions, STALLED, False, reason="Reconciled", message="", generation=generation
-            )
-            status.conditions = set_condition(
-                status.conditions, READY, True, reason="Reconciled", message="spec accepted", generation=generation
-            )
-        except Stall as stall:
-            self.metrics.error(name, namespace, stall.reason)
-            status.state = "Stalled"
-            status.conditions = set_condition(
-                status.conditions, STALLED, True, reason=stall.reason, message=stall.message, generation=generation
-            )
-            # An execution that runs on (spec fixed later) keeps the policy Ready; a bad spec does not.
-            running = is_true(status.conditions, EXECUTING)
-            status.conditions = set_condition(
-                status.conditions,
-                READY,
-                running,
-                reason="Executing" if running else stall.reason,
-                message=stall.message,
-                generation=generation,
-            )
-        status.conditions = set_condition(
-            status.conditions,
-            RECONCILING,
-            status.state in {"Analysing", "Executing"},
-            reason=(reconciling_reason or "CollectingSamples") if status.state == "Analysing" else status.state,
-            message=reconciling,
-            generation=generation,
-        )
+        ctx, seen = self._inputs(body, before)
+        for _ in range(len(_FIELDS) + 1):  # each observation is asked for once at most
+            status, actions = next_status(ctx.spec if ctx else None, before, seen)
+            ask = actions[-1] if actions and isinstance(actions[-1], Ask) else None
+            if ctx is None or ask is None:
+                break
+            seen = self._observe(ctx, ask, seen, status)
+        else:
+            raise RuntimeError(f"reconciliation of {namespace}/{name} kept asking for {actions[-1]}")
+        events = self._carry_out(ctx, actions, name, namespace)
         self.metrics.set_state(name, namespace, status.state)
         return Outcome(status, events + summaries.transitions(before, status))
 
@@ -170,6 +143,7 @@ class Reconciler:
         meta = body.get("metadata", {})
         key = (str(meta.get("namespace")), str(meta.get("name")))
         self._finished.pop(key, None)
+        self._executing.pop(key, None)
         if self.analyses is not None:
             self.analyses.stop(key)
         run = self.runs.get(key)
@@ -181,43 +155,59 @@ class Reconciler:
         cluster = ((body.get("status") or {}).get("observedCluster") or {}).get("clusterId")
         self.metrics.forget(key[1], key[0], [c for c in (cluster,) if c])
 
-    # ----- the steps ----------------------------------------------------------------------
-    def _reconcile(
-        self, body: dict[str, Any], status: BalancePolicyStatus, events: list[tuple[str, str, str]]
-    ) -> tuple[str, str]:
-        """Carry out one reconciliation into ``status``; returns the Reconciling condition's (reason, message)."""
+    # ----- gathering ----------------------------------------------------------------------
+    def _inputs(self, body: dict[str, Any], before: BalancePolicyStatus) -> tuple[_Ctx | None, Seen]:
+        """The spec, its groups and Secret, and the executions of this process (a finished one is
+        recorded now); what cannot be read is the decision's ``refused``."""
         meta = body["metadata"]
         namespace, name = str(meta["namespace"]), str(meta["name"])
         generation = int(meta.get("generation") or 1)
+        now = dt.datetime.now(dt.UTC)
+        try:
+            spec = parse_spec(body)
+            groups = read_groups(self.kube, namespace, spec)
+            refuse_duplicate(self.kube, body, spec)
+            credentials = read_credentials(self.kube, namespace, spec)
+        except Stall as stall:
+            return None, Seen(now, generation, refused=Problem(stall.reason, stall.message))
         key = (namespace, name)
-        spec = parse_spec(body)
-        groups = read_groups(self.kube, namespace, spec)
-        refuse_duplicate(self.kube, body, spec)
-        credentials = read_credentials(self.kube, namespace, spec)
-        ctx = _Ctx(key, generation, body, spec, credentials, events, PolicyKey(name, namespace, ""))
-
-        group_specs = {g: s.model_dump(mode="json") for g, s in groups}
-        fingerprint = planning_fingerprint(spec, group_specs)
+        fingerprint = planning_fingerprint(spec, {g: s.model_dump(mode="json") for g, s in groups})
+        ctx = _Ctx(key, generation, body, spec, groups, credentials, PolicyKey(name, namespace, ""), fingerprint)
+        seen = Seen(now, generation, fingerprint)
         run = self.runs.get(key)
-        finished = self._finished.get(key)
-        if run is None and finished is not None:
-            status.last_run = finished  # this process wrote the newest one (see __init__)
-        if run is not None and not run.done:
-            # Documented in docs/crds.md: these changes stop the run cleanly (in-flight moves cancelled,
-            # throttles removed); others (throttle, concurrency) apply from the next execution.
-            withdrawn = spec.mode == "DryRun" or (spec.mode == "Manual" and spec.approved_proposal != run.proposal_id)
-            if spec.paused:
-                run.stop("Paused")
-            elif withdrawn:
-                run.stop("ApprovalWithdrawn")
-            elif status.proposal is not None and fingerprint != status.proposal.fingerprint:
-                run.stop("SpecChanged")
-            self._report_running(run, status, spec)
-            return "", ""
-        if run is not None:
-            self._finish(key, run, status, events)
+        view = None if run is None else _view(run, self._executing.get(key))
+        if run is not None and run.done:
+            finished, progress = self._finish(key, run, before)
+            return ctx, dataclasses.replace(
+                seen, run=view, finished=finished, progress=progress, last_finished=finished
+            )
+        return ctx, dataclasses.replace(seen, run=view, last_finished=self._finished.get(key))
 
-        port = self._connect(spec, credentials)
+    def _observe(self, ctx: _Ctx, ask: Ask, seen: Seen, status: BalancePolicyStatus) -> Seen:
+        """Make the observation the decision asked for; a Stall is the decision's Problem."""
+        try:
+            if ask.what == "imbalance":
+                imbalance = self._imbalance(ctx, ask.model)
+                return dataclasses.replace(seen, imbalance=imbalance, measured=True, now=dt.datetime.now(dt.UTC))
+            found: Any
+            if ask.what == "cluster":
+                found = self._cluster(ctx)
+            elif ask.what == "resume":
+                found = self._resume(ctx, status)
+            elif ask.what == "analysis":
+                found = self._analysis(ctx, status)
+            elif ask.what == "proposal":
+                found = self._propose(ctx, ask)
+            else:  # "start": the decision executes the proposal in status
+                assert status.proposal is not None
+                found = self._start(ctx, status.proposal, None)
+        except Stall as stall:
+            found = Problem(stall.reason, stall.message)
+        return dataclasses.replace(seen, **{_FIELDS[ask.what]: found})
+
+    def _cluster(self, ctx: _Ctx) -> ClusterSeen:
+        spec = ctx.spec
+        port = self._connect(spec, ctx.credentials)
         try:
             model = port.read_cluster(with_sizes=True)
             description = port.describe_cluster()
@@ -229,83 +219,17 @@ class Reconciler:
         finally:
             port.close()
         cluster_id = description.cluster_id or spec.cluster.bootstrap_servers
-        refuse_duplicate(self.kube, body, spec, cluster_id)
-        racks = {int(b): model.broker_racks[i] for i, b in enumerate(model.broker_ids.tolist())}
+        refuse_duplicate(self.kube, ctx.body, spec, cluster_id)
+        ctx.racks = {int(b): model.broker_racks[i] for i, b in enumerate(model.broker_ids.tolist())}
         try:
-            check_groups(groups, topics=model.topics, racks=racks)
+            check_groups(ctx.groups, topics=model.topics, racks=ctx.racks)
         except PolicyError as err:
             raise Stall("OverlappingResourceGroups", str(err)) from None
-        alive = tuple(
-            int(b) for b, up in zip(model.broker_ids.tolist(), model.broker_alive.tolist(), strict=True) if up
-        )
-        metric_key = ctx.metric_key = PolicyKey(name, namespace, cluster_id)
-        export(self.metrics, metric_key, seen)
-        status.durability, status.consumer_groups = seen.durability, seen.consumer_groups
-        previous_brokers = tuple(status.observed_cluster.brokers) if status.observed_cluster else None
-        status.observed_cluster = ObservedCluster(cluster_id=cluster_id, brokers=list(alive))
-
-        if self._resume(ctx, status):
-            return "", ""
-        measured = self._measured(ctx, model, groups, racks, status)
-        if measured is None:
-            return ctx.reconciling_reason, ctx.reconciling
-        model = measured
-        status.imbalance = self._imbalance(model, spec, groups, metric_key)
-
-        executed = summaries.executed_ids(status)
-        proposal = status.proposal
-        pending = proposal is not None and proposal.moves + proposal.leader_changes > 0 and proposal.id not in executed
-        now = dt.datetime.now(dt.UTC)
-        reason = why_propose(
-            spec,
-            Observed(now, fingerprint, alive, status.imbalance),
-            Recorded(
-                fingerprint=proposal.fingerprint if proposal else None,
-                brokers=previous_brokers,
-                last_schedule=summaries.parse_time(status.last_schedule_time),
-                executing=False,
-                pending=pending,
-            ),
-        )
-        if reason == "Schedule":
-            status.last_schedule_time = now_iso()
-        if reason is not None:
-            status.proposal = self._propose(ctx, groups, model, fingerprint, reason)
-            events.append(("Normal", "ProposalCreated", summaries.describe(status.proposal)))
-        proposal = status.proposal
-        if proposal is None:
-            status.state = "Pending"
-            return "", ""
-        empty = proposal.moves + proposal.leader_changes == 0
-        decision = decide(spec, proposal.id, proposal_empty=empty, executed_ids=executed, now=now)
-        status.conditions = set_condition(
-            status.conditions,
-            PROPOSAL_READY,
-            not empty and proposal.id not in executed,
-            reason=decision.reason,
-            message=decision.message,
-            generation=generation,
-        )
-        if decision.stalled:
-            raise Stall(decision.reason, decision.message)
-        if decision.execute:
-            self._start(ctx, self._stored_proposal(namespace, proposal), None)
-            events.append(
-                ("Normal", "ExecutionStarted", f"executing proposal {proposal.id}: {summaries.describe(proposal)}")
-            )
-            run = self.runs.get(key)
-            if run is not None:
-                self._report_running(run, status, spec)
-            return "", ""
-        status.conditions = set_condition(
-            status.conditions, EXECUTING, False, reason=decision.reason, message="", generation=generation
-        )
-        if empty or proposal.id in executed:
-            done = status.last_run is not None and status.last_run.proposal_id == proposal.id
-            status.state = "Completed" if done else "Balanced"
-        else:
-            status.state = "Paused" if spec.paused else "ProposalReady"
-        return "", ""
+        alive = [int(b) for b, up in zip(model.broker_ids.tolist(), model.broker_alive.tolist(), strict=True) if up]
+        ctx.live = model
+        ctx.metric_key = PolicyKey(ctx.key[1], ctx.key[0], cluster_id)
+        export(self.metrics, ctx.metric_key, seen)
+        return ClusterSeen(ObservedCluster(cluster_id=cluster_id, brokers=alive), seen.durability, seen.consumer_groups)
 
     def _connect(self, spec: BalancePolicySpec, credentials: Credentials | None) -> KafkaPort:
         try:
@@ -315,27 +239,17 @@ class Reconciler:
                 "ClusterUnreachable", f"spec.cluster.bootstrapServers {spec.cluster.bootstrap_servers}: {err}"
             ) from None
 
-    def _measured(
-        self,
-        ctx: _Ctx,
-        live: ClusterModel,
-        groups: Groups,
-        racks: dict[int, str | None],
-        status: BalancePolicyStatus,
-    ) -> ClusterModel | None:
-        """The model to plan on: live placement with the measured load when the policy has a sample store.
-
-        None while the first usable analysis is pending (state Analysing). Once a proposal exists, a
-        later analysis hiccup does not hold back its approval: the live model stands in.
-        """
+    def _analysis(self, ctx: _Ctx, status: BalancePolicyStatus) -> Literal["measured", "live"] | NotAnalysed:
+        """The live placement with the measured load, when the policy has a sample store ("live":
+        it has none; NotAnalysed while the first usable analysis is pending)."""
         url = self.analyses.store_url(ctx.spec) if self.analyses is not None else None
         if self.analyses is None or url is None:
-            return live
+            return "live"
         try:
             self.analyses.ensure_sampler(ctx.key, ctx.metric_key, ctx.spec, ctx.credentials, url)
         except (ValueError, OSError) as err:  # the store URL (StoreError is a ValueError) or the local directory
             raise Stall("InvalidSpec", f"spec.analysis.samples {url}: {err}") from None
-        brokers = {name: group_brokers(group, racks) for name, group in groups}
+        brokers = {name: group_brokers(group, ctx.racks) for name, group in ctx.groups}
         try:
             analysed = self.analyses.analyse(
                 ctx.key, ctx.metric_key, ctx.spec, brokers, url, owner=owner_reference(ctx.body)
@@ -346,17 +260,35 @@ class Reconciler:
         except NotReady as err:
             if status.proposal is not None:
                 log.info("%s/%s: planning on the live model: %s", ctx.key[0], ctx.key[1], err)
-                return live
-            status.state = "Analysing"
-            ctx.reconciling, ctx.reconciling_reason = str(err), err.reason
-            return None
-        return with_measured_load(live, analysed.model)
+            return NotAnalysed(err.reason, str(err))
+        assert ctx.live is not None  # the cluster was read first
+        ctx.measured = with_measured_load(ctx.live, analysed.model)
+        return "measured"
 
-    def _imbalance(self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups, key: PolicyKey) -> float | None:
+    def _model(self, ctx: _Ctx, which: Literal["measured", "live"]) -> ClusterModel:
+        model = ctx.measured if which == "measured" and ctx.measured is not None else ctx.live
+        assert model is not None  # the cluster was read first
+        return model
+
+    def _planner_options(self, ctx: _Ctx, model: ClusterModel) -> PlannerOptions | Exception:
+        """The spec and its groups as planner options: made once per reconciliation."""
+        if ctx.options is None:
+            try:
+                ctx.options = options_from_policy(ctx.spec, ctx.groups, model)
+            except Exception as err:  # reported where it is used: not measured, or a Stall when proposing
+                ctx.options = err
+        return ctx.options
+
+    def _imbalance(self, ctx: _Ctx, which: Literal["measured", "live"]) -> float | None:
         """Measure the balance now (metrics, the onImbalance trigger); the watched resource's worst ratio."""
+        spec, key = ctx.spec, ctx.metric_key
+        model = self._model(ctx, which)
         resource = spec.triggers.on_imbalance.resource if spec.triggers.on_imbalance else "disk"
         try:
-            balance = self.planner.evaluate(model, spec, groups)
+            options = self._planner_options(ctx, model)
+            if isinstance(options, Exception):
+                raise options
+            balance = self.planner.evaluate(model, spec, ctx.groups, options=options)
         except Exception as err:
             # A bad number here must not stop the policy: the proposal step reports planning errors.
             log.warning("imbalance of %s/%s not computed: %s", key.namespace, key.policy, err)
@@ -365,19 +297,21 @@ class Reconciler:
         self.metrics.set_threshold(key, resource, summaries.threshold(spec))
         return round(balance.worst(resource), 4)
 
-    def _propose(
-        self, ctx: _Ctx, groups: Groups, model: ClusterModel, fingerprint: str, trigger: str
-    ) -> ProposalStatus:
-        spec, body, key = ctx.spec, ctx.body, ctx.metric_key
+    def _propose(self, ctx: _Ctx, ask: Ask) -> ProposalStatus:
+        spec, key = ctx.spec, ctx.metric_key
+        model = self._model(ctx, ask.model)
         with self.metrics.planning_seconds.labels(key.policy, key.namespace, key.cluster).time():
             try:
-                proposal = self.planner.propose(model, spec, groups)
+                options = self._planner_options(ctx, model)
+                if isinstance(options, Exception):
+                    raise options
+                proposal = self.planner.propose(model, spec, ctx.groups, options=options)
             except Exception as err:
                 reason = getattr(err, "reason", None)
                 if reason is None:
                     raise
                 raise Stall("UnsatisfiableGoal", str(err)) from None
-        summary = dict(proposal.summary)
+        summary = ProposalSummary.of(proposal.summary)
         config_map = f"{key.policy}-proposal"
         self.kube.put_config_map(
             key.namespace,
@@ -386,36 +320,34 @@ class Reconciler:
                 "proposal-id": proposal.id,
                 "plan.json": proposal.plan.dumps(indent=1),
                 "proposal.json": proposal.dumps(indent=1),
-                "summary.json": json.dumps(summary, indent=1, sort_keys=True, default=str),
+                "summary.json": json.dumps(dict(proposal.summary), indent=1, sort_keys=True, default=str),
             },
-            owner_reference(body),
+            owner_reference(ctx.body),
         )
+        moves, bytes_to_move = summary.moves, int(summary.bytes_to_move)
         self.metrics.set_proposal(
-            key,
-            moves=int(summary.get("moves", len(proposal.plan))),
-            bytes_to_move=int(summary.get("bytesToMove", 0)),
-            leader_changes=len(proposal.leader_changes),
+            key, moves=moves, bytes_to_move=bytes_to_move, leader_changes=len(proposal.leader_changes)
         )
         return ProposalStatus(
             id=proposal.id,
             operation=spec.operation.type,
-            moves=int(summary.get("moves", len(proposal.plan))),
+            moves=moves,
             partitions=len(proposal.plan),
-            bytes_to_move=int(summary.get("bytesToMove", 0)),
+            bytes_to_move=bytes_to_move,
             leader_changes=len(proposal.leader_changes),
-            balancedness_before=float(summary.get("balancednessBefore", 0.0)),
-            balancedness_after=float(summary.get("balancednessAfter", 0.0)),
+            balancedness_before=summary.balancedness_before,
+            balancedness_after=summary.balancedness_after,
             groups=summaries.group_rows(summary, spec),
             config_map=config_map,
             created_at=now_iso(),
-            trigger=trigger,
-            fingerprint=fingerprint,
+            trigger=ask.trigger,
+            fingerprint=ctx.fingerprint,
         )
 
-    def _stored_proposal(self, namespace: str, proposal: ProposalStatus) -> Proposal:
+    def _stored(self, ctx: _Ctx, proposal: ProposalStatus) -> Proposal:
         """The reviewed proposal, exactly as stored when it was proposed (never recomputed)."""
         try:
-            data = self.kube.get_config_map(namespace, proposal.config_map)
+            data = self.kube.get_config_map(ctx.key[0], proposal.config_map)
         except NotFoundError as err:
             raise Stall("ProposalLost", f"status.proposal.configMap: {err}; a new proposal is needed") from None
         stored = Proposal.loads(data.get("proposal.json", "{}"))
@@ -426,7 +358,16 @@ class Reconciler:
         return stored
 
     # ----- executions ---------------------------------------------------------------------
-    def _start(self, ctx: _Ctx, proposal: Proposal, record: dict[str, Any] | None) -> None:
+    def _resume(self, ctx: _Ctx, status: BalancePolicyStatus) -> RunView:
+        """Resume the unfinished execution in status (the operator restarted)."""
+        assert status.proposal is not None  # decision.resumable said so
+        assert status.execution_checkpoint
+        record = json.loads(status.execution_checkpoint)
+        return self._start(ctx, status.proposal, record)
+
+    def _start(self, ctx: _Ctx, reviewed: ProposalStatus, record: dict[str, Any] | None) -> RunView:
+        """Execute the proposal in status, as stored when it was proposed (from ``record``: resumed)."""
+        proposal = self._stored(ctx, reviewed)
         proposal_id = proposal.id
         namespace, name = ctx.key
         metric_key = ctx.metric_key
@@ -464,43 +405,13 @@ class Reconciler:
         started_at = dt.datetime.fromtimestamp(started, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if started else now_iso()
         run = Run(proposal_id, ctx.generation, executor, store, port, started_at=started_at)
         self.runs.start(ctx.key, run)
+        self._executing[ctx.key] = reviewed
+        return _view(run, reviewed)
 
-    def _resume(self, ctx: _Ctx, status: BalancePolicyStatus) -> bool:
-        """An unfinished execution in status and none running here: the operator restarted. Resume it."""
-        if not status.execution_checkpoint or status.proposal is None:
-            return False
-        record = json.loads(status.execution_checkpoint)
-        if ExecutionState(record.get("state", "Pending")).finished:
-            return False
-        proposal_id = str((record.get("context") or {}).get("proposalId", ""))
-        if proposal_id != status.proposal.id:
-            return False
-        finished = self._finished.get(ctx.key)
-        if finished is not None and finished.proposal_id == proposal_id:
-            return False  # a checkpoint older than the end of the run this process finished
-        self._start(ctx, self._stored_proposal(ctx.key[0], status.proposal), record)
-        ctx.events.append(
-            ("Normal", "ExecutionResumed", f"resumed proposal {proposal_id} from the checkpoint in status")
-        )
-        run = self.runs.get(ctx.key)
-        if run is not None:
-            self._report_running(run, status, ctx.spec)
-        return True
-
-    def _report_running(self, run: Run, status: BalancePolicyStatus, spec: BalancePolicySpec) -> None:
-        status.state = "Executing"
-        if run.progress is not None:
-            status.progress = summaries.progress(run.progress)
-        why = f"stopping: {run.stop_reason}" if run.stop_reason else f"executing proposal {run.proposal_id}"
-        status.conditions = set_condition(
-            status.conditions, EXECUTING, True, reason="Executing", message=why, generation=status.observed_generation
-        )
-        del spec
-
-    def _finish(
-        self, key: tuple[str, str], run: Run, status: BalancePolicyStatus, events: list[tuple[str, str, str]]
-    ) -> None:
+    def _finish(self, key: tuple[str, str], run: Run, before: BalancePolicyStatus) -> tuple[LastRun, Any]:
+        """The run ended: forget it, and how it ended (its LastRun and last progress)."""
         self.runs.pop(key)
+        self._executing.pop(key, None)
         assert run.future is not None
         try:
             result = run.future.result()
@@ -515,7 +426,7 @@ class Reconciler:
             elif result.state == ExecutionState.STOPPED:
                 outcome = "Stopped"
             message = run.stop_reason or result.reason
-        status.last_run = LastRun(
+        last = LastRun(
             proposal_id=run.proposal_id,
             result=outcome,
             started_at=run.started_at,
@@ -524,13 +435,39 @@ class Reconciler:
             partitions_moved=int(progress.partitions_done) if progress else 0,
             message=message,
         )
-        self._finished[key] = status.last_run
-        if progress is not None:
-            status.progress = summaries.progress(progress)
-        cluster = status.observed_cluster.cluster_id if status.observed_cluster else ""
+        self._finished[key] = last
+        cluster = before.observed_cluster.cluster_id if before.observed_cluster else ""
         self.metrics.execution_finished(PolicyKey(key[1], key[0], cluster or ""), outcome)
-        kind = "Normal" if outcome == "Completed" else "Warning"
-        events.append((kind, f"Execution{outcome}", f"proposal {run.proposal_id}: {message or outcome.lower()}"))
-        status.conditions = set_condition(
-            status.conditions, EXECUTING, False, reason=outcome, message=message, generation=status.observed_generation
-        )
+        return last, summaries.progress(progress) if progress is not None else None
+
+    def _carry_out(
+        self, ctx: _Ctx | None, actions: list[Action], name: str, namespace: str
+    ) -> list[tuple[str, str, str]]:
+        """The decision's actions; returns its events."""
+        events: list[tuple[str, str, str]] = []
+        for action in actions:
+            if isinstance(action, StopRun) and ctx is not None:
+                run = self.runs.get(ctx.key)
+                if run is not None:
+                    run.stop(action.reason)
+            elif isinstance(action, Event):
+                events.append((action.type, action.reason, action.message))
+            elif isinstance(action, CountError):
+                self.metrics.error(name, namespace, action.reason)
+        return events
+
+
+# The field of Seen each observation fills (with a Problem where it stalls; measuring never does).
+_FIELDS: dict[str, str] = {
+    "cluster": "cluster",
+    "resume": "resumed",
+    "analysis": "analysis",
+    "imbalance": "measured",
+    "proposal": "proposal",
+    "start": "started",
+}
+
+
+def _view(run: Run, proposal: ProposalStatus | None) -> RunView:
+    progress = None if run.progress is None else summaries.progress(run.progress)
+    return RunView(run.proposal_id, run.done, run.stop_reason, progress, proposal)

@@ -28,6 +28,7 @@ from kafka_balancer.kafka.port import KafkaError, KafkaPort, KafkaUnavailableErr
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.policy import IMBALANCE_RESOURCES, BalancePolicySpec, ClusterConnection, ResourceGroupSpec
 from kafka_balancer.model.proposal import Proposal
+from kafka_balancer.planner import PlannerOptions
 from kafka_balancer.planner.policy import options_from_policy
 
 Groups = Sequence[tuple[str, ResourceGroupSpec]]
@@ -49,11 +50,18 @@ class Balance:
 
 
 class Planner(Protocol):
-    def propose(self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups) -> Proposal:
+    """Plans and measures a policy's cluster; ``options`` are the spec and its groups as planner
+    options, when the caller made them already (the reconciler makes them once per reconciliation)."""
+
+    def propose(
+        self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups, *, options: PlannerOptions | None = None
+    ) -> Proposal:
         """Raise an exception with a ``reason`` attribute when a hard goal cannot be met."""
         ...
 
-    def evaluate(self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups) -> Balance: ...
+    def evaluate(
+        self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups, *, options: PlannerOptions | None = None
+    ) -> Balance: ...
 
 
 class AdapterConnector:
@@ -94,11 +102,15 @@ class AdapterConnector:
 class ModulePlanner:
     """The planner package: plan() and evaluate() over options built from the CRD and its groups."""
 
-    def propose(self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups) -> Proposal:
-        return planner.plan(model, options_from_policy(spec, groups, model))
+    def propose(
+        self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups, *, options: PlannerOptions | None = None
+    ) -> Proposal:
+        return planner.plan(model, options or options_from_policy(spec, groups, model))
 
-    def evaluate(self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups) -> Balance:
-        evaluation = planner.evaluate(model, options_from_policy(spec, groups, model))
+    def evaluate(
+        self, model: ClusterModel, spec: BalancePolicySpec, groups: Groups, *, options: PlannerOptions | None = None
+    ) -> Balance:
+        evaluation = planner.evaluate(model, options or options_from_policy(spec, groups, model))
         per_group: dict[str, dict[str, tuple[float, float]]] = {
             str(name): {
                 resource: (float(stats[resource]["maxOverAvg"]), float(stats[resource]["stddevOverAvg"]))

@@ -20,6 +20,7 @@ from kafka_balancer.controller.status import (
 from kafka_balancer.executor import Progress as ExecProgress
 from kafka_balancer.metrics import ExecutionFigures
 from kafka_balancer.model.policy import BalancePolicySpec
+from kafka_balancer.model.summary import ProposalSummary
 
 
 def throttled_brokers(record: dict[str, Any]) -> int:
@@ -71,24 +72,15 @@ def progress(progress: ExecProgress) -> Progress:
     )
 
 
-def group_rows(summary: dict[str, Any], spec: BalancePolicySpec) -> list[GroupImbalance]:
+def group_rows(summary: ProposalSummary, spec: BalancePolicySpec) -> list[GroupImbalance]:
     """Per-group max/avg of the watched resource, before and after, from the planner's summary."""
     resource = spec.triggers.on_imbalance.resource if spec.triggers.on_imbalance else "disk"
-
-    def ratio(stats: Any) -> float | None:
-        value = (stats or {}).get(resource) if isinstance(stats, dict) else None
-        value = value.get("maxOverAvg") if isinstance(value, dict) else value
-        return float(value) if isinstance(value, int | float) else None
-
     rows = []
-    for group, stats in sorted((summary.get("groups") or {}).items()):
-        if not isinstance(stats, dict):
-            continue
-        before = ratio(stats.get("before"))
+    for group in sorted(summary.groups):
+        before = summary.max_over_avg(group, resource, after=False)
         if before is not None:
-            rows.append(
-                GroupImbalance(name=str(group), resource=resource, before=before, after=ratio(stats.get("after")))
-            )
+            after = summary.max_over_avg(group, resource, after=True)
+            rows.append(GroupImbalance(name=group, resource=resource, before=before, after=after))
     return rows
 
 

@@ -17,9 +17,11 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget
 from kafka_balancer.model.proposal import Proposal
-from kafka_balancer.planner.core import build_proposal, plan
+from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.state import State, resolve_groups
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
-from kafka_balancer.planner.state import Ints, State, resolve_groups
+from kafka_balancer.planner.pipeline import plan
+from kafka_balancer.planner.proposal import build_proposal
 
 
 @dataclass(frozen=True)

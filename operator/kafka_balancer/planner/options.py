@@ -1,19 +1,18 @@
 """What the planner is asked to do: goals, thresholds, resource groups and the operation.
 
-Plain frozen dataclasses, not the CRD's pydantic models (only the goal and operation names are
-shared with them); the converter from the BalancePolicy spec lives in :mod:`kafka_balancer.planner.policy`.
+Plain frozen dataclasses, not the CRD's pydantic models (the goal names are the goal catalogue's,
+the same set as the CRD's; the operation names are the CRD's); the converter from the BalancePolicy
+spec lives in :mod:`kafka_balancer.planner.policy`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from kafka_balancer.model.policy import DISTRIBUTION_GOALS, HARD_GOALS, OPERATIONS
-
-# The goal and operation names are the CRD's (one list, in model/policy.py); the order of
-# DISTRIBUTION_GOALS is the default priority: a later goal never undoes an earlier one.
+from kafka_balancer.model.policy import OPERATIONS
+from kafka_balancer.planner.catalogue import CATALOGUE, Catalogue
 
 
 class PlanningError(Exception):
@@ -88,11 +87,13 @@ class PlannerOptions:
     """Everything the planner needs besides the cluster model.
 
     ``topics`` limits a rebalance to those topics (others never move); ``groups_to_balance``
-    limits it to those resource groups (empty = all).
+    limits it to those resource groups (empty = all). The goals are those of ``catalogue``, in its
+    order by default (the order of ``distribution_goals`` is their priority: a later goal never
+    undoes an earlier one).
     """
 
-    hard_goals: tuple[str, ...] = HARD_GOALS
-    distribution_goals: tuple[str, ...] = DISTRIBUTION_GOALS
+    hard_goals: tuple[str, ...] = CATALOGUE.hard_goals
+    distribution_goals: tuple[str, ...] = CATALOGUE.distribution_goals
     balance_threshold: float = 1.10
     capacity_threshold: float = 0.8
     max_replicas_per_broker: int = 4000
@@ -103,22 +104,33 @@ class PlannerOptions:
     topics: tuple[str, ...] = ()
     groups_to_balance: tuple[str, ...] = ()
     max_rounds: int = 40
+    # The goals this plan knows (not part of the proposal id: the goal names above are).
+    catalogue: Catalogue = field(default=CATALOGUE, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        for name in self.hard_goals:
-            if name not in HARD_GOALS:
-                raise _invalid("goals.hard", f"must name goals among {', '.join(HARD_GOALS)}", name)
-        for name in self.distribution_goals:
-            if name not in DISTRIBUTION_GOALS:
-                raise _invalid("goals.distribution", f"must name goals among {', '.join(DISTRIBUTION_GOALS)}", name)
-        if len(set(self.distribution_goals)) != len(self.distribution_goals):
-            raise _invalid("goals.distribution", "must not list a goal twice", list(self.distribution_goals))
+        self._check_goals()
         if not 1.0 <= self.balance_threshold <= 10.0:
             raise _invalid("goals.balanceThreshold", "must be between 1.0 and 10.0", self.balance_threshold)
         if not 0.0 < self.capacity_threshold <= 1.0:
             raise _invalid("goals.capacityThreshold", "must be in (0, 1]", self.capacity_threshold)
         if self.max_replicas_per_broker < 1:
             raise _invalid("goals.maxReplicasPerBroker", "must be >= 1", self.max_replicas_per_broker)
+        self._check_groups()
+
+    def _check_goals(self) -> None:
+        """The goals are the catalogue's, each listed once."""
+        hard, distribution = self.catalogue.hard_goals, self.catalogue.distribution_goals
+        for name in self.hard_goals:
+            if name not in hard:
+                raise _invalid("goals.hard", f"must name goals among {', '.join(hard)}", name)
+        for name in self.distribution_goals:
+            if name not in distribution:
+                raise _invalid("goals.distribution", f"must name goals among {', '.join(distribution)}", name)
+        if len(set(self.distribution_goals)) != len(self.distribution_goals):
+            raise _invalid("goals.distribution", "must not list a goal twice", list(self.distribution_goals))
+
+    def _check_groups(self) -> None:
+        """Groups have distinct names and brokers; the groups named elsewhere exist."""
         names = [g.name for g in self.resource_groups]
         if len(set(names)) != len(names):
             raise _invalid("resourceGroups", "must not name a group twice", names)
@@ -140,4 +152,14 @@ class PlannerOptions:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form; part of the proposal id."""
-        return asdict(self)
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "catalogue":
+                continue
+            value = getattr(self, f.name)
+            if isinstance(value, OperationOptions):
+                value = asdict(value)
+            elif f.name == "resource_groups":
+                value = tuple(asdict(g) for g in value)
+            out[f.name] = value
+        return out

@@ -1,0 +1,249 @@
+"""Goal bands and statistics: when does a goal hold, and how far is each broker from it.
+
+A distribution goal holds when every active broker of a group is within
+``[avg × (2 − threshold), avg × threshold]`` of the group's own average (counts: the band is
+rounded outwards to whole numbers). A broker's *violation* is its distance outside the band;
+the planner never accepts a move that increases any goal's violation on the brokers it touches.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+import numpy as np
+
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.state import State, arrived_replicas
+from kafka_balancer.planner.catalogue import (
+    EXCLUDED_BROKERS,
+    GROUP_CONFINEMENT,
+    RACK_AWARENESS,
+    TOPIC_LEADER_GOAL,
+    TOPIC_REPLICA_GOAL,
+)
+
+# Relative slack for float comparisons, so a broker exactly on the band edge counts as inside.
+EPS: Final = 1e-9
+# Topics whose partitions' bytes-in vary more than this (coefficient of variation) are skipped by
+# the topic-leader goal: spreading the leaders of unequal partitions evenly is not balance.
+TOPIC_LEADER_MAX_CV: Final = 0.5
+
+
+def bands(st: State, q: int, threshold: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Per-broker (lower, upper, group average) of quantity ``q``; inactive brokers get (-inf, inf)."""
+    groups = st.groups
+    ng = len(groups.names)
+    weights = np.where(st.active, st.load[:, q], 0.0)
+    total = np.bincount(groups.broker, weights=weights, minlength=ng)
+    count = np.bincount(groups.broker, weights=st.active.astype(np.float64), minlength=ng)
+    avg_g = np.divide(total, count, out=np.zeros(ng), where=count > 0)
+    avg = avg_g[groups.broker]
+    lower = avg * (2.0 - threshold)
+    upper = avg * threshold
+    if st.catalogue.count(q):
+        lower = np.floor(lower + 1e-9)
+        upper = np.ceil(upper - 1e-9)
+    off = ~st.active | ~st.scope.groups[groups.broker]
+    lower = np.where(off, -math.inf, lower)
+    upper = np.where(off, math.inf, upper)
+    return lower, upper, avg
+
+
+def topic_bands(st: State, counts: Ints, threshold: float) -> tuple[FloatArray, FloatArray]:
+    """Per-topic (lower, upper) count band over the active brokers of the topic's group."""
+    groups = st.groups
+    active_per_group = np.bincount(groups.broker[st.active], minlength=len(groups.names)).astype(np.float64)
+    n = active_per_group[groups.topic]
+    total = (counts * st.active[None, :]).sum(axis=1).astype(np.float64)
+    avg = np.divide(total, n, out=np.zeros_like(total), where=n > 0)
+    return np.floor(avg * (2.0 - threshold) + 1e-9), np.ceil(avg * threshold - 1e-9)
+
+
+def violation(load: FloatArray, lower: FloatArray, upper: FloatArray) -> FloatArray:
+    out: FloatArray = np.maximum(load - upper, 0.0) + np.maximum(lower - load, 0.0)
+    return out
+
+
+def tolerance(avg: FloatArray) -> FloatArray:
+    out: FloatArray = np.abs(avg) * EPS + 1e-9
+    return out
+
+
+def topic_brokers(st: State) -> BoolArray:
+    """(T, B): the active brokers of each topic's group, for topics whose group is being balanced."""
+    groups = st.groups
+    out: BoolArray = (groups.broker[None, :] == groups.topic[:, None]) & st.active[None, :]
+    out &= st.scope.groups[groups.topic][:, None]
+    return out
+
+
+def topic_leader_applies(st: State) -> BoolArray:
+    """Topics whose partitions carry similar load (bytes-in CV under TOPIC_LEADER_MAX_CV)."""
+    nt = len(st.model.topics)
+    if st.model.num_partitions == 0:
+        return np.zeros(nt, dtype=np.bool_)
+    n = np.bincount(st.ptopic, minlength=nt).astype(np.float64)
+    s1 = np.bincount(st.ptopic, weights=st.model.bytes_in, minlength=nt)
+    s2 = np.bincount(st.ptopic, weights=st.model.bytes_in**2, minlength=nt)
+    mean = np.divide(s1, n, out=np.zeros(nt), where=n > 0)
+    var = np.maximum(np.divide(s2, n, out=np.zeros(nt), where=n > 0) - mean**2, 0.0)
+    cv = np.divide(np.sqrt(var), mean, out=np.zeros(nt), where=mean > 0)
+    out: BoolArray = cv <= TOPIC_LEADER_MAX_CV
+    return out
+
+
+def goal_violation(st: State, goal: str) -> float:
+    """Total out-of-band distance of one distribution goal, relative to its group averages."""
+    threshold = st.options.balance_threshold
+    q = st.catalogue.balances(goal)
+    if q is not None:
+        lower, upper, avg = bands(st, q, threshold)
+        v = violation(st.load[:, q], lower, upper)
+        v = np.where(v > tolerance(avg), v, 0.0)
+        return float(np.sum(np.divide(v, avg, out=np.zeros_like(v), where=avg > 0)))
+    counts = st.tcount if goal == TOPIC_REPLICA_GOAL else st.tlead
+    lo, hi = topic_bands(st, counts, threshold)
+    in_group = topic_brokers(st)
+    if goal == TOPIC_LEADER_GOAL:
+        in_group &= topic_leader_applies(st)[:, None]
+    return float(np.sum(np.where(in_group, count_distance(counts, lo, hi), 0)))
+
+
+def ended_worse(before: float, after: float) -> bool:
+    """Whether a goal's violation grew from ``before`` to ``after`` (beyond float noise)."""
+    return after > before + 1e-9 * max(1.0, before)
+
+
+def count_distance(counts: Ints, lo: FloatArray, hi: FloatArray) -> Ints:
+    """(T, B): how far each per-topic count is outside its topic's band (lo, hi per topic)."""
+    out: Ints = (np.maximum(counts - hi[:, None], 0) + np.maximum(lo[:, None] - counts, 0)).astype(np.int64)
+    return out
+
+
+def rack_allowance(rf: Ints, racks: Ints) -> Ints:
+    """How many replicas of a partition (of ``rf``) one rack may hold, with ``racks`` racks to
+    spread over (at least one counted): the rack-awareness goal's ``ceil(rf / racks)``."""
+    out: Ints = np.ceil(rf / np.maximum(racks, 1)).astype(np.int32)
+    return out
+
+
+def rack_violations(st: State, rep: Ints | None = None) -> Ints:
+    """Partitions whose replicas crowd a rack beyond ``ceil(rf / racks in the group)`` (in ``rep``,
+    by default the working placement)."""
+    rep = st.rep if rep is None else rep
+    valid = rep != NO_BROKER
+    racks = np.where(valid, st.rack[np.maximum(rep, 0)], -1)
+    rf = valid.sum(axis=1)
+    nracks = st.group_racks()[st.groups.partition]
+    allowed = rack_allowance(rf, nracks)
+    worst = np.zeros(rep.shape[0], dtype=np.int32)
+    for k in range(rep.shape[1]):
+        same = ((racks == racks[:, k : k + 1]) & valid).sum(axis=1)
+        worst = np.maximum(worst, np.where(valid[:, k], same, 0))
+    bad: Ints = np.flatnonzero(worst > allowed).astype(np.int32)
+    return bad
+
+
+def hard_goal_status(st: State, original: Ints, scope: BoolArray | None = None) -> dict[str, bool]:
+    """Which hard goals hold for the current placement (``original`` = placement before planning).
+
+    With ``scope`` (the partitions the plan may move), a partition outside it counts only where the
+    plan broke a goal it kept before, and a broker of a group the plan does not balance only where
+    the plan gave it load: a rebalance limited to some topics or groups cannot mend the rest.
+    """
+    status: dict[str, bool] = {}
+    opts = st.options
+    capacity = dict(st.catalogue.capacity_goals)
+    for goal in opts.hard_goals:
+        if goal == RACK_AWARENESS:
+            now = _mask(rack_violations(st), st.rep.shape[0])
+            if scope is not None:
+                now &= scope | ~_mask(rack_violations(st, original), st.rep.shape[0])
+            status[goal] = not now.any()
+        elif goal in capacity:
+            status[goal] = not bool(over_limit(st, capacity[goal], scoped=scope is not None).any())
+        elif goal == GROUP_CONFINEMENT:
+            outside = _outside_group(st, st.rep)
+            if scope is not None:
+                outside &= scope | ~_outside_group(st, original)
+            status[goal] = not outside.any()
+        elif goal == EXCLUDED_BROKERS:
+            status[goal] = _excluded_hold(st, original)
+    return status
+
+
+def over_limit(st: State, q: int, *, scoped: bool) -> BoolArray:
+    """Brokers above their limit of ``q``; ``scoped``: only those in the groups being balanced, or
+    elsewhere where the plan gave them load (a group left out of groupsToBalance is not its to repair)."""
+    over: BoolArray = st.load[:, q] > st.limit[:, q] * (1 + EPS) + 1e-9
+    if scoped:
+        over &= st.scope.groups[st.groups.broker] | st.gained(q)
+    return over
+
+
+def _mask(indices: Ints, size: int) -> BoolArray:
+    out: BoolArray = np.zeros(size, dtype=np.bool_)
+    out[indices] = True
+    return out
+
+
+def _outside_group(st: State, rep: Ints) -> BoolArray:
+    """Partitions with a replica outside their resource group (groups without brokers confine nothing)."""
+    valid = rep != NO_BROKER
+    home = st.groups.partition[:, None]
+    ok = ~valid | (st.groups.broker[np.maximum(rep, 0)] == home) | ~st.groups.has_brokers[home]
+    out: BoolArray = ~ok.all(axis=1)
+    return out
+
+
+def _excluded_hold(st: State, original: Ints) -> bool:
+    rep = st.rep
+    valid = rep != NO_BROKER
+    safe = np.maximum(rep, 0)
+    new_here = arrived_replicas(rep, original)
+    if np.any(new_here & ~st.can_host[safe]):
+        return False
+    leader = rep[:, 0]
+    could_lead = (valid & st.can_lead[safe]).any(axis=1)
+    return not bool(np.any(~st.can_lead[leader] & could_lead & (leader != NO_BROKER)))
+
+
+def quantity_stats(st: State) -> dict[str, dict[str, Any]]:
+    """Per group, per quantity: avg, max/avg, min/avg, stddev/avg over the group's active brokers."""
+    out: dict[str, dict[str, Any]] = {}
+    for g, name in enumerate(st.groups.names):
+        members = st.active & (st.groups.broker == g)
+        if not members.any():
+            continue
+        group: dict[str, Any] = {"brokers": [int(b) for b in st.model.broker_ids[members]]}
+        for q, quantity in enumerate(st.catalogue.quantity_names):
+            values = st.load[members, q]
+            avg = float(values.mean())
+            if avg > 0:
+                stats = {
+                    "avg": avg,
+                    "maxOverAvg": float(values.max() / avg),
+                    "minOverAvg": float(values.min() / avg),
+                    "stddevOverAvg": float(values.std() / avg),
+                }
+            else:
+                stats = {"avg": 0.0, "maxOverAvg": 1.0, "minOverAvg": 1.0, "stddevOverAvg": 0.0}
+            group[quantity] = stats
+        out[name] = group
+    return out
+
+
+def balancedness(st: State, violations: dict[str, float]) -> float:
+    """0..100: 100 when every distribution goal holds; each goal weighs more than the next.
+
+    A goal's share is lost in proportion to its out-of-band distance (summed over brokers,
+    relative to the group average), fully lost at a distance of one average.
+    """
+    goals = st.options.distribution_goals
+    if not goals:
+        return 100.0
+    weights = np.array([1.5 ** (len(goals) - i) for i in range(len(goals))])
+    scores = np.array([max(0.0, 1.0 - violations[g]) for g in goals])
+    return round(float(100.0 * (weights * scores).sum() / weights.sum()), 2)

@@ -1,0 +1,317 @@
+"""The planner's mutable working state: placement, per-partition loads and per-broker totals.
+
+Everything is an array indexed by partition or broker so that a round of moves is a handful of
+numpy operations. Per-broker totals are updated incrementally on every move (``np.add.at``), so
+checking a candidate never re-sums the cluster.
+
+Quantities (columns of ``lead``/``follow``/``load``) are the goal catalogue's
+(:mod:`kafka_balancer.planner.catalogue`), in its order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Final, Unpack
+
+import numpy as np
+
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel, FloatArray
+from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.scope import Scope, ScopeChanges
+from kafka_balancer.planner.catalogue import CATALOGUE, Catalogue
+from kafka_balancer.planner.options import PlannerOptions, PlanningError
+
+# A copy of the placement and its totals: (rep, load, tcount, tlead).
+Checkpoint = tuple[Ints, FloatArray, Ints, Ints]
+
+UNGROUPED: Final = "(ungrouped)"
+WHOLE_CLUSTER: Final = "cluster"
+
+
+def arrived_replicas(rep: Ints, orig: Ints) -> BoolArray:
+    """(P, width): replicas of ``rep`` on a broker that did not hold their partition in ``orig``."""
+    out: BoolArray = (rep != NO_BROKER) & ~(rep[:, :, None] == orig[:, None, :]).any(axis=2)
+    return out
+
+
+def partition_loads(model: ClusterModel, rf: Ints, catalogue: Catalogue = CATALOGUE) -> tuple[FloatArray, FloatArray]:
+    """Per-partition (leader, follower) load rows over the catalogue's quantities."""
+    count = model.num_partitions
+    lead = np.empty((count, catalogue.size))
+    follow = np.zeros((count, catalogue.size))
+    for q, quantity in enumerate(catalogue.quantities):
+        lead[:, q], follow[:, q] = quantity.load(model, rf)
+    return lead, follow
+
+
+@dataclass
+class Groups:
+    """Resource groups resolved to indices: ``broker[b]`` and ``partition[p]`` are group indices."""
+
+    names: list[str]
+    broker: Ints
+    partition: Ints
+    topic: Ints
+    # Groups the options balance (groupsToBalance) and that have brokers at all; a stage may balance
+    # fewer (Scope.groups).
+    balanced: BoolArray
+    # Groups with at least one broker (a group without brokers confines nothing: topics in no group
+    # while every broker is in one).
+    has_brokers: BoolArray
+
+
+def resolve_groups(model: ClusterModel, options: PlannerOptions) -> Groups:
+    nb, nt = model.num_brokers, len(model.topics)
+    if not options.resource_groups:
+        names = [WHOLE_CLUSTER]
+        broker = np.zeros(nb, dtype=np.int32)
+        topic = np.zeros(nt, dtype=np.int32)
+    else:
+        names = [g.name for g in options.resource_groups] + [UNGROUPED]
+        rest = len(names) - 1
+        broker = np.full(nb, rest, dtype=np.int32)
+        known = {int(b): i for i, b in enumerate(model.broker_ids.tolist())}
+        for gi, group in enumerate(options.resource_groups):
+            for b in group.broker_ids:
+                if b in known:
+                    broker[known[b]] = gi
+        topic = np.full(nt, rest, dtype=np.int32)
+        for ti, name in enumerate(model.topics):
+            for gi, group in enumerate(options.resource_groups):
+                if group.matches(name):
+                    topic[ti] = gi
+                    break
+    partition = topic[model.partition_topic] if model.num_partitions else np.zeros(0, dtype=np.int32)
+    has_brokers = np.bincount(broker, minlength=len(names)) > 0
+    balanced = has_brokers.copy()
+    if options.groups_to_balance:
+        balanced &= np.array([n in options.groups_to_balance for n in names])
+    return Groups(names, broker, partition.astype(np.int32), topic, balanced, has_brokers)
+
+
+class State:
+    """Working placement plus incremental per-broker and per-topic totals."""
+
+    def __init__(self, model: ClusterModel, options: PlannerOptions, groups: Groups):
+        self.model = model
+        self.options = options
+        self.catalogue = options.catalogue
+        self.groups = groups
+        self.rep: Ints = np.array(model.replicas, dtype=np.int32, copy=True)
+        self.ptopic: Ints = model.partition_topic
+        nb = model.num_brokers
+        ids = model.broker_ids.tolist()
+        rack_names = sorted({r or f"(no rack: broker {ids[b]})" for b, r in enumerate(model.broker_racks)})
+        code = {r: i for i, r in enumerate(rack_names)}
+        self.rack: Ints = np.array(
+            [code[r or f"(no rack: broker {ids[b]})"] for b, r in enumerate(model.broker_racks)], dtype=np.int32
+        )
+        self.removed: BoolArray = np.zeros(nb, dtype=np.bool_)
+        op = options.operation
+        if op.type == "remove-brokers":
+            self.removed[[self.index_of(b, "operation.brokers") for b in op.brokers]] = True
+        self.active: BoolArray = model.broker_alive & ~self.removed
+        self.can_host: BoolArray = self.active.copy()
+        self.can_lead: BoolArray = self.active.copy()
+        if options.hard("excluded-brokers"):
+            for b in options.excluded_brokers_for_replicas:
+                self.can_host[self.index_of(b, "goals.excludedBrokersForReplicas")] = False
+            for b in options.excluded_brokers_for_leadership:
+                self.can_lead[self.index_of(b, "goals.excludedBrokersForLeadership")] = False
+        if op.type == "demote-brokers":
+            for b in op.brokers:
+                self.can_lead[self.index_of(b, "operation.brokers")] = False
+        movable: BoolArray = groups.balanced[groups.partition] if model.num_partitions else np.zeros(0, bool)
+        if options.topics:
+            wanted = np.array([t in set(options.topics) for t in model.topics], dtype=np.bool_)
+            movable = movable & wanted[self.ptopic]
+        # Partitions of topics in no group while every broker is in one: no goal balances them and
+        # they stay where they are, but while the capacity repair runs (``Scope.repairing``) it may
+        # move their leadership and re-place the replicas this plan placed (off a dead or removed
+        # broker) on any broker. Not in a rebalance limited to topics or groups: it answers for those only.
+        limited = bool(options.topics or options.groups_to_balance)
+        self.unmanaged: BoolArray = ~groups.has_brokers[groups.partition] & (not limited)
+        self.has_unmanaged = bool(self.unmanaged.any())
+        # What the stage running may move and must keep (see planner.scope); every goal guards at first.
+        self.scope = Scope(movable=movable, groups=groups.balanced, guarded=frozenset(options.distribution_goals))
+        self.limit: FloatArray = np.full((nb, self.catalogue.size), math.inf)
+        self._set_limits()
+        self.refresh_loads()
+        self.load_before: FloatArray = self.load.copy()
+
+    def index_of(self, broker_id: int, field_name: str) -> int:
+        try:
+            return self.model.broker_index(broker_id)
+        except KeyError:
+            known = self.model.broker_ids.tolist()
+            raise PlanningError(
+                "invalid-options", f"field '{field_name}' names broker {broker_id}, which is not in the cluster {known}"
+            ) from None
+
+    def _set_limits(self) -> None:
+        """Each capacity goal's limit per broker: maxReplicasPerBroker for a quantity without a
+        capacity column, else capacityThreshold x the snapshot's capacity (unknown = unlimited)."""
+        opts = self.options
+        for goal, q in self.catalogue.capacity_goals:
+            if not opts.hard(goal):
+                continue
+            column = self.catalogue.quantities[q].capacity_column
+            if column is None:
+                self.limit[:, q] = opts.max_replicas_per_broker
+            else:
+                cap = self.model.capacity[:, column] * opts.capacity_threshold
+                self.limit[:, q] = np.where(np.isnan(cap), math.inf, cap)
+
+    @property
+    def rf(self) -> Ints:
+        rf: Ints = (self.rep != NO_BROKER).sum(axis=1).astype(np.int32)
+        return rf
+
+    def refresh_loads(self) -> None:
+        """Recompute every total from the placement (after a replication-factor change)."""
+        self.lead, self.follow = partition_loads(self.model, self.rf, self.catalogue)
+        nb, nt = self.model.num_brokers, len(self.model.topics)
+        self.load: FloatArray = np.zeros((nb, self.catalogue.size))
+        self.tcount: Ints = np.zeros((nt, nb), dtype=np.int32)
+        self.tlead: Ints = np.zeros((nt, nb), dtype=np.int32)
+        width = self.rep.shape[1]
+        for k in range(width):
+            col = self.rep[:, k]
+            ok = col != NO_BROKER
+            rows = self.lead if k == 0 else self.follow
+            for q in range(self.catalogue.size):
+                self.load[:, q] += np.bincount(col[ok], weights=rows[ok, q], minlength=nb)
+            np.add.at(self.tcount, (self.ptopic[ok], col[ok]), 1)
+            if k == 0:
+                np.add.at(self.tlead, (self.ptopic[ok], col[ok]), 1)
+
+    def slot_loads(self, parts: Ints, slots: Ints) -> FloatArray:
+        """(n, Q): the load replica ``slots`` of ``parts`` carries (the leader's row for slot 0)."""
+        rows: FloatArray = np.where((slots == 0)[:, None], self.lead[parts], self.follow[parts])
+        return rows
+
+    def replicas_on(self, parts: Ints, brokers: BoolArray) -> Ints:
+        """How many replicas each of ``parts`` has on the ``brokers`` (a broker mask)."""
+        rep = self.rep[parts]
+        count: Ints = ((rep != NO_BROKER) & brokers[np.maximum(rep, 0)]).sum(axis=1).astype(np.int32)
+        return count
+
+    @contextmanager
+    def scoped(self, **changes: Unpack[ScopeChanges]) -> Iterator[Scope]:
+        """Run a stage with the scope changed as given; the scope before it comes back at its end."""
+        saved = self.scope
+        self.scope = dataclasses.replace(saved, **changes)
+        try:
+            yield self.scope
+        finally:
+            self.scope = saved
+
+    def placed_on_named(self, parts: Ints) -> Ints:
+        """How many replicas of each of ``parts`` this plan placed on the named brokers (0 when none are)."""
+        named = self.scope.named
+        if named is None:
+            return np.zeros(parts.size, dtype=np.int64)
+        rep = self.rep[parts]
+        out: Ints = (arrived_replicas(rep, self.model.replicas[parts]) & named.brokers[np.maximum(rep, 0)]).sum(axis=1)
+        return out
+
+    def named_targets(self) -> BoolArray:
+        """The brokers the operation's ``targetBrokers`` names, as a mask."""
+        mask = np.zeros(self.model.num_brokers, dtype=np.bool_)
+        mask[[self.index_of(b, "operation.targetBrokers") for b in self.options.operation.target_brokers]] = True
+        return mask
+
+    # ----- mutations --------------------------------------------------------------------------
+    def move(self, parts: Ints, slots: Ints, dest: Ints) -> None:
+        """Move replica ``slots`` of ``parts`` (distinct partitions) to brokers ``dest``."""
+        if parts.size == 0:
+            return
+        src = self.rep[parts, slots]
+        rows = self.slot_loads(parts, slots)
+        np.add.at(self.load, src, -rows)
+        np.add.at(self.load, dest, rows)
+        topics = self.ptopic[parts]
+        np.add.at(self.tcount, (topics, src), -1)
+        np.add.at(self.tcount, (topics, dest), 1)
+        led = slots == 0
+        np.add.at(self.tlead, (topics[led], src[led]), -1)
+        np.add.at(self.tlead, (topics[led], dest[led]), 1)
+        self.rep[parts, slots] = dest
+
+    def swap_leader(self, parts: Ints, slots: Ints) -> None:
+        """Make replica ``slots`` of ``parts`` (distinct partitions) the preferred leader (slot 0)."""
+        if parts.size == 0:
+            return
+        old = self.rep[parts, 0].copy()
+        new = self.rep[parts, slots].copy()
+        delta = self.lead[parts] - self.follow[parts]
+        np.add.at(self.load, old, -delta)
+        np.add.at(self.load, new, delta)
+        topics = self.ptopic[parts]
+        np.add.at(self.tlead, (topics, old), -1)
+        np.add.at(self.tlead, (topics, new), 1)
+        self.rep[parts, 0] = new
+        self.rep[parts, slots] = old
+
+    def checkpoint(self) -> Checkpoint:
+        """A copy of the placement and its totals, for :meth:`restore`."""
+        return self.rep.copy(), self.load.copy(), self.tcount.copy(), self.tlead.copy()
+
+    def restore(self, saved: Checkpoint) -> None:
+        """Go back to a :meth:`checkpoint` (copied again, so it can be restored more than once)."""
+        rep, load, tcount, tlead = saved
+        self.rep[...] = rep
+        self.load[...] = load
+        self.tcount[...] = tcount
+        self.tlead[...] = tlead
+
+    # ----- derived ------------------------------------------------------------------------------
+    def broker_index_by_slot(self) -> tuple[Ints, Ints]:
+        """Flat slot positions sorted by broker, and the start offset of each broker (length B+1)."""
+        flat = self.rep.ravel()
+        order: Ints = np.argsort(flat, kind="stable")
+        starts: Ints = np.searchsorted(flat[order], np.arange(self.model.num_brokers + 1))
+        return order, starts
+
+    def gained(self, q: int) -> BoolArray:
+        """Brokers carrying more of ``q`` than before planning."""
+        out: BoolArray = self.load[:, q] > self.load_before[:, q] * (1 + 1e-9) + 1e-9
+        return out
+
+    def hosts_of_group(self, g: int) -> BoolArray:
+        """Brokers that may take a replica of group ``g``'s partitions: its own, or any broker when
+        it has none (topics in no ResourceGroup while every broker is in one are not confined)."""
+        out: BoolArray = self.can_host & ((self.groups.broker == g) if self.groups.has_brokers[g] else True)
+        return out
+
+    def unmanaged_arrivals(self) -> BoolArray:
+        """Brokers holding a replica of an ``unmanaged`` partition that this plan placed there."""
+        out: BoolArray = np.zeros(self.model.num_brokers, dtype=np.bool_)
+        if not self.has_unmanaged:
+            return out
+        rows = np.flatnonzero(self.unmanaged)
+        rep = self.rep[rows]
+        placed = (rep != NO_BROKER) & ~(rep[:, :, None] == self.model.replicas[rows][:, None, :]).any(axis=2)
+        out[rep[placed]] = True
+        return out
+
+    def group_racks(self) -> Ints:
+        """Number of distinct racks among each group's hosting brokers."""
+        counts = np.zeros(len(self.groups.names), dtype=np.int32)
+        for g in range(len(self.groups.names)):
+            members = self.can_host & (self.groups.broker == g)
+            counts[g] = np.unique(self.rack[members]).size
+        return counts
+
+
+def only_group(st: State, group: int) -> contextlib.AbstractContextManager[Scope]:
+    """Plan only ``group``: the other groups get no bands and none of their partitions may move."""
+    groups, movable = st.scope.groups, st.scope.movable
+    return st.scoped(
+        groups=groups & (np.arange(groups.size) == group), movable=movable & (st.groups.partition == group)
+    )

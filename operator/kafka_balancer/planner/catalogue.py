@@ -1,0 +1,293 @@
+"""The goal catalogue: every goal the planner knows, one record each, and the quantities they weigh.
+
+A :class:`Quantity` is a per-broker load, the sum of a load row over the replicas a broker holds
+(its leader row where the replica leads): replica count, disk, network in and out, CPU, leader
+count, leader bytes-in. Its record says whether it counts whole items, how much of it leadership
+carries, which column of the snapshot's capacities limits it, and how to load it per partition.
+
+A :class:`Goal` is a hard goal (a limit a plan never breaks), a distribution goal (a quantity inside
+its group's band) or a per-topic goal (a topic's replicas or leaders spread over its group). Every
+table the planner reads about goals (which quantity a goal balances, which goals are capacities,
+which quantities leadership carries, which exchanges a goal may use) is a view of these records,
+so adding a goal is one record here (and a loader, for a new quantity); see docs/goals.md.
+
+The default catalogue (:data:`CATALOGUE`) lists the goals in the CRD's default priority order. A
+plan reads its catalogue from its options, so a goal can be added for one plan (the tests do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import cached_property
+from typing import Final, Literal
+
+import numpy as np
+
+from kafka_balancer.model.cluster import CPU, DISK, NETWORK_IN, NETWORK_OUT, ClusterModel, FloatArray, IntArray
+
+# CPU estimate when a partition's leader CPU is not measured: cores per byte/s. Produce (in) is
+# costlier than fetch (out, zero-copy); a follower's replication fetch costs about half of a
+# leader's produce path. Only ratios matter for balancing; absolute cores matter for capacity.
+CPU_PER_BYTE_IN: Final = 1.0 / (40 * 1024 * 1024)
+CPU_PER_BYTE_OUT: Final = 1.0 / (120 * 1024 * 1024)
+FOLLOWER_CPU_SHARE: Final = 0.5
+
+# (leader row, follower row) of a quantity per partition; ``rf`` is each partition's replication factor.
+Loader = Callable[[ClusterModel, IntArray], tuple[FloatArray | float, FloatArray | float]]
+# How much of a quantity leadership carries: none (leader and followers carry the same), part (the
+# leader carries more), all (followers carry none of it).
+Leadership = Literal["none", "part", "all"]
+GoalKind = Literal["hard", "distribution", "topic"]
+
+
+class Exchange(Enum):
+    """The exchanges a distribution goal may use besides moving leaderships and replicas one way."""
+
+    TRADES = "leadership trades"  # a heavy leadership for a light one: counts stay, the load moves
+    SWAPS = "replica swaps"  # a big replica for a small one: counts stay, the difference moves
+    COUNT_EXCHANGES = "count exchanges"  # several light replicas for one heavy one (a scope allows them)
+    LEADER_EXCHANGES = "leader exchanges"  # two light leaderships for one heavy one
+
+    @property
+    def gated(self) -> bool:
+        """Whether a goal uses it only where the stage's scope allows it (``Scope.exchanges``):
+        count exchanges move bytes both ways, so only a second pass that needs them has them."""
+        return self is Exchange.COUNT_EXCHANGES
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A per-broker load (a column of the planner's load arrays)."""
+
+    name: str  # as in the summary's statistics and the imbalance triggers
+    count: bool  # whole items: a band of it is rounded outwards to whole numbers
+    leadership: Leadership
+    load: Loader
+    capacity_column: int | None = None  # of ClusterModel.capacity, for its capacity goal
+
+    @property
+    def leadership_carries(self) -> bool:
+        """Whether moving a leadership moves some of it (no data moves)."""
+        return self.leadership != "none"
+
+    @property
+    def leaders_only(self) -> bool:
+        """Whether only leaders carry it: only leader replicas (or leaderships) can move it."""
+        return self.leadership == "all"
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One goal: what holds it, and for distribution goals how the planner may reach it."""
+
+    name: str  # as in BalancePolicy spec.goals
+    kind: GoalKind
+    quantity: str | None = None  # the quantity it limits or balances (per topic: replicas or leaders)
+    exchanges: frozenset[Exchange] = frozenset()
+    # A hard goal without a quantity that leadership moves can mend (a capacity goal: its quantity's).
+    leadership_mends: bool = False
+
+
+def _replicas(_model: ClusterModel, _rf: IntArray) -> tuple[float, float]:
+    return 1.0, 1.0
+
+
+def _disk(model: ClusterModel, _rf: IntArray) -> tuple[FloatArray, FloatArray]:
+    return model.size_bytes, model.size_bytes
+
+
+def _network_in(model: ClusterModel, _rf: IntArray) -> tuple[FloatArray, FloatArray]:
+    return model.bytes_in, model.bytes_in
+
+
+def _network_out(model: ClusterModel, rf: IntArray) -> tuple[FloatArray, float]:
+    # Followers fetch every produced byte from the leader: replication is leader outbound traffic.
+    leader: FloatArray = model.bytes_out + model.bytes_in * np.maximum(rf - 1, 0)
+    return leader, 0.0
+
+
+def _cpu(model: ClusterModel, _rf: IntArray) -> tuple[FloatArray, FloatArray]:
+    est = model.bytes_in * CPU_PER_BYTE_IN + model.bytes_out * CPU_PER_BYTE_OUT
+    leader: FloatArray = np.where(np.isnan(model.cpu_leader), est, model.cpu_leader)
+    follower: FloatArray = model.bytes_in * CPU_PER_BYTE_IN * FOLLOWER_CPU_SHARE
+    return leader, follower
+
+
+def _leaders(_model: ClusterModel, _rf: IntArray) -> tuple[float, float]:
+    return 1.0, 0.0
+
+
+def _leader_bytes_in(model: ClusterModel, _rf: IntArray) -> tuple[FloatArray, float]:
+    return model.bytes_in, 0.0
+
+
+REPLICAS: Final = "replicas"
+DISK_BYTES: Final = "disk"
+LEADERS: Final = "leaders"
+
+QUANTITIES: Final = (
+    Quantity(REPLICAS, count=True, leadership="none", load=_replicas),
+    Quantity(DISK_BYTES, count=False, leadership="none", load=_disk, capacity_column=DISK),
+    Quantity("network-in", count=False, leadership="none", load=_network_in, capacity_column=NETWORK_IN),
+    Quantity("network-out", count=False, leadership="part", load=_network_out, capacity_column=NETWORK_OUT),
+    Quantity("cpu", count=False, leadership="part", load=_cpu, capacity_column=CPU),
+    Quantity(LEADERS, count=True, leadership="all", load=_leaders),
+    Quantity("leader-bytes-in", count=False, leadership="all", load=_leader_bytes_in),
+)
+
+# The goals the code refers to by name: their role is their own, not a property others share.
+RACK_AWARENESS: Final = "rack-awareness"
+GROUP_CONFINEMENT: Final = "resource-group-confinement"
+EXCLUDED_BROKERS: Final = "excluded-brokers"
+REPLICA_COUNT_GOAL: Final = "replica-distribution"
+LEADER_COUNT_GOAL: Final = "leader-count-distribution"
+TOPIC_REPLICA_GOAL: Final = "topic-replica-distribution"
+TOPIC_LEADER_GOAL: Final = "topic-leader-distribution"
+
+_LEADERSHIP_SHIFTS = frozenset({Exchange.TRADES})
+_BYTE_SHIFTS = frozenset({Exchange.SWAPS})
+
+# Hard goals first, then distribution goals in the default priority order (the CRD's order).
+GOALS: Final = (
+    Goal(RACK_AWARENESS, "hard"),
+    Goal("replica-capacity", "hard", REPLICAS),
+    Goal("disk-capacity", "hard", DISK_BYTES),
+    Goal("network-in-capacity", "hard", "network-in"),
+    Goal("network-out-capacity", "hard", "network-out"),
+    Goal("cpu-capacity", "hard", "cpu"),
+    Goal(GROUP_CONFINEMENT, "hard"),
+    Goal(EXCLUDED_BROKERS, "hard", leadership_mends=True),
+    Goal(REPLICA_COUNT_GOAL, "distribution", REPLICAS, frozenset({Exchange.COUNT_EXCHANGES})),
+    Goal("disk-distribution", "distribution", DISK_BYTES, _BYTE_SHIFTS),
+    Goal("network-in-distribution", "distribution", "network-in", _BYTE_SHIFTS),
+    Goal("network-out-distribution", "distribution", "network-out", _LEADERSHIP_SHIFTS | _BYTE_SHIFTS),
+    Goal("cpu-distribution", "distribution", "cpu", _LEADERSHIP_SHIFTS | _BYTE_SHIFTS),
+    Goal(LEADER_COUNT_GOAL, "distribution", LEADERS, frozenset({Exchange.LEADER_EXCHANGES})),
+    Goal("leader-bytes-in-distribution", "distribution", "leader-bytes-in", _LEADERSHIP_SHIFTS),
+    Goal(TOPIC_REPLICA_GOAL, "topic", REPLICAS),
+    Goal(TOPIC_LEADER_GOAL, "topic", LEADERS),
+)
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The goals and quantities one plan knows, and every view of them the planner reads.
+
+    Quantities are indexed by their position (the columns of the load arrays); the views are
+    computed once per catalogue.
+    """
+
+    goals: tuple[Goal, ...] = GOALS
+    quantities: tuple[Quantity, ...] = QUANTITIES
+    _by_name: dict[str, Goal] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        names = [g.name for g in self.goals]
+        if len(set(names)) != len(names):
+            raise ValueError(f"goal catalogue: a goal is listed twice in {names}")
+        known = {q.name for q in self.quantities}
+        for goal in self.goals:
+            if goal.quantity is not None and goal.quantity not in known:
+                raise ValueError(f"goal catalogue: goal {goal.name!r} names unknown quantity {goal.quantity!r}")
+            if goal.kind != "distribution" and goal.exchanges:
+                raise ValueError(f"goal catalogue: only distribution goals use exchanges, not {goal.name!r}")
+        object.__setattr__(self, "_by_name", {g.name: g for g in self.goals})
+
+    def with_goals(self, *goals: Goal, quantities: Iterable[Quantity] = ()) -> Catalogue:
+        """This catalogue with more goals (and the new quantities they weigh) after its own."""
+        return Catalogue((*self.goals, *goals), (*self.quantities, *quantities))
+
+    # ----- goals --------------------------------------------------------------------------------
+    def goal(self, name: str) -> Goal:
+        return self._by_name[name]
+
+    def names(self, *kinds: GoalKind) -> tuple[str, ...]:
+        """Goal names of the given kinds, in catalogue order (the default priority order)."""
+        return tuple(g.name for g in self.goals if g.kind in kinds)
+
+    @cached_property
+    def hard_goals(self) -> tuple[str, ...]:
+        return self.names("hard")
+
+    @cached_property
+    def distribution_goals(self) -> tuple[str, ...]:
+        """Distribution and per-topic goals: the default ``spec.goals.distribution``."""
+        return self.names("distribution", "topic")
+
+    @cached_property
+    def topic_goals(self) -> tuple[str, ...]:
+        return self.names("topic")
+
+    @cached_property
+    def capacity_goals(self) -> tuple[tuple[str, int], ...]:
+        """(goal, quantity index) of the hard goals that limit a quantity, in catalogue order."""
+        return tuple((g.name, self.index(g.quantity)) for g in self.goals if g.kind == "hard" and g.quantity)
+
+    def balances(self, goal: str) -> int | None:
+        """The quantity index a broker-level distribution goal balances (None for other goals)."""
+        record = self._by_name.get(goal)
+        if record is None or record.kind != "distribution" or record.quantity is None:
+            return None
+        return self.index(record.quantity)
+
+    def uses(self, goal: str, exchange: Exchange, allowed: frozenset[Exchange] = frozenset()) -> bool:
+        """Whether ``goal`` may use ``exchange`` now (a gated one only when ``allowed`` names it)."""
+        return exchange in self._by_name[goal].exchanges and (not exchange.gated or exchange in allowed)
+
+    def leadership_mends(self, goal: str) -> bool:
+        """Whether leadership moves alone can mend a hard goal (demote-brokers answers only for those)."""
+        record = self._by_name[goal]
+        if record.quantity is not None:
+            return self.quantities[self.index(record.quantity)].leadership_carries
+        return record.leadership_mends
+
+    # ----- quantities ---------------------------------------------------------------------------
+    @cached_property
+    def quantity_names(self) -> tuple[str, ...]:
+        return tuple(q.name for q in self.quantities)
+
+    def index(self, quantity: str) -> int:
+        return self.quantity_names.index(quantity)
+
+    @property
+    def size(self) -> int:
+        """Number of quantities: the width of the load arrays."""
+        return len(self.quantities)
+
+    def count(self, q: int) -> bool:
+        return self.quantities[q].count
+
+    def leadership_carries(self, q: int) -> bool:
+        return self.quantities[q].leadership_carries
+
+    def leaders_only(self, q: int) -> bool:
+        return self.quantities[q].leaders_only
+
+    @cached_property
+    def counts(self) -> frozenset[int]:
+        return frozenset(i for i, q in enumerate(self.quantities) if q.count)
+
+    @cached_property
+    def leading(self) -> list[int]:
+        """The quantities a leadership carries beyond its follower's, in column order."""
+        return [i for i, q in enumerate(self.quantities) if q.leadership_carries]
+
+    @cached_property
+    def leader_loads(self) -> list[int]:
+        """The loads (not counts) a leadership carries beyond its follower's, in column order."""
+        return [i for i, q in enumerate(self.quantities) if q.leadership_carries and not q.count]
+
+    @cached_property
+    def loads(self) -> list[int]:
+        """The quantities that are not counts, in column order."""
+        return [i for i, q in enumerate(self.quantities) if not q.count]
+
+
+CATALOGUE: Final = Catalogue()
+
+# Column of each built-in quantity (new quantities are appended, so these never move).
+Q_REPLICAS: Final = CATALOGUE.index(REPLICAS)
+Q_DISK: Final = CATALOGUE.index(DISK_BYTES)
+Q_LEADERS: Final = CATALOGUE.index(LEADERS)

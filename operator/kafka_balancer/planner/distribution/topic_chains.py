@@ -1,0 +1,262 @@
+"""Per-topic leader spread by chains: when no single leadership move or exchange is allowed, pass
+one leadership of a topic along a short path of its own partitions.
+
+A broker leading too many of topic T often has T's partitions only on brokers that already lead
+their share of T. Moving the leadership of one partition to such a broker ``a`` and, in the same
+step, the leadership of another T partition from ``a`` to a broker ``u`` with room, leaves ``a``'s
+count unchanged and moves one leadership from the over-full broker to ``u``: no data moves. Paths
+are found breadth-first over the topic's (leader -> follower) edges, at most MAX_DEPTH long, and a
+chain is applied only if every guarded band accepts the leaders' combined load changes. When a
+broker on the path sits on a band's edge, a leadership of another topic going from the path's end
+back to its start closes it into a cycle (every broker keeps its leader count).
+
+This is the last resort after the vectorised rounds, so it only sees the topics left out of band;
+the work is bounded per topic and, on very large clusters, per call (MAX_TRIES, MAX_CHECKS).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Final, NamedTuple
+
+import numpy as np
+
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.checks import Bands, accept_together, count_ok, leader_band
+from kafka_balancer.planner.base.measures import topic_brokers
+from kafka_balancer.planner.base.state import State
+
+# Edges per path (a breadth-first search visits each broker once, so a long limit costs little).
+MAX_DEPTH: Final = 8
+# Chains tried per topic and call beyond its out-of-band count (each is a small breadth-first
+# search in Python). Limits are per topic, so that a topic's result does not depend on the other
+# topics (or resource groups) planned with it, except for the cap per call: chains finish what the
+# vectorised rounds leave, and at millions of replicas those can leave too much for Python.
+SPARE_TRIES: Final = 2
+MAX_TRIES: Final = 5000
+# Band checks per call (paths and cycles tried): the same cap on the work, counted where it is spent.
+MAX_CHECKS: Final = 20000
+# Alternative paths checked against the bands for one broker before giving up on it.
+PATHS_PER_BROKER: Final = 8
+# Paths closed into cycles per topic and call, and partners tried per path.
+MAX_CLOSINGS: Final = 8
+CLOSING_TRIES: Final = 16
+
+
+Edge = tuple[int, int, int]  # (partition, slot of the new leader, new leader broker)
+
+
+class _LeaderIndex:
+    """Partitions by leader as at the start of a call (entries whose leader changed since are
+    skipped when used)."""
+
+    def __init__(self, st: State) -> None:
+        self.order = np.argsort(st.rep[:, 0], kind="stable")
+        self.starts = np.searchsorted(st.rep[self.order, 0], np.arange(st.model.num_brokers + 1))
+
+    def led_by(self, broker: int) -> Ints:
+        out: Ints = self.order[self.starts[broker] : self.starts[broker + 1]]
+        return out
+
+
+class _Work:
+    """Band checks left for this call (each chain or cycle tried is one)."""
+
+    def __init__(self, checks: int) -> None:
+        self.checks = checks
+
+
+class _Budget:
+    """How many more cycle closings one topic may try, and the call's shared work left."""
+
+    def __init__(self, index: _LeaderIndex, closings: int, work: _Work) -> None:
+        self.index = index
+        self.closings = closings
+        self.work = work
+
+    def spend(self) -> bool:
+        self.closings -= 1
+        return self.closings >= 0
+
+    def check(self) -> bool:
+        self.work.checks -= 1
+        return self.work.checks >= 0
+
+
+def leader_chains(st: State, b: Bands, *, share: float = 1.0) -> int:
+    """Apply leadership chains that bring topics' leader counts into their band. Returns chains applied.
+
+    ``share`` scales the per-call caps (MAX_TRIES, MAX_CHECKS) for a second, briefer call.
+    """
+    counts, lo, hi = st.tlead, b.lead_lo, b.lead_hi
+    in_group = topic_brokers(st) & b.topic_leader_on[:, None]
+    bad = in_group & ((counts > hi[:, None]) | ((counts < lo[:, None]) & st.can_lead[None, :]))
+    topics = np.flatnonzero(bad.any(axis=1))
+    if topics.size == 0:
+        return 0
+    order = np.argsort(st.ptopic, kind="stable")
+    starts = np.searchsorted(st.ptopic[order], np.arange(len(st.model.topics) + 1))
+    by_leader = _LeaderIndex(st)
+    work = _Work(int(MAX_CHECKS * share))
+    max_tries = int(MAX_TRIES * share)
+    applied = tried = 0
+    for t in topics.tolist():
+        parts = order[starts[t] : starts[t + 1]]
+        parts = parts[st.scope.movable[parts]]
+        member = in_group[t]
+        budget = _Budget(by_leader, MAX_CLOSINGS, work)
+        distance = np.maximum(counts[t] - hi[t], 0) + np.maximum(lo[t] - counts[t], 0)
+        for _ in range(int(distance[member].sum()) + SPARE_TRIES):
+            if tried >= max_tries or work.checks <= 0:
+                return applied
+            tried += 1
+            over = np.flatnonzero(member & (counts[t] > hi[t]))
+            under = np.flatnonzero(member & (counts[t] < lo[t]) & st.can_lead)
+            if over.size == 0 and under.size == 0:
+                break
+            if not _fix_one(st, b, _Topic(t, parts, member), over=over.tolist(), under=under.tolist(), budget=budget):
+                break
+            applied += 1
+    return applied
+
+
+def _edges(st: State, parts: Ints) -> dict[int, list[Edge]]:
+    """For each broker leading some of ``parts``: the leadership moves it can make (to a follower)."""
+    rows = st.rep[parts]
+    width = rows.shape[1]
+    if parts.size == 0 or width < 2:
+        return {}
+    leader = np.repeat(rows[:, 0], width - 1)
+    part = np.repeat(parts, width - 1)
+    slot = np.tile(np.arange(1, width), parts.size)
+    follower = rows[:, 1:].ravel()
+    safe = np.maximum(follower, 0)
+    ok = (follower != NO_BROKER) & st.active[safe] & st.can_lead[safe]
+    leader, part, slot, follower = leader[ok], part[ok], slot[ok], follower[ok]
+    order = np.argsort(leader, kind="stable")
+    leader, part, slot, follower = leader[order], part[order], slot[order], follower[order]
+    brokers, first = np.unique(leader, return_index=True)
+    bounds = [*first.tolist(), leader.size]
+    triples = list(zip(part.tolist(), slot.tolist(), follower.tolist(), strict=True))
+    return {b: triples[bounds[i] : bounds[i + 1]] for i, b in enumerate(brokers.tolist())}
+
+
+class _Topic(NamedTuple):
+    """A topic whose leaders are out of band: its movable partitions and its group's brokers."""
+
+    topic: int
+    parts: Ints
+    member: BoolArray
+
+
+def _fix_one(st: State, b: Bands, topic: _Topic, *, over: list[int], under: list[int], budget: _Budget) -> bool:
+    """Find and apply one chain that lowers the topic's out-of-band distance: from an over-full
+    broker to any member that can lead one more (under-band ones first), else into an under-band
+    broker from any member that can spare one (the search walks the edges backwards)."""
+    t, parts, member = topic
+    counts, lo, hi = st.tlead[t], b.lead_lo[t], b.lead_hi[t]
+    edges = _edges(st, parts)
+    ends = set(np.flatnonzero(member & st.can_lead & (counts + 1 <= hi)).tolist())
+    searches = [(edges, start, ends, set(under)) for start in over]
+    if under:
+        reverse: dict[int, list[Edge]] = {}
+        for leader, outs in edges.items():
+            for p, k, f in outs:
+                reverse.setdefault(f, []).append((p, k, leader))
+        starts = set(np.flatnonzero(member & (counts - 1 >= lo)).tolist())
+        # A reverse edge (p, k, leader) is still "make slot k of p the leader": each edge of the
+        # path is one leadership move, whichever way the search walked it.
+        searches += [(reverse, end, starts, set(over)) for end in under]
+    return any(
+        _apply_if_accepted(st, b, path, budget) for graph, begin, goal, preferred in searches
+        for path in _paths(graph, begin, goal, preferred)
+    )  # fmt: skip
+
+
+def _paths(edges: dict[int, list[Edge]], start: int, ends: set[int], preferred: set[int]) -> list[list[Edge]]:
+    """Shortest edge paths (at most MAX_DEPTH) from ``start`` to up to PATHS_PER_BROKER brokers of
+    ``ends``, ``preferred`` ends first: a breadth-first search that visits each broker once."""
+    parent: dict[int, tuple[int, Edge]] = {}
+    depth = {start: 0}
+    queue: deque[int] = deque([start])
+    reached: list[int] = []
+    while queue:
+        node = queue.popleft()
+        if depth[node] >= MAX_DEPTH:
+            continue
+        for edge in edges.get(node, []):
+            nxt = edge[2]
+            if nxt in depth:
+                continue
+            depth[nxt] = depth[node] + 1
+            parent[nxt] = (node, edge)
+            queue.append(nxt)
+            if nxt in ends:
+                reached.append(nxt)
+    reached.sort(key=lambda n: (depth[n], n not in preferred))
+    out: list[list[Edge]] = []
+    for end in reached[:PATHS_PER_BROKER]:
+        path: list[Edge] = []
+        node = end
+        while node != start:
+            node, edge = parent[node]
+            path.append(edge)
+        out.append(path[::-1])
+    return out
+
+
+def _apply_if_accepted(st: State, b: Bands, path: list[Edge], budget: _Budget) -> bool:
+    """Apply the path's leadership moves if every guarded band accepts them; else try once more with
+    a leadership of another topic going from the path's end back to its start (a cycle: every
+    broker keeps its leader count, for brokers whose count sits on its band's edge)."""
+    parts = np.array([e[0] for e in path], dtype=np.int64)
+    slots = np.array([e[1] for e in path], dtype=np.int64)
+    if np.unique(parts).size != parts.size or not budget.check():
+        return False
+    if _accepted(st, b, parts, slots):
+        st.swap_leader(parts, slots)
+        return True
+    return budget.spend() and _close(st, b, (parts, slots), budget)
+
+
+def _close(st: State, b: Bands, chain: tuple[Ints, Ints], budget: _Budget) -> bool:
+    """Close the chain (partitions, slots of their new leaders) into a cycle with a leadership of
+    another topic going from its end back to its start, the closest in load first; applied if
+    every guarded band accepts the whole cycle."""
+    parts, slots = chain
+    start, end = int(st.rep[parts[0], 0]), int(st.rep[parts[-1], slots[-1]])
+    back, back_slots = _closing_candidates(
+        st, b, budget.index.led_by(end), start=start, end=end, topic=int(st.ptopic[parts[0]])
+    )
+    v = (st.lead[parts[0]] - st.follow[parts[0]]) / np.maximum(b.avg[start], 1e-12)
+    gap = np.abs((st.lead[back] - st.follow[back]) / np.maximum(b.avg[start], 1e-12) - v).sum(axis=1)
+    for i in np.argsort(gap, kind="stable")[:CLOSING_TRIES].tolist():
+        all_parts = np.r_[parts, back[i]]
+        all_slots = np.r_[slots, back_slots[i]]
+        if not budget.check():
+            return False
+        if _accepted(st, b, all_parts, all_slots):
+            st.swap_leader(all_parts, all_slots)
+            return True
+    return False
+
+
+def _accepted(st: State, b: Bands, parts: Ints, slots: Ints) -> bool:
+    src = st.rep[parts, 0]
+    dst = st.rep[parts, slots]
+    v = st.lead[parts] - st.follow[parts]
+    return bool(accept_together(st, b, src=src, dst=dst, v=v).all())
+
+
+def _closing_candidates(st: State, b: Bands, led: Ints, *, start: int, end: int, topic: int) -> tuple[Ints, Ints]:
+    """Partitions of other topics (among ``led``) led by ``end`` with a follower on ``start`` whose
+    own topic's leader spread does not get worse if ``start`` takes their leadership: (partitions, slots)."""
+    hit = st.rep[led] == start
+    cand = led[(st.rep[led, 0] == end) & hit.any(axis=1) & st.scope.movable[led] & (st.ptopic[led] != topic)]
+    slots = np.argmax(st.rep[cand] == start, axis=1).astype(np.int64)
+    u = st.ptopic[cand]
+    one = np.ones(u.size, dtype=np.int64)
+    ok = ~b.topic_leader_on[u] | count_ok(leader_band(st, b), end, start, topics=u, k=one)
+    ok &= st.can_lead[start]
+    return cand[ok], slots[ok]

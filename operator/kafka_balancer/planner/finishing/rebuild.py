@@ -1,0 +1,157 @@
+"""Rebuilding rounds: undo a share of the plan's moves, plan them again, keep whichever moves less.
+
+The goals are optimized one after another by greedy passes, and the finishing passes (moves back
+home, stand-ins, shortcuts) only reach what one or two moves can mend, so a finished plan sits at a
+local optimum. A round sends a random tenth of the moved partitions back to their original
+replicas, runs every goal and finishing pass again (they now start from a nearly balanced
+placement and re-place those replicas around what the rest of the plan already did) and keeps the
+result only when it moves fewer bytes, no distribution goal ends further from its band, every hard
+goal that held still holds and the leader counts stay at the rounded average. Otherwise the
+placement goes back to what it was. The random choice is seeded: the same input gives the same
+plan. One resource group at a time, the others held still, as when a group is planned alone.
+
+A round costs about one pass of every goal, so a group's rounds shrink as it grows and stop at
+``LARGE`` replicas, where the plan itself must stay within its time targets (docs/performance.md).
+
+The same keep-or-go-back test serves :func:`exchange_pass`, the second pass with replica-count
+exchanges for a plan that left that goal out of band.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.measures import ended_worse, goal_violation, hard_goal_status, rack_violations
+from kafka_balancer.planner.base.state import State, arrived_replicas, only_group
+from kafka_balancer.planner.catalogue import REPLICA_COUNT_GOAL, Exchange
+from kafka_balancer.planner.finishing.tighten import leaders_off_average
+
+# Share of the moved partitions each round undoes.
+RUIN_SHARE: Final = 0.1
+# Rounds at most, and the replicas x rounds a group may spend on them: a round costs about one
+# pass of every goal (0.75 s at 50k replicas, 3 s at 160k on the 2-core machine).
+MAX_ROUNDS: Final = 16
+WORK: Final = 800_000
+# None from this many replicas on: the plan alone takes 10-15 s at 320k replicas against 20.
+LARGE: Final = 200_000
+# A group with fewer moved partitions gets none: undoing a tenth of a handful re-plans one or two,
+# which the moves back home and the stand-ins have already tried.
+MIN_MOVED: Final = 50
+SEED: Final = 20261122
+
+
+@dataclass(frozen=True)
+class _Standing:
+    """What a round must not make worse."""
+
+    violation: dict[str, float]
+    hard: dict[str, bool]
+    leaders_off: bool
+
+    @staticmethod
+    def of(st: State) -> _Standing:
+        return _Standing(
+            {g: goal_violation(st, g) for g in st.options.distribution_goals},
+            hard_goal_status(st, st.model.replicas),
+            leaders_off_average(st),
+        )
+
+    def allows(self, after: _Standing) -> bool:
+        if any(ended_worse(self.violation[g], v) for g, v in after.violation.items()):
+            return False
+        if any(held and not after.hard[g] for g, held in self.hard.items()):
+            return False
+        return self.leaders_off or not after.leaders_off
+
+
+def rounds_for(st: State) -> int:
+    """How many rounds a group gets: fewer as it grows, none from ``LARGE`` replicas on."""
+    replicas = int((st.rep[st.scope.movable] != NO_BROKER).sum())
+    return 0 if replicas >= LARGE else min(MAX_ROUNDS, WORK // max(replicas, 1))
+
+
+def rebuild_rounds(st: State, replan: Callable[[State], None], rounds: int | None = None) -> int:
+    """Rounds of undoing a share of the moves and planning again (``replan``: every goal and
+    finishing pass), one resource group at a time as when it is planned alone. Returns the rounds
+    kept."""
+    if st.model.replicas.shape != st.rep.shape:
+        return 0  # the replication factor changed: the original rows do not line up
+    kept = 0
+    for group in np.flatnonzero(st.scope.groups).tolist():
+        with only_group(st, group):
+            kept += _rebuild_group(st, replan, rounds_for(st) if rounds is None else rounds)
+    return kept
+
+
+def _rebuild_group(st: State, replan: Callable[[State], None], rounds: int) -> int:
+    if rounds <= 0:
+        return 0  # before the set-up below, which costs seconds at millions of replicas
+    orig = st.model.replicas
+    size = st.model.size_bytes
+    revertible = _revertible(st, orig)
+    rng = np.random.default_rng(SEED)
+    cost = _moved_bytes(st, orig, size)
+    standing = _Standing.of(st)
+    kept = 0
+    for _ in range(rounds):
+        moved = np.flatnonzero(arrived_replicas(st.rep, orig).any(axis=1) & revertible)
+        if moved.size < MIN_MOVED:
+            break
+        undo = np.sort(rng.choice(moved, size=max(1, round(RUIN_SHARE * moved.size)), replace=False))
+        saved = st.checkpoint()
+        st.rep[undo] = orig[undo]
+        st.refresh_loads()
+        replan(st)
+        after = _Standing.of(st)
+        new_cost = _moved_bytes(st, orig, size)
+        if new_cost < cost and standing.allows(after):
+            cost, standing = new_cost, after
+            kept += 1
+        else:
+            st.restore(saved)
+    return kept
+
+
+def _moved_bytes(st: State, orig: Ints, size: FloatArray) -> float:
+    """Bytes the group's moves copy (summed over its own partitions only, as when planned alone)."""
+    return float((size * arrived_replicas(st.rep, orig).sum(axis=1))[st.scope.movable].sum())
+
+
+def _revertible(st: State, orig: Ints) -> BoolArray:
+    """Partitions whose original replicas may come back: every one on a live broker that is not
+    being removed and inside the partition's group, the leader where it may lead, racks kept."""
+    valid = orig != NO_BROKER
+    safe = np.maximum(orig, 0)
+    home = st.groups.partition[:, None]
+    placed = st.active[safe] & (st.groups.broker[safe] == home)
+    ok: BoolArray = st.scope.movable & (~valid | placed).all(axis=1) & (~valid[:, 0] | st.can_lead[safe[:, 0]])
+    ok[rack_violations(st, orig)] = False
+    return ok
+
+
+def exchange_pass(st: State, replan: Callable[[State], None]) -> bool:
+    """A plan that left the replica-count goal out of band gets one more pass of every goal
+    (``replan``), in which that goal may also exchange several light replicas for one heavy one
+    (distribution.count_exchange). Kept when that goal gets closer to its band, no goal ends further
+    from its band and no hard goal that held breaks. Returns whether it was kept.
+
+    Only then: the exchanges move bytes both ways, so a plan that holds the goal without them
+    keeps its bytes (docs/goals.md, "Count exchanges")."""
+    if REPLICA_COUNT_GOAL not in st.options.distribution_goals or goal_violation(st, REPLICA_COUNT_GOAL) <= 0:
+        return False
+    standing = _Standing.of(st)
+    saved = st.checkpoint()
+    with st.scoped(exchanges=st.scope.exchanges | {Exchange.COUNT_EXCHANGES}):
+        replan(st)
+    after = _Standing.of(st)
+    before, now = standing.violation[REPLICA_COUNT_GOAL], after.violation[REPLICA_COUNT_GOAL]
+    if standing.allows(after) and now < before - 1e-9 * max(1.0, before):
+        return True
+    st.restore(saved)
+    return False

@@ -1,0 +1,237 @@
+"""The capacity goals: every broker under its limits of replicas, disk, network in and out and CPU.
+
+First a check that each group's total fits under its brokers' limits at all (else the plan is
+refused, naming what capacity would fix it). Then rounds of one-way moves from each broker above a
+limit to the brokers with most room, leadership first where leadership carries the load; what they
+cannot repair goes to the ladder of :mod:`kafka_balancer.planner.hard.ladder`. A limit still broken
+after that fails the plan with a message naming the broker, its load, its limit and the capacity
+missing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from kafka_balancer.model.cluster import FloatArray
+from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.candidates import leader_candidates, replica_candidates
+from kafka_balancer.planner.base.checks import Pair, compute_bands, fit_order, limits_check, take, topic_penalty
+from kafka_balancer.planner.base.measures import EPS
+from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.catalogue import Q_REPLICAS
+from kafka_balancer.planner.hard.evacuate import ids_text
+from kafka_balancer.planner.hard.ladder import descent_repair
+from kafka_balancer.planner.hard.room import destinations, over_limit_brokers, room_in_group
+from kafka_balancer.planner.options import PlanningError
+
+
+def precheck(st: State) -> None:
+    """Refuse early when a group's total load cannot fit under its brokers' limits."""
+    groups = st.groups
+    rf = st.rf
+    for g, name in enumerate(groups.names):
+        hosts = np.flatnonzero(st.can_host & (groups.broker == g))
+        parts = np.flatnonzero(groups.partition == g)
+        if parts.size == 0 or not (groups.broker == g).any():
+            continue
+        # Live brokers excluded from new replicas keep theirs: a partition needs hosts for the rest.
+        kept = st.active & ~st.can_host & (groups.broker == g)
+        on_kept = st.replicas_on(parts, kept)
+        worst = int(np.argmax(rf[parts] - on_kept))
+        max_rf, short = int(rf[parts[worst]]), int(rf[parts[worst]] - on_kept[worst]) - hosts.size
+        if short > 0:
+            raise PlanningError(
+                "replica-capacity",
+                f"group '{name}' has partitions with replication factor {max_rf} but only {hosts.size} brokers "
+                f"can host replicas ({ids_text(st, hosts)}); add {short} broker(s) to the group",
+            )
+        for goal, q in st.catalogue.capacity_goals:
+            if not st.options.hard(goal):
+                continue
+            limits = st.limit[hosts, q]
+            if not np.all(np.isfinite(limits)):
+                continue
+            rows_lead = st.lead[parts, q]
+            rows_follow = st.follow[parts, q] * np.maximum(rf[parts] - 1, 0)
+            total = float(rows_lead.sum() + rows_follow.sum())
+            # Those excluded brokers keep up to their limit.
+            room = float(limits.sum() + np.minimum(st.limit[kept, q], st.load[kept, q]).sum())
+            if total > room * (1 + EPS):
+                _capacity_error(st, goal, name, hosts=hosts, total=total, room=room)
+
+
+def _capacity_error(st: State, goal: str, group: str, *, hosts: Ints, total: float, room: float) -> None:
+    q = dict(st.catalogue.capacity_goals)[goal]
+    what = st.catalogue.quantity_names[q]
+    if q == Q_REPLICAS:
+        per = float(st.options.max_replicas_per_broker)
+        need = math.ceil((total - room) / per)
+        raise PlanningError(
+            goal,
+            f"group '{group}' holds {total:.0f} replicas but its {hosts.size} brokers {ids_text(st, hosts)} allow "
+            f"{room:.0f} (maxReplicasPerBroker {per:.0f}); add {need} broker(s) or raise maxReplicasPerBroker to "
+            f"{math.ceil(total / max(hosts.size, 1))}",
+        )
+    threshold = st.options.capacity_threshold
+    per = float(np.median(st.limit[hosts, q]))
+    need = math.ceil((total - room) / per)
+    raise PlanningError(
+        goal,
+        f"group '{group}' needs {total:.6g} {what} but {threshold:.0%} of its brokers' capacity {ids_text(st, hosts)} "
+        f"is {room:.6g}; add {need} broker(s) of {per / threshold:.6g} {what} capacity or raise "
+        f"capacityThreshold to {min(1.0, total / (room / threshold)):.2f}",
+    )
+
+
+def enforce_capacity(st: State, *, fewest_bytes: bool = False, leadership_only: bool = False) -> None:
+    """Move load off brokers above a capacity limit onto brokers of the same group with room.
+
+    Disk and traffic are first moved in no more replicas than the replica-count goal would move
+    between the two brokers (at least one per pair and round), so the repair, which runs before any
+    distribution goal, does not leave brokers too full to take the replicas that goal must bring
+    them; only what that cannot repair is moved without the cap. With ``fewest_bytes`` (no
+    distribution goal follows, so nothing is gained by choosing for it) each pair moves the fewest
+    bytes that cover the excess instead. With ``leadership_only`` (demote-brokers: no data moves)
+    only the loads leadership carries are repaired, and by leadership moves alone.
+    """
+    with st.scoped(repairing=True):
+        _enforce_capacity(st, fewest_bytes=fewest_bytes, leadership_only=leadership_only)
+
+
+def _enforce_capacity(st: State, *, fewest_bytes: bool, leadership_only: bool) -> None:
+    nracks = st.group_racks()
+    # A group without brokers (unmanaged partitions, see State.unmanaged) spreads over every rack.
+    nracks[nracks == 0] = np.unique(st.rack[st.can_host]).size
+    for goal, q in st.catalogue.capacity_goals:
+        if not st.options.hard(goal) or not np.isfinite(st.limit[:, q]).any():
+            continue
+        if leadership_only and not st.catalogue.leadership_carries(q):
+            continue
+        for count_cap in (q != Q_REPLICAS and not fewest_bytes and not leadership_only, False):
+            _one_way_rounds(st, q, nracks, _Rules(count_cap, fewest_bytes, leadership_only))
+        descent_repair(st, q, nracks, leadership_only=leadership_only)
+        _check_capacity(st, goal, q)
+
+
+def _one_way_rounds(st: State, q: int, nracks: Ints, rules: _Rules) -> None:
+    """Rounds of one-way moves of ``q`` from each broker above its limit to the brokers with most
+    room, until none is above or a round moves nothing."""
+    for _ in range(st.options.max_rounds):
+        over = over_limit_brokers(st, q)
+        if over.size == 0:
+            break
+        index = st.broker_index_by_slot()
+        bands = compute_bands(st)
+        moved = 0.0
+        for s in over:
+            room = room_in_group(st, int(s), q, index, leadership_only=rules.leadership_only)
+            for d in destinations(st, room, int(s)):
+                if st.load[s, q] <= st.limit[s, q]:
+                    break
+                pair = Pair(st, bands, int(s), int(d), q, index, nracks)
+                moved += _repair_pair(pair, float(room[d]), rules)
+        if moved <= 0:
+            break
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """How one pass of the one-way capacity repair chooses what moves (see :func:`enforce_capacity`)."""
+
+    count_cap: bool  # no more replicas per pair than the replica-count goal would move
+    fewest_bytes: bool  # the fewest bytes that cover the excess (no distribution goal follows)
+    leadership_only: bool  # leadership moves only (demote-brokers)
+
+
+def _repair_pair(pair: Pair, room: float, rules: _Rules) -> float:
+    """Move up to the excess of ``q`` from s to d (leadership first where it carries ``q``); returns the amount."""
+    st, s, d, q = pair.st, pair.s, pair.d, pair.q
+    moved = 0.0
+    if st.catalogue.leadership_carries(q):
+        limits = np.maximum(st.limit[d] - st.load[d], 0.0)
+        limits[q] = room
+        parts, slots = leader_candidates(st, pair.index, s, d)
+        v = st.lead[parts] - st.follow[parts]
+        if rules.leadership_only:
+            # No goal follows to even the leaders out again: no more elections than the excess needs.
+            excess = float(st.load[s, q] - st.limit[s, q])
+            limits[q] = min(room, excess + float(v[:, q].max(initial=0.0)))
+        # Unmanaged partitions' leadership (State.unmanaged) last: only where the others are not enough.
+        ordered = np.lexsort((-v[:, q], st.unmanaged[parts]))
+        chosen = take(v[ordered], limits_check(limits))
+        st.swap_leader(parts[ordered][chosen], slots[ordered][chosen])
+        moved += float(v[ordered][chosen, q].sum())
+    excess = float(st.load[s, q] - st.limit[s, q])
+    if excess <= 0 or rules.leadership_only:
+        return moved
+    parts, slots = replica_candidates(st, pair.index, s, d=d, nracks=pair.nracks, leaders_only=False)
+    v = st.slot_loads(parts, slots)
+    wanted = _count_wanted(pair)
+    limits = np.maximum(st.limit[d] - st.load[d], 0.0)
+    if rules.fewest_bytes:
+        ordered, cover = _fewest_bytes_order(v[:, q], excess)
+        limits[q] = min(room, cover)
+    else:
+        ordered = _count_order(pair, parts, slots, v, count=excess if q == Q_REPLICAS else wanted)
+        limits[q] = min(room, excess + float(v[:, q].max(initial=0.0)))
+    if rules.count_cap:
+        limits[Q_REPLICAS] = min(limits[Q_REPLICAS], wanted)
+    picked = ordered[take(v[ordered], limits_check(limits))]
+    st.move(parts[picked], slots[picked], np.full(picked.size, d, dtype=np.int32))
+    return moved + float(v[picked, q].sum())
+
+
+def _count_wanted(pair: Pair) -> float:
+    """Replicas the replica-count goal would move from s to d, at least one."""
+    load, avg = pair.st.load[:, Q_REPLICAS], pair.b.avg[:, Q_REPLICAS]
+    return max(min(float(load[pair.s] - avg[pair.s]), float(avg[pair.d] - load[pair.d])), 1.0)
+
+
+def _count_order(pair: Pair, parts: Ints, slots: Ints, v: FloatArray, *, count: float) -> Ints:
+    """Candidates in the order the replica-count goal would move them: their topics' spread first,
+    then replicas whose loads are what the other goals want moved per replica.
+
+    Taken in partition order (replica counts), a 2.8M-replica cluster's repair put up to 1,991
+    replicas of its first topic on each new broker against a band of 286, which the per-topic
+    goals could not undo in time; taken largest first (disk), it filled the new brokers to their
+    disk limit with a few big replicas, leaving nothing the replica-count goal could bring them.
+    """
+    penalty = topic_penalty(pair, pair.st.ptopic[parts], leaders=slots == 0, replicas_move=True)
+    return fit_order(pair, v, q=Q_REPLICAS, count=max(count, 1.0), penalty=penalty)
+
+
+def _fewest_bytes_order(v: FloatArray, excess: float) -> tuple[Ints, float]:
+    """Candidates (their amounts ``v``) in the order that covers ``excess`` with the fewest bytes,
+    and the amount to stop at: the smallest one that covers it alone first, else the largest ones
+    until they do (fewest moves)."""
+    covers = v >= excess
+    if covers.any():
+        # Then the rest largest first, should the covering ones not fit the taker's other limits.
+        order = np.lexsort((np.where(covers, v, -v), ~covers))
+        return order.astype(np.int64), float(v[covers].min())
+    order = np.argsort(-v, kind="stable").astype(np.int64)
+    sums = np.cumsum(v[order])
+    if sums.size == 0:
+        return order, 0.0
+    return order, float(sums[min(int(np.searchsorted(sums, excess - 1e-9)), sums.size - 1)])
+
+
+def _check_capacity(st: State, goal: str, q: int) -> None:
+    over = over_limit_brokers(st, q)
+    if over.size == 0:
+        return
+    b = int(over[0])
+    g = int(st.groups.broker[b])
+    hosts = np.flatnonzero(st.hosts_of_group(g))
+    load, limit = float(st.load[b, q]), float(st.limit[b, q])
+    what = st.catalogue.quantity_names[q]
+    raise PlanningError(
+        goal,
+        f"broker {int(st.model.broker_ids[b])} would carry {load:.6g} {what} above its limit "
+        f"{limit:.6g} and no broker of group '{st.groups.names[g]}' ({ids_text(st, hosts)}) can take the excess "
+        f"without breaking another hard goal; add a broker with at least {load - limit:.6g} free "
+        f"{what} capacity",
+    )

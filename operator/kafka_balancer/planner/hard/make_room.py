@@ -1,0 +1,126 @@
+"""Capacity repair when the descent stalls: make room for a replica on a broker that is too full.
+
+The descent (:mod:`descent`) moves one replica, or exchanges replicas between two brokers.
+A replica too big for every broker's room gets stuck: the only brokers it may go to (its group, a
+rack it does not crowd) would first have to shed several replicas, to other brokers than the giver
+alone. Here the stuck replica goes to such a taker, which passes on replicas that fit as they are
+on third brokers (or on the giver, once the replica left it), the fewest bytes that bring it back
+under every limit. Taken only when no broker ends above a limit it was under and the giver's excess
+shrinks, so the repair still only descends.
+"""
+
+from __future__ import annotations
+
+from typing import Final, NamedTuple
+
+import numpy as np
+
+from kafka_balancer.model.cluster import BoolArray, FloatArray
+from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.candidates import may_go_to, movable_replicas, replica_candidates
+from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.hard.repair_round import RepairRound
+
+# Takers tried (least over their limit first), replicas of the giver tried per taker, and third
+# brokers offered the taker's replicas (most room first): the step only runs where the descent
+# stalled, and must stay cheap at hundreds of brokers.
+TAKERS: Final = 16
+GIVER_REPLICAS: Final = 8
+THIRD_BROKERS: Final = 16
+TOL: Final = 1e-9
+
+Move = tuple[int, int, int]  # (partition, slot, destination broker)
+
+
+class _Pool(NamedTuple):
+    """Replicas of the taker that may move (``ok[i, j]``: replica ``i`` may go to ``brokers[j]``)."""
+
+    parts: Ints
+    slots: Ints
+    rows: FloatArray  # (n, Q) the load each one carries
+    brokers: Ints
+    ok: BoolArray
+
+
+def make_room(rnd: RepairRound, s: int, hosts: Ints) -> float:
+    """Move one replica of ``s`` to one of ``hosts`` that passes on replicas to make room for it;
+    returns how much the excess of ``q`` on ``s`` shrank (0 when there is no such step)."""
+    st, q = rnd.st, rnd.q
+    excess = float(st.load[s, q] - st.limit[s, q])
+    best: tuple[tuple[float, float], list[Move]] = ((TOL, 0.0), [])
+    takers = hosts[hosts != s]
+    takers = takers[np.argsort(st.load[takers, q] - st.limit[takers, q], kind="stable")][:TAKERS]
+    for d in takers.tolist():
+        xp, xs = replica_candidates(st, rnd.index, s, d=d, nracks=rnd.nracks, leaders_only=False)
+        if xp.size == 0:
+            continue
+        xv = st.slot_loads(xp, xs)
+        # The smallest of those that cover the excess alone first, then the largest of the rest.
+        order = np.lexsort((np.where(xv[:, q] >= excess, xv[:, q], -xv[:, q]), xv[:, q] < excess))
+        pool = _pool(rnd, d, s, hosts=hosts)
+        for i in order[:GIVER_REPLICAS].tolist():
+            shed = _shed(st, d, xv[i], pool=pool)
+            if shed is None:
+                continue
+            back = float(pool.rows[[j for j, to in shed if to == s], q].sum())
+            gain = excess - max(0.0, excess - float(xv[i, q]) + back)
+            moved = float(xv[i, q] + pool.rows[[j for j, _ in shed], q].sum())
+            if (gain, -moved) > best[0]:
+                moves = [(int(pool.parts[j]), int(pool.slots[j]), to) for j, to in shed]
+                best = ((gain, -moved), [(int(xp[i]), int(xs[i]), d), *moves])
+    # Distinct partitions: the taker holds no replica of the one it takes (replica_candidates).
+    for p, k, to in best[1]:
+        st.move(np.array([p]), np.array([k]), np.array([to], dtype=np.int32))
+    return best[0][0] if best[1] else 0.0
+
+
+def _pool(rnd: RepairRound, d: int, s: int, *, hosts: Ints) -> _Pool:
+    """The replicas of ``d`` that may go to a third broker with room, or to the giver ``s``."""
+    st = rnd.st
+    thirds = hosts[(hosts != s) & (hosts != d)]
+    room = (st.limit[thirds] - st.load[thirds]).min(axis=1)
+    brokers = np.append(thirds[np.argsort(-room, kind="stable")][:THIRD_BROKERS], s).astype(np.int64)
+    mine = movable_replicas(st, rnd.index, d, leaders_only=False)
+    found = [may_go_to(st, *mine, d=e, nracks=rnd.nracks) for e in brokers.tolist()]
+    width = st.rep.shape[1]
+    keys = [parts * width + slots for parts, slots in found]
+    every = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+    ok = np.zeros((every.size, brokers.size), dtype=np.bool_)
+    for j, key in enumerate(keys):
+        ok[np.searchsorted(every, key), j] = True
+    parts, slots = every // width, every % width
+    return _Pool(parts, slots, st.slot_loads(parts, slots), brokers, ok)
+
+
+def _shed(st: State, d: int, arriving: FloatArray, *, pool: _Pool) -> list[tuple[int, int]] | None:
+    """Which replicas of the pool ``d`` passes on, and where (pool index, broker), so that it takes
+    ``arriving`` from the giver (the pool's last broker) under every limit; None when it cannot."""
+    limit = st.limit[d]
+    need = st.load[d] + arriving - limit
+    if np.all(need <= TOL):
+        return None  # it fits as it is: a plain move, which the descent already offers
+    finite = np.isfinite(limit)
+    load = st.load[pool.brokers].copy()
+    load[-1] -= arriving  # the giver (last of the pool's brokers), once the replica left it
+    cap = st.limit[pool.brokers] * (1 + 1e-12) + TOL
+    usable: BoolArray = np.array(pool.ok.any(axis=1), dtype=np.bool_)
+    shed: list[tuple[int, int]] = []
+    while np.any(need > TOL):
+        # The quantity furthest over its limit, relative to it.
+        over = np.divide(need, np.maximum(limit, 1.0), out=np.full_like(need, -np.inf), where=finite)
+        q = int(np.argmax(over))
+        fits = pool.ok & np.all(load[None, :, :] + pool.rows[:, None, :] <= cap[None, :, :], axis=2)
+        size = pool.rows[:, q]
+        candidates = np.flatnonzero(usable & fits.any(axis=1) & (size > TOL))
+        if candidates.size == 0:
+            return None
+        # Fewest bytes: the smallest replica that covers what is left, else the largest one.
+        covers = candidates[size[candidates] >= need[q] - TOL]
+        i = int(covers[np.argmin(size[covers])]) if covers.size else int(candidates[np.argmax(size[candidates])])
+        room = np.where(fits[i], (cap - load - pool.rows[i]).min(axis=1), -np.inf)
+        j = int(np.argmax(room))
+        load[j] += pool.rows[i]
+        need -= pool.rows[i]
+        usable[i] = False
+        shed.append((i, int(pool.brokers[j])))
+    return shed

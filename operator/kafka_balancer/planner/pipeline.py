@@ -1,0 +1,345 @@
+"""``plan``: the stages of a plan, in order, each with when it applies and what it does.
+
+:data:`STAGES` is the whole plan: the operation's shape change, the hard goals (precheck,
+evacuation, leadership, capacity), the distribution goals with their finishing passes, and the
+passes that revisit a finished plan (rebuilding rounds, count exchanges). The distribution stage
+runs each goal's turn (:func:`goal_order`) and then :data:`FINISHING`. docs/goals.md describes each
+stage; ``plan(..., trace=Trace())`` (``kafka-balancer plan --trace``) records what each one did.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel
+from kafka_balancer.model.proposal import Proposal
+from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.checks import compute_bands
+from kafka_balancer.planner.base.measures import ended_worse, goal_violation, hard_goal_status
+from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.catalogue import LEADER_COUNT_GOAL, TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
+from kafka_balancer.planner.distribution.balance import balance_goal
+from kafka_balancer.planner.distribution.topic_chains import leader_chains
+from kafka_balancer.planner.distribution.topics import balance_topic_goal
+from kafka_balancer.planner.finishing.detours import repair_topic_slots
+from kafka_balancer.planner.finishing.rebuild import exchange_pass, rebuild_rounds
+from kafka_balancer.planner.finishing.revert import revert_moves
+from kafka_balancer.planner.finishing.substitute import substitute_moves
+from kafka_balancer.planner.finishing.tighten import leaders_off_average, tighten_leaders
+from kafka_balancer.planner.hard.capacity import precheck
+from kafka_balancer.planner.hard.evacuate import bad_slots, evacuate, fix_leadership
+from kafka_balancer.planner.hard.operations import change_replication_factor, move_topics
+from kafka_balancer.planner.hard.pinned import repair_capacity, repair_capacity_by_leadership, repair_racks_and_groups
+from kafka_balancer.planner.options import PlannerOptions, PlanningError
+from kafka_balancer.planner.proposal import build_proposal
+from kafka_balancer.planner.trace import Trace
+
+# Operations that only change the cluster's shape: no distribution rounds afterwards, so the
+# data moved is just what the operation needs.
+SHAPE_ONLY: Final = frozenset({"demote-brokers", "fix-offline-replicas", "change-replication-factor", "move-topics"})
+# The per-topic replica goal also runs once right after this goal's turn.
+TOPIC_SPREAD_EARLY_AFTER: Final = "disk-distribution"
+# Rounds of that early pass (and of the repeat at the end): gains fall off fast (measured at 1.3M
+# replicas: half the distance in the first 10 rounds, under 1% per round after that).
+TOPIC_SPREAD_EARLY_ROUNDS: Final = 12
+# Share of the leader chains' per-call caps for the last call, after the leader counts are finished
+# (the caps only bind on very large clusters: 2.8M replicas, 65 s for the full caps).
+FINAL_CHAINS_SHARE: Final = 0.05
+# And for the chains of the per-topic repeat (2.8M replicas: 21 s for 471 slots with the full caps).
+REPEAT_CHAINS_SHARE: Final = 0.3
+
+
+@dataclass
+class PlanRun:
+    """One run of the stages: the working state and what a stage hands on to the next."""
+
+    st: State
+    strict: frozenset[str]  # distribution goals guarded from the start (see :func:`plan`)
+    free: BoolArray  # the partitions the options let move, before the operation pins any
+    movable: BoolArray  # what the stages after the operation may move (the operation sets it)
+    evacuated: Ints  # partitions whose replicas the evacuation re-placed
+    trace: Trace | None = None
+    detours: bool = True  # the finishing passes include the detours
+
+    def step(self, name: str) -> AbstractContextManager[None]:
+        return nullcontext() if self.trace is None else self.trace.step(self.st, name)
+
+    def again(self, *, detours: bool) -> Callable[[State], None]:
+        """The distribution stage once more, untraced (the passes that revisit a finished plan)."""
+        quiet = dataclasses.replace(self, trace=None, detours=detours)
+        return lambda _st: _distribute(quiet)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A named stage: ``applies`` says whether it runs in this plan, ``run`` does its work."""
+
+    name: str
+    applies: Callable[[PlanRun], bool]
+    run: Callable[[PlanRun], object]  # what it returns (a count of moves, say) is not used
+
+
+def plan(model: ClusterModel, options: PlannerOptions | None = None, *, trace: Trace | None = None) -> Proposal:
+    """Compute the proposal for ``model`` under ``options``; raises PlanningError on an unmet hard goal.
+
+    Each distribution goal is optimized under the guard of the goals before it (a later goal never
+    undoes an earlier one) and may temporarily worsen the goals after it, which then repair
+    themselves in their turn. When a goal still ends worse than it started, the plan is recomputed
+    with that goal guarded from the start, so applying a plan never makes a statistic worse.
+    ``trace`` records what each stage of the last run did.
+    """
+    options = options or PlannerOptions()
+    before = State(model, options, resolve_groups(model, options))
+    comparable = options.operation.type in {"rebalance", "add-brokers"} and not _holds_inactive(before)
+    start = {g: goal_violation(before, g) for g in options.distribution_goals} if comparable else {}
+    strict: frozenset[str] = frozenset()
+    while True:
+        if trace is not None:
+            trace.clear()
+        st = _run(model, options, strict, trace)
+        worse = {g for g, v in start.items() if ended_worse(v, goal_violation(st, g))}
+        if not worse - strict:
+            break
+        strict |= worse
+    _final_checks(st, model.replicas, before.scope.movable)
+    return build_proposal(model, options, before, st)
+
+
+def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str], trace: Trace | None) -> State:
+    """Every stage that applies, in order; each after the operation within what it left movable."""
+    st = State(model, options, resolve_groups(model, options))
+    free = st.scope.movable
+    run = PlanRun(st, strict, free=free, movable=free, evacuated=np.zeros(0, dtype=np.int64), trace=trace)
+    for stage in STAGES:
+        if stage.applies(run):
+            with st.scoped(movable=run.movable), run.step(stage.name):
+                stage.run(run)
+    return st
+
+
+def _holds_inactive(st: State) -> bool:
+    """Whether replicas sit on dead or removed brokers (then group averages change as they leave)."""
+    return bool(((st.rep != NO_BROKER) & ~st.active[np.maximum(st.rep, 0)]).any())
+
+
+# ----- the stages of a plan ---------------------------------------------------------------------------
+
+
+def _operation(run: PlanRun) -> None:
+    """The operation's shape change (replication factor, topics moved); what the rest may move."""
+    st = run.st
+    _check_operation(st)
+    op = st.options.operation
+    if op.type == "change-replication-factor" and op.replication_factor is not None:
+        change_replication_factor(st, op.topics, op.replication_factor)
+    elif op.type == "move-topics":
+        target_group = None
+        if op.target_group is not None:
+            target_group = st.groups.names.index(op.target_group)
+            targets = st.groups.broker == target_group
+        else:
+            targets = st.named_targets()
+        run.movable = move_topics(st, op.topics, targets & st.active, target_group)
+        if op.target_group is None:
+            # Named brokers: the topics stay on them (the capacity repair may settle them on another
+            # named broker, and moves others to make room).
+            run.movable = np.zeros_like(run.movable)
+    elif _shape_only(st.options):
+        run.movable = np.zeros_like(run.movable)
+
+
+def _check_operation(st: State) -> None:
+    op = st.options.operation
+    for b in op.brokers:
+        st.index_of(b, "operation.brokers")
+    for b in op.target_brokers:
+        st.index_of(b, "operation.targetBrokers")
+    if op.type == "add-brokers":
+        for b in op.brokers:
+            i = st.index_of(b, "operation.brokers")
+            if not st.model.broker_alive[i]:
+                raise PlanningError("invalid-options", f"field 'operation.brokers' names broker {b}, which is down")
+
+
+def _shape_only(options: PlannerOptions) -> bool:
+    """Whether the plan only changes the cluster's shape (no distribution goals afterwards).
+
+    Removing brokers onto named target brokers is such a change, as a hardware swap: their
+    replicas land on the targets and nothing else moves (a rebalance over the targets and the
+    rest would move replicas from the removed brokers onwards, off the brokers the user named).
+    """
+    op = options.operation
+    return op.type in SHAPE_ONLY or (op.type == "remove-brokers" and bool(op.target_brokers))
+
+
+def _evacuation(run: PlanRun) -> None:
+    """Re-place what may not stay; a removed broker's replicas onto the ``targetBrokers`` when named.
+
+    Those go first, as they have the fewest places to go: a dead broker's replica of the same
+    partition (which may go anywhere in the group) placed first could take the one target whose
+    rack kept the partition spread.
+    """
+    st = run.st
+    parts, slots = bad_slots(st, ~st.active)
+    run.evacuated = parts
+    op = st.options.operation
+    if op.type == "remove-brokers" and op.target_brokers:
+        removed = st.removed[st.rep[parts, slots]]
+        evacuate(st, parts[removed], slots[removed], st.named_targets())
+        parts, slots = parts[~removed], slots[~removed]
+    evacuate(st, parts, slots)
+
+
+def _always(_run: PlanRun) -> bool:
+    return True
+
+
+def _moves_data(run: PlanRun) -> bool:
+    # demote-brokers moves no data: the totals that must fit are not its to change.
+    return run.st.options.operation.type != "demote-brokers"
+
+
+def _balances(run: PlanRun) -> bool:
+    return not _shape_only(run.st.options)
+
+
+# ----- the distribution stage -------------------------------------------------------------------------
+
+
+def goal_order(options: PlannerOptions) -> list[str]:
+    """The order distribution goals are optimized in: broker-level goals by priority, then per-topic goals."""
+    goals, catalogue = options.distribution_goals, options.catalogue
+    return [g for g in goals if catalogue.balances(g) is not None] + [g for g in catalogue.topic_goals if g in goals]
+
+
+def _distribute(run: PlanRun) -> None:
+    """Every distribution goal's turn, each guarded by those before it, then the finishing passes
+    with every goal guarded (docs/goals.md, "Distribution goals" and "Finishing passes")."""
+    st, options = run.st, run.st.options
+    done: list[str] = []
+    for goal in goal_order(options):
+        done.append(goal)
+        with st.scoped(guarded=frozenset(done) | run.strict), run.step(goal):
+            _turn(st, goal)
+    with st.scoped(guarded=frozenset(options.distribution_goals) | run.strict):
+        for stage in FINISHING:
+            if stage.applies(run):
+                with run.step(stage.name):
+                    stage.run(run)
+
+
+def _turn(st: State, goal: str) -> None:
+    """One goal's turn."""
+    if st.catalogue.balances(goal) is None:
+        # Per-topic goals come last: exchanges may now use partitions of any size.
+        balance_topic_goal(st, goal, size_cap=1.0)
+        return
+    balance_goal(st, goal)
+    if goal == TOPIC_SPREAD_EARLY_AFTER and TOPIC_REPLICA_GOAL in st.options.distribution_goals:
+        # While the brokers still have slack in the later goals' bands, one-way moves can even out
+        # the topics; at the end only exchanges (twice the bytes) could.
+        balance_topic_goal(st, TOPIC_REPLICA_GOAL, rounds=TOPIC_SPREAD_EARLY_ROUNDS)
+
+
+def _topic_goals_again(run: PlanRun) -> None:
+    """Leadership moves of the last goal free some replica moves of the one before: once more,
+    briefly (it finishes a few slots; at millions of replicas more rounds would not pay)."""
+    st = run.st
+    for goal in st.catalogue.topic_goals:
+        if goal in st.options.distribution_goals:
+            balance_topic_goal(
+                st, goal, size_cap=1.0, rounds=TOPIC_SPREAD_EARLY_ROUNDS, chains_share=REPEAT_CHAINS_SHARE
+            )
+
+
+def _final_chains(run: PlanRun) -> None:
+    """The traffic and leader counts changed since the topic-leader goal's turn: its chains (no data
+    moves) may now find a way for what it left out of band. Briefly: at millions of replicas a full
+    call would take a minute."""
+    leader_chains(run.st, compute_bands(run.st), share=FINAL_CHAINS_SHARE)
+
+
+def _finish_by_leadership(run: PlanRun) -> None:
+    """Leadership moves and trades (no data moves) for the leader-borne goals still out of band.
+
+    Such a goal can end its own turn short (its brokers' other loads at their edges then) and the
+    passes after it only keep it from getting worse; the moves they made since may have opened a
+    way. Every goal is guarded, so nothing that holds breaks.
+    """
+    st = run.st
+    catalogue = st.catalogue
+    balanced = [(g, catalogue.balances(g)) for g in goal_order(st.options)]
+    short = [
+        g for g, q in balanced if q is not None and catalogue.leadership_carries(q) and goal_violation(st, g) > 1e-9
+    ]
+    for goal in short:
+        balance_goal(st, goal, leadership_only=True)
+    if leaders_off_average(st):
+        # The passes since the leader counts were finished (topic-leader chains, detours) and the
+        # moves above may have moved some off the rounded average.
+        tighten_leaders(st)
+
+
+def _has(goal: str) -> Callable[[PlanRun], bool]:
+    return lambda run: goal in run.st.options.distribution_goals
+
+
+FINISHING: Final = (
+    Stage("per-topic goals again", _always, _topic_goals_again),
+    Stage("moves back home", _always, lambda run: revert_moves(run.st)),
+    Stage("stand-ins", _always, lambda run: substitute_moves(run.st)),
+    Stage("leader counts to the average", _has(LEADER_COUNT_GOAL), lambda run: tighten_leaders(run.st)),
+    Stage("topic leader chains", _has(TOPIC_LEADER_GOAL), _final_chains),
+    Stage("detours", lambda run: run.detours, lambda run: repair_topic_slots(run.st)),
+    # After the detours: run before them, it left them fewer ways out (a mixed-rf seed kept a
+    # topic slot out of band); so did the stand-ins from afar.
+    Stage("shortcuts", _always, lambda run: substitute_moves(run.st, arrived=True)),
+    Stage("stand-ins from afar", _always, lambda run: substitute_moves(run.st, far=True)),
+    Stage("leader-borne goals by leadership", _always, _finish_by_leadership),
+)
+
+
+STAGES: Final = (
+    Stage("operation", _always, _operation),
+    Stage("capacity precheck", _moves_data, lambda run: precheck(run.st)),
+    Stage("racks and groups of pinned partitions", _moves_data, lambda run: repair_racks_and_groups(run.st, run.free)),
+    Stage("evacuation", _moves_data, _evacuation),
+    Stage("leadership off excluded brokers", _always, lambda run: fix_leadership(run.st)),
+    Stage(
+        "capacity by leadership",
+        lambda run: not _moves_data(run),
+        lambda run: repair_capacity_by_leadership(run.st, run.free),
+    ),
+    Stage(
+        "capacity",
+        _moves_data,
+        lambda run: repair_capacity(run.st, run.free, run.evacuated, fewest_bytes=_shape_only(run.st.options)),
+    ),
+    Stage("distribution goals", _balances, _distribute),
+    # Without the detours: on small clusters they made a round cost seconds (24 s of a 66-partition
+    # plan), and of 5,774 random cases one plan changed without them. The count exchanges' pass
+    # keeps them: two of the plans it mends need them (docs/performance.md).
+    Stage("rebuilding rounds", _balances, lambda run: rebuild_rounds(run.st, run.again(detours=False))),
+    Stage("count exchanges", _balances, lambda run: exchange_pass(run.st, run.again(detours=True))),
+)
+
+
+def _final_checks(st: State, original: Ints, answers_for: BoolArray) -> None:
+    """Every hard goal the plan is responsible for holds (``answers_for``: the partitions it may move)."""
+    status = hard_goal_status(st, original, answers_for)
+    if st.options.operation.type == "demote-brokers":
+        # Demotion moves no data, so it cannot fix racks, groups, or loads leadership does not carry.
+        status = {g: ok for g, ok in status.items() if st.catalogue.leadership_mends(g)}
+    failed = [g for g, ok in status.items() if not ok]
+    if failed:
+        raise PlanningError(failed[0], f"the plan would still break hard goal {failed[0]}; see docs/goals.md")
+    offline = (st.rep != NO_BROKER) & ~st.active[np.maximum(st.rep, 0)]
+    if st.options.operation.type != "demote-brokers" and offline.any():
+        p = int(np.flatnonzero(offline.any(axis=1))[0])
+        raise PlanningError("excluded-brokers", f"partition {st.model.topic_name(p)} still has a replica offline")

@@ -1,0 +1,158 @@
+"""From a finished placement to a proposal: the reassignment, the leader changes, the summary and the id.
+
+Also :func:`evaluate`, the same statistics for a placement without planning (metrics, imbalance
+triggers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
+from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
+from kafka_balancer.model.proposal import LeaderChange, Proposal, model_fingerprint, proposal_id
+from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.measures import balancedness, goal_violation, hard_goal_status, quantity_stats
+from kafka_balancer.planner.base.state import State, arrived_replicas, resolve_groups
+from kafka_balancer.planner.catalogue import CATALOGUE
+from kafka_balancer.planner.options import PlannerOptions
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Balance statistics of one placement: per group and quantity, per goal, and the score."""
+
+    groups: dict[str, dict[str, Any]]
+    goals: dict[str, dict[str, Any]]
+    balancedness: float
+    hard_goals: dict[str, bool] = field(default_factory=dict)
+    quantities: tuple[str, ...] = CATALOGUE.quantity_names
+
+    def max_over_avg(self, resource: str, group: str | None = None) -> float:
+        """Largest max/avg ratio of ``resource`` (replicas|leaders|disk|network-in|network-out|cpu) over groups."""
+        if resource not in self.quantities:
+            raise ValueError(f"resource must be one of {', '.join(self.quantities)}, got {resource!r}")
+        values = [g[resource]["maxOverAvg"] for name, g in self.groups.items() if group in (None, name)]
+        return max(values, default=1.0)
+
+    @property
+    def goals_holding(self) -> list[str]:
+        return [g for g, s in self.goals.items() if s["holds"]] + [g for g, ok in self.hard_goals.items() if ok]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "groups": self.groups,
+            "goals": self.goals,
+            "hardGoals": self.hard_goals,
+            "balancedness": self.balancedness,
+        }
+
+
+def evaluate_state(st: State, original: Ints) -> Evaluation:
+    """The statistics of the working placement (``original``: the placement before planning)."""
+    violations = {g: goal_violation(st, g) for g in st.options.distribution_goals}
+    goals = {g: {"holds": v <= 1e-9, "violation": round(v, 6)} for g, v in violations.items()}
+    hard = hard_goal_status(st, original)
+    return Evaluation(quantity_stats(st), goals, balancedness(st, violations), hard, st.catalogue.quantity_names)
+
+
+def evaluate(model: ClusterModel, options: PlannerOptions | None = None) -> Evaluation:
+    """Statistics of the current placement without planning (for metrics and imbalance triggers).
+
+    Leaders are counted where the preferred leader (first replica) is, as after an election.
+    """
+    options = options or PlannerOptions()
+    st = State(model, options, resolve_groups(model, options))
+    return evaluate_state(st, model.replicas)
+
+
+@dataclass(frozen=True)
+class _Changes:
+    """What a placement changes: the reassignment, the leader changes, the moves and their bytes."""
+
+    plan: ReassignmentPlan
+    leaders: tuple[LeaderChange, ...]
+    moves: int
+    bytes: float
+
+
+def _changes(model: ClusterModel, rep: Ints) -> _Changes:
+    width = max(model.replicas.shape[1], rep.shape[1])
+    orig = np.full((model.num_partitions, width), NO_BROKER, dtype=np.int32)
+    orig[:, : model.replicas.shape[1]] = model.replicas
+    final = np.full_like(orig, NO_BROKER)
+    final[:, : rep.shape[1]] = rep
+    changed = np.flatnonzero((orig != final).any(axis=1))
+    ids = model.broker_ids
+    targets = []
+    for p in changed.tolist():
+        row = final[p]
+        targets.append(
+            PartitionTarget(model.topic_name(p), int(model.partition_id[p]), tuple(int(ids[b]) for b in row[row >= 0]))
+        )
+    new_leader = final[:, 0]
+    lead_changed = np.flatnonzero((new_leader != model.leader) & (new_leader != NO_BROKER))
+    leader_changes = tuple(
+        LeaderChange(
+            model.topic_name(p),
+            int(model.partition_id[p]),
+            None if model.leader[p] == NO_BROKER else int(ids[model.leader[p]]),
+            int(ids[new_leader[p]]),
+        )
+        for p in lead_changed.tolist()
+    )
+    per_part = arrived_replicas(final[changed], orig[changed]).sum(axis=1)
+    moves = int(per_part.sum())
+    bytes_to_move = float((model.size_bytes[changed] * per_part).sum())
+    return _Changes(ReassignmentPlan.of(targets), leader_changes, moves, bytes_to_move)
+
+
+def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, st: State) -> Proposal:
+    """The proposal taking the placement of ``before`` to that of ``st`` (summary and id included)."""
+    changes = _changes(model, st.rep)
+    pid = proposal_id(model_fingerprint(model), options.to_dict(), changes.plan, changes.leaders)
+    ev_before = evaluate_state(before, model.replicas)
+    ev_after = evaluate_state(st, model.replicas)
+    summary = {
+        "proposalId": pid,
+        "operation": options.operation.type,
+        "moves": changes.moves,
+        "partitionsMoved": len(changes.plan.partitions),
+        "bytesToMove": changes.bytes,
+        "leaderChanges": len(changes.leaders),
+        "balancednessBefore": ev_before.balancedness,
+        "balancednessAfter": ev_after.balancedness,
+        "goalsHolding": ev_after.goals_holding,
+        "goalsViolated": [
+            g for g in (*options.hard_goals, *options.distribution_goals) if g not in ev_after.goals_holding
+        ],
+        "goals": {g: _goal_summary(ev_before, ev_after, g, options) for g in options.distribution_goals},
+        "hardGoals": ev_after.hard_goals,
+        "groups": {
+            name: {"brokers": stats["brokers"], "before": ev_before.groups.get(name, {}), "after": stats}
+            for name, stats in ev_after.groups.items()
+        },
+    }
+    return Proposal(pid, changes.plan, changes.leaders, summary)
+
+
+def _goal_summary(before: Evaluation, after: Evaluation, goal: str, options: PlannerOptions) -> dict[str, Any]:
+    return {
+        "holdsBefore": before.goals[goal]["holds"],
+        "holdsAfter": after.goals[goal]["holds"],
+        "violationBefore": before.goals[goal]["violation"],
+        "violationAfter": after.goals[goal]["violation"],
+        "before": _goal_stats(before, goal, options),
+        "after": _goal_stats(after, goal, options),
+    }
+
+
+def _goal_stats(ev: Evaluation, goal: str, options: PlannerOptions) -> dict[str, Any]:
+    q = options.catalogue.balances(goal)
+    if q is None:
+        return {"violation": ev.goals[goal]["violation"]}
+    name = options.catalogue.quantity_names[q]
+    return {group: stats[name] for group, stats in ev.groups.items()}

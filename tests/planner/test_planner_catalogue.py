@@ -1,0 +1,87 @@
+"""The goal catalogue is the one home of what a goal is: the CRD names the same goals, and a goal
+added to a catalogue (one record and its loader, docs/goals.md "Adding a goal") plans."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from kafka_balancer.model import ClusterModel
+from kafka_balancer.model import policy as crd
+from kafka_balancer.model.cluster import FloatArray, IntArray
+from kafka_balancer.planner import (
+    CATALOGUE,
+    Exchange,
+    Goal,
+    OperationOptions,
+    PlannerOptions,
+    PlanningError,
+    Quantity,
+    plan,
+)
+from kafka_balancer.planner.groups import merge
+
+from bench.synthetic import skewed_cluster
+
+
+def test_the_crd_and_the_catalogue_name_the_same_goals_in_the_same_order() -> None:
+    assert set(crd.HARD_GOALS) | set(crd.DISTRIBUTION_GOALS) == {g.name for g in CATALOGUE.goals}
+    # The defaults (a policy without spec.goals, PlannerOptions()) list them in the same order.
+    assert tuple(crd.HARD_GOALS) == CATALOGUE.hard_goals
+    assert tuple(crd.DISTRIBUTION_GOALS) == CATALOGUE.distribution_goals
+    assert PlannerOptions().hard_goals == CATALOGUE.hard_goals
+    assert crd.Goals().hard == list(CATALOGUE.hard_goals)
+    assert crd.Goals().distribution == list(CATALOGUE.distribution_goals)
+
+
+def test_the_catalogue_refuses_a_goal_on_an_unknown_quantity() -> None:
+    with pytest.raises(ValueError, match="unknown quantity 'messages-in'"):
+        CATALOGUE.with_goals(Goal("messages-in-distribution", "distribution", "messages-in"))
+
+
+def _messages_in(model: ClusterModel, _rf: IntArray) -> tuple[FloatArray, float]:
+    """Messages in per second count where they are produced: on the leader only."""
+    return model.messages_in, 0.0
+
+
+MESSAGES_IN = Quantity("messages-in", count=False, leadership="all", load=_messages_in)
+MESSAGES_GOAL = Goal("messages-in-distribution", "distribution", "messages-in", frozenset({Exchange.TRADES}))
+
+
+def _cluster_with_uneven_messages() -> ClusterModel:
+    """A skewed cluster whose topics' message sizes differ (so messages in do not follow bytes in)."""
+    model = skewed_cluster(brokers=12, new_brokers=3, partitions=2000, rf=3, seed=7)
+    rng = np.random.default_rng(3)
+    message_size = rng.lognormal(6.0, 1.5, len(model.topics))[model.partition_topic]
+    return dataclasses.replace(model, messages_in=model.bytes_in / message_size)
+
+
+def test_a_goal_registered_from_the_catalogue_alone_plans() -> None:
+    catalogue = CATALOGUE.with_goals(MESSAGES_GOAL, quantities=[MESSAGES_IN])
+    model = _cluster_with_uneven_messages()
+    add = OperationOptions("add-brokers", brokers=(9, 10, 11))
+    goals = (*CATALOGUE.distribution_goals, MESSAGES_GOAL.name)
+    options = PlannerOptions(catalogue=catalogue, distribution_goals=goals, operation=add)
+
+    proposal = plan(model, options)
+
+    summary = proposal.summary
+    stats = summary["goals"][MESSAGES_GOAL.name]
+    assert not stats["holdsBefore"], stats
+    assert stats["holdsAfter"], stats
+    assert summary["goalsViolated"] == [], summary["goalsViolated"]
+    after = summary["groups"]["cluster"]["after"]["messages-in"]
+    assert after["maxOverAvg"] <= 1.10 + 1e-9, after
+    assert after["minOverAvg"] >= 0.90 - 1e-9, after
+    # The plan without the goal leaves messages in out of band: the goal, not chance, holds them.
+    without = plan(model, dataclasses.replace(options, distribution_goals=CATALOGUE.distribution_goals))
+    judged = merge(model, options, without.plan.partitions).summary["goals"][MESSAGES_GOAL.name]
+    assert not judged["holdsAfter"], judged
+
+
+def test_options_name_the_goals_of_their_catalogue() -> None:
+    with pytest.raises(PlanningError, match=r"goals\.distribution"):
+        PlannerOptions(distribution_goals=(MESSAGES_GOAL.name,))
+    catalogue = CATALOGUE.with_goals(MESSAGES_GOAL, quantities=[MESSAGES_IN])
+    assert PlannerOptions(catalogue=catalogue, distribution_goals=(MESSAGES_GOAL.name,)).distribution_goals
