@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.planner quality            # goals and bytes vs the lower bound
     .venv/bin/python -m bench.planner scale --partitions 130000 --brokers 96 --rf 2.46
     .venv/bin/python -m bench.planner table              # time vs replicas, each size in its own process
+    .venv/bin/python -m bench.planner brokers            # time vs brokers (1,000-10,000), ~100 partitions each
     .venv/bin/python -m bench.planner seeds --shape mixed-rf --seeds 1-8   # one shape, many seeds
     .venv/bin/python -m bench.planner capacity --disk-capacity 1.3         # disks near full
     .venv/bin/python -m bench.planner offline --disk-capacity 1.3          # fix-offline-replicas, disks near full
@@ -52,9 +53,12 @@ def run_case(
     skew: float,
     max_replicas: int = 4000,
     disk_capacity: float | None = None,
+    racks: int = 3,
 ) -> dict[str, Any]:
     started = time.perf_counter()
-    model = skewed_cluster(brokers=brokers, new_brokers=new, partitions=partitions, rf=rf, seed=seed, skew=skew)
+    model = skewed_cluster(
+        brokers=brokers, new_brokers=new, partitions=partitions, rf=rf, seed=seed, skew=skew, racks=racks
+    )
     if disk_capacity is not None:
         model = with_disk_capacity(model, disk_capacity)
     generated = time.perf_counter() - started
@@ -124,6 +128,7 @@ def scale(args: argparse.Namespace) -> None:
         skew=1.0,
         max_replicas=args.max_replicas,
         disk_capacity=args.disk_capacity,
+        racks=args.racks,
     )
     print(json.dumps(result))
 
@@ -144,6 +149,43 @@ def table(args: argparse.Namespace) -> None:
             f"{r['peakRssMiB']} | "
             f"{r['moves']:,} | {r['bytesOverBound']} | {r['balancedness'][0]} -> {r['balancedness'][1]} | "
             f"{', '.join(r['goalsViolated']) or '-'} | {_topic_slots(r)} |",
+            flush=True,
+        )
+
+
+# `brokers`: many brokers at a fixed density (~100 partitions per broker, rf 3, 10 racks).
+BROKER_ROWS = (1000, 2000, 5000, 10000)
+PARTITIONS_PER_BROKER = 100
+BROKER_RACKS = 10
+
+
+def brokers(args: argparse.Namespace) -> None:
+    """Time and memory against the broker count: each size in its own process, with a deadline;
+    a size the planner refuses prints its refusal."""
+    print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
+    print(f"{PARTITIONS_PER_BROKER} partitions per broker, rf 3, {BROKER_RACKS} racks, brokers // 12 new; "
+          f"deadline {args.deadline} s per size")  # fmt: skip
+    print("| brokers | partitions | replicas | wall s | CPU s | peak RSS MiB | moves | bytes/bound | goals not held |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for count in args.rows:
+        partitions = count * PARTITIONS_PER_BROKER
+        cmd = [sys.executable, "-m", "bench.planner", "scale", "--partitions", str(partitions), "--rf", "3"]
+        cmd += ["--brokers", str(count), "--new-brokers", str(count // 12), "--racks", str(BROKER_RACKS)]
+        started = time.perf_counter()
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.deadline)
+        except subprocess.TimeoutExpired:
+            print(f"| {count:,} | {partitions:,} | | no answer after {args.deadline} s | | | | | |", flush=True)
+            continue
+        wall = round(time.perf_counter() - started, 1)
+        if done.returncode != 0:
+            reason = (done.stderr.strip().splitlines() or ["?"])[-1]
+            print(f"| {count:,} | {partitions:,} | | {wall} (whole process) | | | refused: {reason} | | |", flush=True)
+            continue
+        r = json.loads(done.stdout.strip().splitlines()[-1])
+        print(
+            f"| {count:,} | {partitions:,} | {r['replicas']:,} | {r['planSeconds']} | {r['planCpuSeconds']} | "
+            f"{r['peakRssMiB']} | {r['moves']:,} | {r['bytesOverBound']} | {', '.join(r['goalsViolated']) or '-'} |",
             flush=True,
         )
 
@@ -253,6 +295,7 @@ def main() -> None:
     # 1.3M replicas on 270 brokers is ~4,800 per broker: above Kafka's 4,000 guidance, as in the reports.
     s.add_argument("--max-replicas", type=int, default=12000)
     s.add_argument("--disk-capacity", type=float, default=None, help="x the average broker's disk use")
+    s.add_argument("--racks", type=int, default=3)
     s.set_defaults(func=scale)
     e = sub.add_parser("seeds")
     e.add_argument("--shape", choices=sorted(SHAPES), default="mixed-rf")
@@ -277,6 +320,10 @@ def main() -> None:
     t = sub.add_parser("table")
     t.add_argument("--sizes", type=int, default=4)
     t.set_defaults(func=table)
+    b = sub.add_parser("brokers")
+    b.add_argument("--rows", type=lambda text: [int(x) for x in text.split(",")], default=list(BROKER_ROWS))
+    b.add_argument("--deadline", type=float, default=900.0, help="seconds per size before it counts as no answer")
+    b.set_defaults(func=brokers)
     args = parser.parse_args()
     args.func(args)
 

@@ -71,3 +71,16 @@ def test_simulate_bad_file_names_member_and_field(tmp_path: Path) -> None:
     done = run_cli("consumers", "--group", str(path))  # forgot `simulate`
     assert done.returncode != 0
     assert "is for the offline what-if: `consumers simulate --group`" in done.stderr
+
+
+def test_simulate_refuses_a_group_too_large_to_simulate_before_allocating(tmp_path: Path) -> None:
+    # 10^9 partitions in a 100-byte file: refused with the size and the limit named, before a
+    # partition is materialised (the run took 2.8 GB and did not end before the limit existed).
+    path = tmp_path / "G.json"
+    huge = {"topics": {"t0": 999_999_999, "t1": 1}, "members": [{"id": "C0", "topics": ["t0", "t1"]}]}
+    path.write_text(json.dumps(huge), encoding="utf-8")
+    done = run_cli("consumers", "simulate", "--group", str(path))
+    assert done.returncode != 0
+    assert "1,000,000,000 partitions in total" in done.stderr
+    assert "above the 1,000,000" in done.stderr
+    assert "Traceback" not in done.stderr
