@@ -64,7 +64,18 @@ def run_case(
     generated = time.perf_counter() - started
     op = OperationOptions("add-brokers", brokers=tuple(range(brokers - new, brokers))) if new else OperationOptions()
     started, cpu = time.perf_counter(), time.process_time()
-    proposal = plan(model, PlannerOptions(operation=op, max_replicas_per_broker=max_replicas))
+    try:
+        proposal = plan(model, PlannerOptions(operation=op, max_replicas_per_broker=max_replicas))
+    except PlanningError as error:
+        return {
+            "brokers": brokers,
+            "partitions": partitions,
+            "replicas": model.num_replicas,
+            "refused": str(error),
+            "planSeconds": round(time.perf_counter() - started, 2),
+            "planCpuSeconds": round(time.process_time() - cpu, 2),
+            "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        }
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     summary = dict(proposal.summary)
     bound = disk_lower_bound(model)
@@ -171,23 +182,19 @@ def brokers(args: argparse.Namespace) -> None:
         partitions = count * PARTITIONS_PER_BROKER
         cmd = [sys.executable, "-m", "bench.planner", "scale", "--partitions", str(partitions), "--rf", "3"]
         cmd += ["--brokers", str(count), "--new-brokers", str(count // 12), "--racks", str(BROKER_RACKS)]
-        started = time.perf_counter()
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.deadline)
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.deadline, check=True).stdout
         except subprocess.TimeoutExpired:
             print(f"| {count:,} | {partitions:,} | | no answer after {args.deadline} s | | | | | |", flush=True)
             continue
-        wall = round(time.perf_counter() - started, 1)
-        if done.returncode != 0:
-            reason = (done.stderr.strip().splitlines() or ["?"])[-1]
-            print(f"| {count:,} | {partitions:,} | | {wall} (whole process) | | | refused: {reason} | | |", flush=True)
+        r = json.loads(out.strip().splitlines()[-1])
+        head = f"| {count:,} | {partitions:,} | {r['replicas']:,} | {r['planSeconds']} | {r['planCpuSeconds']} | "
+        head += f"{r['peakRssMiB']} | "
+        if "refused" in r:
+            print(f"{head}refused: {r['refused']} | | |", flush=True)
             continue
-        r = json.loads(done.stdout.strip().splitlines()[-1])
-        print(
-            f"| {count:,} | {partitions:,} | {r['replicas']:,} | {r['planSeconds']} | {r['planCpuSeconds']} | "
-            f"{r['peakRssMiB']} | {r['moves']:,} | {r['bytesOverBound']} | {', '.join(r['goalsViolated']) or '-'} |",
-            flush=True,
-        )
+        goals = ", ".join(r["goalsViolated"]) or "-"
+        print(f"{head}{r['moves']:,} | {r['bytesOverBound']} | {goals} |", flush=True)
 
 
 def seeds(args: argparse.Namespace) -> None:

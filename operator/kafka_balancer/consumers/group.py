@@ -157,7 +157,7 @@ def _topics(raw_topics: Any) -> dict[str, int]:
     if total > MAX_GROUP_PARTITIONS:
         raise ModelError(
             f"group: field 'topics' has {total:,} partitions in total, above the {MAX_GROUP_PARTITIONS:,} "
-            "a simulation can hold (docs/consumers.md, \"Limits\")"
+            'a simulation can hold (docs/consumers.md, "Limits")'
         )
     return topics
 

@@ -77,8 +77,8 @@ def compute_bands(st: State) -> Bands:
         if q in enabled:
             lower[:, q], upper[:, q] = lo, hi
     goals = scope.guarded
-    t_lo, t_hi = topic_bands(st, st.tcount, th)
-    l_lo, l_hi = topic_bands(st, st.tlead, th)
+    t_lo, t_hi = topic_bands(st, th, leaders=False)
+    l_lo, l_hi = topic_bands(st, th, leaders=True)
     spread = topic_leader_applies(st)
     leader_on = spread if TOPIC_LEADER_GOAL in goals else np.zeros(len(t_lo), bool)
     return Bands(lower, upper, avg, t_lo, t_hi, l_lo, l_hi, TOPIC_REPLICA_GOAL in goals, leader_on, spread)
@@ -187,22 +187,27 @@ def accept_together(st: State, b: Bands, *, src: Ints, dst: Ints, v: FloatArray)
     keep = np.ones(src.size, dtype=np.bool_)
     if src.size == 0:
         return keep
+    # Only the brokers the items touch can move (the others stay where they are, which is allowed):
+    # the arrays below are over those, so a batch costs its own size, not the cluster's broker count.
+    touched, local = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    src, dst = local[: src.size], local[src.size :]
+    load0, limit = st.load[touched], st.limit[touched]
     # How far each broker may go: no further out of the band than it already is, never over a limit.
     # Slack for float sums: half the goals' own tolerance at the band's edge (goals.tolerance), so
     # accepted batches never add up to a broker counted as out of band; far less where a broker
     # is already outside (it must not drift further).
-    edge = np.abs(b.avg) * 0.5e-9
-    top = np.maximum(b.upper + edge, st.load)
-    top = np.where(np.isfinite(st.limit), np.minimum(top, np.maximum(st.limit, st.load)), top)
-    bottom = np.minimum(b.lower - edge, st.load)
-    tol = np.abs(st.load) * 1e-13 + 1e-9
+    edge = np.abs(b.avg[touched]) * 0.5e-9
+    top = np.maximum(b.upper[touched] + edge, load0)
+    top = np.where(np.isfinite(limit), np.minimum(top, np.maximum(limit, load0)), top)
+    bottom = np.minimum(b.lower[touched] - edge, load0)
+    tol = np.abs(load0) * 1e-13 + 1e-9
     last_first = np.arange(src.size)[::-1]
     for _ in range(DROP_PASSES):
-        delta = np.zeros_like(st.load)
+        delta = np.zeros_like(load0)
         np.add.at(delta, src[keep], -v[keep])
         np.add.at(delta, dst[keep], v[keep])
-        load = st.load + delta
-        excess = np.maximum(load - top - tol, 0.0)  # (B, Q)
+        load = load0 + delta
+        excess = np.maximum(load - top - tol, 0.0)  # (touched brokers, Q)
         deficit = np.maximum(bottom - load - tol, 0.0)
         if not (excess.any() or deficit.any()):
             return keep

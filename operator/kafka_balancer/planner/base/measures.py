@@ -51,12 +51,17 @@ def bands(st: State, q: int, threshold: float) -> tuple[FloatArray, FloatArray, 
     return lower, upper, avg
 
 
-def topic_bands(st: State, counts: Ints, threshold: float) -> tuple[FloatArray, FloatArray]:
-    """Per-topic (lower, upper) count band over the active brokers of the topic's group."""
+def topic_bands(st: State, threshold: float, *, leaders: bool) -> tuple[FloatArray, FloatArray]:
+    """Per-topic (lower, upper) band of its replica (or, with ``leaders``, leader) count over the
+    active brokers of the topic's group."""
     groups = st.groups
     active_per_group = np.bincount(groups.broker[st.active], minlength=len(groups.names)).astype(np.float64)
     n = active_per_group[groups.topic]
-    total = (counts * st.active[None, :]).sum(axis=1).astype(np.float64)
+    # The topic's count on active brokers, summed over its partitions (the same as summing its row
+    # of State.tcount or State.tlead, at the cost of the partitions rather than topics x brokers).
+    rep = st.rep[:, :1] if leaders else st.rep
+    on_active = (rep != NO_BROKER) & st.active[np.maximum(rep, 0)]
+    total = np.bincount(st.ptopic, weights=on_active.sum(axis=1), minlength=len(st.model.topics))
     avg = np.divide(total, n, out=np.zeros_like(total), where=n > 0)
     return np.floor(avg * (2.0 - threshold) + 1e-9), np.ceil(avg * threshold - 1e-9)
 
@@ -104,7 +109,7 @@ def goal_violation(st: State, goal: str) -> float:
         v = np.where(v > tolerance(avg), v, 0.0)
         return float(np.sum(np.divide(v, avg, out=np.zeros_like(v), where=avg > 0)))
     counts = st.tcount if goal == TOPIC_REPLICA_GOAL else st.tlead
-    lo, hi = topic_bands(st, counts, threshold)
+    lo, hi = topic_bands(st, threshold, leaders=goal != TOPIC_REPLICA_GOAL)
     in_group = topic_brokers(st)
     if goal == TOPIC_LEADER_GOAL:
         in_group &= topic_leader_applies(st)[:, None]

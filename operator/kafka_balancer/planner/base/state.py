@@ -29,6 +29,26 @@ from kafka_balancer.planner.options import PlannerOptions, PlanningError
 # A copy of the placement and its totals: (rep, load, tcount, tlead).
 Checkpoint = tuple[Ints, FloatArray, Ints, Ints]
 
+# The per-topic goals keep each topic's replica and leader count on every broker (``tcount``,
+# ``tlead``: topics x brokers cells), and their passes read such tables whole every round, so time
+# and memory grow with the cells (about 60 bytes each at the peak of a plan, counting copies and
+# temporaries). Above this many cells a plan is refused before anything is allocated: 50 million is
+# 10,000 topics on 5,000 brokers, or ~100 partitions per broker on 2,000 brokers with 20 per topic
+# (docs/goals.md, "Limits").
+MAX_TOPIC_BROKER_CELLS: Final = 50_000_000
+
+
+def check_size(model: ClusterModel) -> None:
+    """Refuse a cluster whose per-topic tables would exceed :data:`MAX_TOPIC_BROKER_CELLS`."""
+    topics, brokers = len(model.topics), model.num_brokers
+    if topics * brokers > MAX_TOPIC_BROKER_CELLS:
+        raise PlanningError(
+            "cluster-too-large",
+            f"{topics:,} topics x {brokers:,} brokers = {topics * brokers:,} per-topic counts, above the "
+            f'planner\'s limit of {MAX_TOPIC_BROKER_CELLS:,} (docs/goals.md, "Limits")',
+        )
+
+
 UNGROUPED: Final = "(ungrouped)"
 WHOLE_CLUSTER: Final = "cluster"
 
@@ -98,6 +118,7 @@ class State:
     """Working placement plus incremental per-broker and per-topic totals."""
 
     def __init__(self, model: ClusterModel, options: PlannerOptions, groups: Groups):
+        check_size(model)
         self.model = model
         self.options = options
         self.catalogue = options.catalogue

@@ -140,13 +140,14 @@ def most_needed(counts: Ints, hi: FloatArray, topics: Ints, src: Ints, *, limit:
 
 
 class PartnerIndex(NamedTuple):
-    """Candidate partners sorted by (segment, size rank): partitions, slots, sort keys, the start of
-    each segment, and the size ranks keyed on (see :func:`replica_index`, :func:`leader_index`)."""
+    """Candidate partners sorted by (segment, size rank): partitions, slots, sort keys, and the size
+    ranks keyed on (see :func:`replica_index`, :func:`leader_index`). A segment's bounds are found
+    in the keys when asked for (a table of every segment's start would have one entry per broker
+    pair: 10^8 at 10,000 brokers)."""
 
     parts: Ints
     slots: Ints
     keys: FloatArray
-    starts: Ints
     size_rank: Ints
 
     def near(self, st: State, segments: Ints, parts: Ints) -> tuple[Ints, BoolArray]:
@@ -154,7 +155,8 @@ class PartnerIndex(NamedTuple):
         in size, and which of them are inside the segment."""
         nparts = max(st.model.num_partitions, 1)
         query = segments + self.size_rank[parts] / nparts
-        return _window(self.keys, query, self.starts[segments], self.starts[segments + 1])
+        starts = np.searchsorted(self.keys, segments)
+        return _window(self.keys, query, starts, np.searchsorted(self.keys, segments + 1))
 
 
 class Offers(NamedTuple):
@@ -181,8 +183,7 @@ def replica_index(st: State, size_rank: Ints) -> PartnerIndex:
     seg = rep[yp, yk].astype(np.int64) * 2 + (yk == 0)
     key = seg + size_rank[yp] / nparts
     order = np.argsort(key, kind="stable")
-    starts = np.searchsorted(key[order], np.arange(st.model.num_brokers * 2 + 1))
-    return PartnerIndex(yp[order], yk[order], key[order], starts, size_rank)
+    return PartnerIndex(yp[order], yk[order], key[order], size_rank)
 
 
 def leader_index(st: State, size_rank: Ints) -> PartnerIndex:
@@ -195,8 +196,7 @@ def leader_index(st: State, size_rank: Ints) -> PartnerIndex:
     seg = rep[fp, 0].astype(np.int64) * nb + rep[fp, fk]
     key = seg + size_rank[fp] / nparts
     order = np.argsort(key, kind="stable")
-    starts = np.searchsorted(key[order], np.arange(nb * nb + 1))
-    return PartnerIndex(fp[order], fk[order], key[order], starts, size_rank)
+    return PartnerIndex(fp[order], fk[order], key[order], size_rank)
 
 
 def _nearest(ok: BoolArray, idx: Ints) -> tuple[Ints, BoolArray]:

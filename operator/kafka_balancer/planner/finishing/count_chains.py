@@ -34,22 +34,33 @@ ROUNDS: Final = 4
 Candidates = dict[tuple[int, int], list[tuple[int, int]]]  # (leader, follower) -> [(partition, slot)]
 
 
+Adjacency = dict[int, set[int]]  # broker -> the brokers an edge leads to
+
+
 @dataclass
 class _Graph:
-    """One round's candidate leaderships per (leader, follower) pair, the pairs as a graph, and the
+    """One round's candidate leaderships per (leader, follower) pair, the pairs as a graph (edges
+    forwards and backwards, as sets: a graph of B brokers costs its edges, not B x B), and the
     partitions whose leadership a chain of the round already moved."""
 
     cands: Candidates
-    adj: BoolArray
+    forward: Adjacency
+    backward: Adjacency
     used: set[int] = field(default_factory=set)
 
     @staticmethod
-    def of(st: State, cands: Candidates) -> _Graph:
-        nb = st.model.num_brokers
-        adj = np.zeros((nb, nb), dtype=np.bool_)
+    def of(cands: Candidates) -> _Graph:
+        forward: Adjacency = {}
+        backward: Adjacency = {}
         for s, d in cands:
-            adj[s, d] = True
-        return _Graph(cands, adj)
+            forward.setdefault(s, set()).add(d)
+            backward.setdefault(d, set()).add(s)
+        return _Graph(cands, forward, backward)
+
+    def drop(self, s: int, d: int) -> None:
+        """The edge s -> d has no leadership left to move."""
+        self.forward.get(s, set()).discard(d)
+        self.backward.get(d, set()).discard(s)
 
 
 @dataclass
@@ -68,7 +79,7 @@ def leader_count_chains(st: State, b: Bands) -> int:
         cands = _candidates(st, b)
         if not cands:
             break
-        graph = _Graph.of(st, cands)
+        graph = _Graph.of(cands)
         for end in _ends(st, b):
             done, exhausted = _into_band(st, b, graph, end, work)
             applied += done
@@ -95,14 +106,14 @@ def _into_band(st: State, b: Bands, graph: _Graph, end: tuple[int, bool], work: 
 def _one_chain(st: State, b: Bands, graph: _Graph, end: tuple[int, bool], work: _Work) -> bool:
     """Apply the first of the shortest paths from (or into) ``end`` whose leaderships every band accepts."""
     broker, forward = end
-    adj = graph.adj
-    for path in _paths(adj if forward else adj.T, broker, _targets(st, b, forward)):
+    for path in _paths(graph.forward if forward else graph.backward, broker, _targets(st, b, forward)):
         work.tries += 1
         hops = path if forward else [(d, s) for s, d in reversed(path)]
         if _apply(st, b, hops, graph.cands, graph.used):
             return True
         for s, d in hops:  # pairs whose leaderships are all used up or no longer fit
-            adj[s, d] &= (s, d) in graph.cands
+            if (s, d) not in graph.cands:
+                graph.drop(s, d)
     return False
 
 
@@ -169,7 +180,7 @@ def _candidates(st: State, b: Bands) -> Candidates:
     return out
 
 
-def _paths(adj: BoolArray, start: int, ends: BoolArray) -> list[list[tuple[int, int]]]:
+def _paths(adj: Adjacency, start: int, ends: BoolArray) -> list[list[tuple[int, int]]]:
     """Shortest broker paths from ``start`` to up to PATHS_PER_BROKER brokers of ``ends`` (breadth-first)."""
     parent = {start: start}
     depth = {start: 0}
@@ -179,7 +190,7 @@ def _paths(adj: BoolArray, start: int, ends: BoolArray) -> list[list[tuple[int, 
         node = queue.popleft()
         if depth[node] >= MAX_DEPTH:
             continue
-        for nxt in np.flatnonzero(adj[node]).tolist():
+        for nxt in sorted(adj.get(node, ())):
             if nxt in depth:
                 continue
             depth[nxt], parent[nxt] = depth[node] + 1, node
