@@ -182,10 +182,12 @@ def brokers(args: argparse.Namespace) -> None:
         partitions = count * PARTITIONS_PER_BROKER
         cmd = [sys.executable, "-m", "bench.planner", "scale", "--partitions", str(partitions), "--rf", "3"]
         cmd += ["--brokers", str(count), "--new-brokers", str(count // 12), "--racks", str(BROKER_RACKS)]
+        used = _children_cpu()
         try:
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.deadline, check=True).stdout
-        except subprocess.TimeoutExpired:
-            print(f"| {count:,} | {partitions:,} | | no answer after {args.deadline} s | | | | | |", flush=True)
+        except subprocess.TimeoutExpired:  # killed and waited for: its CPU time is in the children's
+            cpu = round(_children_cpu() - used, 1)
+            print(f"| {count:,} | {partitions:,} | | no answer after {args.deadline} | {cpu} | | | | |", flush=True)
             continue
         r = json.loads(out.strip().splitlines()[-1])
         head = f"| {count:,} | {partitions:,} | {r['replicas']:,} | {r['planSeconds']} | {r['planCpuSeconds']} | "
@@ -195,6 +197,11 @@ def brokers(args: argparse.Namespace) -> None:
             continue
         goals = ", ".join(r["goalsViolated"]) or "-"
         print(f"{head}{r['moves']:,} | {r['bytesOverBound']} | {goals} |", flush=True)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def seeds(args: argparse.Namespace) -> None:
