@@ -18,6 +18,7 @@ from kafka_balancer.sandbox.ports import free_port
 from prometheus_client.parser import text_string_to_metric_families
 
 from .kube import KubeServer, kube_server
+from .operator_process import start_operator  # noqa: F401  (the operator as its own process)
 
 # Read when kafka_balancer.controller.operator is imported (kopf timers are declared at import time).
 os.environ.setdefault("KAFKA_BALANCER_RECONCILE_SECONDS", "1")

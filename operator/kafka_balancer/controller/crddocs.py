@@ -131,8 +131,12 @@ def _rules(node: dict[str, Any]) -> str:
         rules.append(f"pattern `{node['pattern']}`")
     if "items" in node and "pattern" in node["items"]:
         rules.append(f"items match `{node['items']['pattern']}`")
+    if "maxLength" in node:
+        rules.append(f"max length {node['maxLength']}")
     if "items" in node and "minimum" in node["items"]:
         rules.append(f"items ≥ {node['items']['minimum']}")
+    if "items" in node and "maxLength" in node["items"]:
+        rules.append(f"items max length {node['items']['maxLength']}")
     return ", ".join(rules)
 
 

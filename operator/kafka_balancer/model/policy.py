@@ -11,14 +11,14 @@ two groups) live in validators here and are reported by the controller as ``Stal
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Final, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from kafka_balancer.model.errors import ModelError
+from kafka_balancer.model.topic_patterns import MAX_PATTERN_LENGTH, MAX_PATTERNS, compile_pattern, matches_any
 
 GROUP: Final = "kafkabalancer.io"
 VERSION: Final = "v1alpha1"
@@ -373,26 +373,29 @@ class BrokerSelector(SpecModel):
         return self
 
 
+def _linear_time(pattern: str) -> str:
+    compile_pattern(pattern)  # PatternError is a ValueError: pydantic reports it at the pattern's index
+    return pattern
+
+
+TopicPattern = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_PATTERN_LENGTH),
+    AfterValidator(_linear_time),
+]
+
+
 class TopicSelector(SpecModel):
     """The topics of a group: exact names and regular expressions (full match)."""
 
     names: list[TopicName] = Field(default_factory=list)
     """Topic names."""
-    patterns: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
-    """Regular expressions matched against the whole topic name."""
-
-    @field_validator("patterns")
-    @classmethod
-    def _compiles(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as err:
-                raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {err}") from None
-        return patterns
+    patterns: list[TopicPattern] = Field(default_factory=list, max_length=MAX_PATTERNS)
+    """Regular expressions in RE2 syntax, matched against the whole topic name in linear time (no
+    backreferences or look-around)."""
 
     def matches(self, topic: str) -> bool:
-        return topic in self.names or any(re.fullmatch(p, topic) for p in self.patterns)
+        return topic in self.names or matches_any(self.patterns, topic)
 
 
 class ResourceGroupSpec(SpecModel):
