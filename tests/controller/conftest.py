@@ -30,6 +30,11 @@ os.environ["KAFKA_BALANCER_METRICS_ADDRESS"] = "127.0.0.1"
 GROUP, VERSION = "kafkabalancer.io", "v1alpha1"
 
 
+def policy_manifest(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A BalancePolicy as ``kubectl apply`` takes it (Cluster.apply puts it in namespace kafka)."""
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "BalancePolicy", "metadata": {"name": name}, "spec": spec}
+
+
 class Cluster:
     """The test's view of the Kubernetes API: create/patch/read objects through the real client."""
 

@@ -20,7 +20,7 @@ from kafka_balancer.model.policy import PolicyError, parse_resource_group_spec
 from kafka_balancer.planner.options import GroupOptions, PlanningError
 from kafka_balancer.sandbox import EmulatedCluster
 
-from .conftest import Cluster
+from .conftest import Cluster, policy_manifest
 from .operator_process import OperatorProcess
 
 pytestmark = pytest.mark.timeout(180)
@@ -63,12 +63,9 @@ def test_a_catastrophic_pattern_leaves_the_operator_responsive(
     kube.apply(_group("hostile", [HOSTILE, "payments"], [1, 2, 3]))
     kube.apply(_group("backref", [r"(a)\1"], [4]))  # no linear-time matcher does backreferences
     kube.apply(
-        {
-            "apiVersion": "kafkabalancer.io/v1alpha1",
-            "kind": "BalancePolicy",
-            "metadata": {"name": "main"},
-            "spec": {"cluster": {"bootstrapServers": cluster.bootstrap_servers}, "resourceGroups": ["hostile"]},
-        }
+        policy_manifest(
+            "main", {"cluster": {"bootstrapServers": cluster.bootstrap_servers}, "resourceGroups": ["hostile"]}
+        )
     )
     missed = _responsive(op, seconds=8.0)
     assert not missed, f"the operator stopped answering: {missed}"

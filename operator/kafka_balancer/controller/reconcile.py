@@ -18,8 +18,16 @@ from typing import Any, Literal, cast
 from kafka_balancer.controller import summaries
 from kafka_balancer.controller.analysis import Analyses, EngineUnavailable, NotReady, with_measured_load
 from kafka_balancer.controller.approval import decide
-from kafka_balancer.controller.kubeapi import Credentials, KubeApi, NotFoundError, owner_reference
+from kafka_balancer.controller.kubeapi import Credentials, KubeApi, owner_reference
 from kafka_balancer.controller.observations import export, observe
+from kafka_balancer.controller.proposal_store import (
+    DEFAULT_MAX_BYTES,
+    ConfigMapNotOurs,
+    Owner,
+    ProposalLost,
+    ProposalStore,
+    ProposalTooLarge,
+)
 from kafka_balancer.controller.services import (
     Connector,
     DetachablePort,
@@ -92,6 +100,7 @@ class _Ctx:
 @dataclass(frozen=True)
 class ReconcilerOptions:
     execution_poll_seconds: float | None = None  # executor poll interval; None = the executor's default
+    proposal_max_bytes: int = DEFAULT_MAX_BYTES  # the largest proposal (JSON) stored in ConfigMaps
 
 
 class Reconciler:
@@ -113,6 +122,7 @@ class Reconciler:
         self.runs = runs
         self.metrics = metrics
         self.options = options or ReconcilerOptions()
+        self.proposals = ProposalStore(kube, self.options.proposal_max_bytes)
         self._execution_numbers = itertools.count(1)
         # The last run this process finished, per policy. kopf writes the status a handler returns
         # after the handler (and its lock) is done, so the next reconciliation can start from a body
@@ -289,7 +299,17 @@ class Reconciler:
         if decision.stalled:
             raise Stall(decision.reason, decision.message)
         if decision.execute:
-            self._start(ctx, self._stored_proposal(namespace, proposal), None)
+            try:
+                stored = self.proposals.load(namespace, proposal.config_map, proposal.id)
+            except ProposalLost as lost:
+                # What was reviewed cannot be read back whole: it is never executed. A new proposal takes
+                # its place (a new id: Manual mode approves it again).
+                status.proposal = self._propose(ctx, groups, model, fingerprint, "ProposalLost")
+                message = f"proposal {proposal.id}: {lost}; proposal {status.proposal.id} replaces it"
+                events.append(("Warning", "ProposalLost", message))
+                status.state = "ProposalReady"
+                return "", ""
+            self._start(ctx, stored, None)
             events.append(
                 ("Normal", "ExecutionStarted", f"executing proposal {proposal.id}: {summaries.describe(proposal)}")
             )
@@ -378,18 +398,12 @@ class Reconciler:
                     raise
                 raise Stall("UnsatisfiableGoal", str(err)) from None
         summary = dict(proposal.summary)
-        config_map = f"{key.policy}-proposal"
-        self.kube.put_config_map(
-            key.namespace,
-            config_map,
-            {
-                "proposal-id": proposal.id,
-                "plan.json": proposal.plan.dumps(indent=1),
-                "proposal.json": proposal.dumps(indent=1),
-                "summary.json": json.dumps(summary, indent=1, sort_keys=True, default=str),
-            },
-            owner_reference(body),
-        )
+        try:
+            config_map = self.proposals.save(key.namespace, Owner(owner_reference(body)), proposal)
+        except ProposalTooLarge as err:
+            raise Stall("ProposalTooLarge", str(err)) from None
+        except ConfigMapNotOurs as err:
+            raise Stall("ConfigMapConflict", str(err)) from None
         self.metrics.set_proposal(
             key,
             moves=int(summary.get("moves", len(proposal.plan))),
@@ -413,17 +427,11 @@ class Reconciler:
         )
 
     def _stored_proposal(self, namespace: str, proposal: ProposalStatus) -> Proposal:
-        """The reviewed proposal, exactly as stored when it was proposed (never recomputed)."""
+        """The reviewed proposal of an execution to resume, exactly as stored (never recomputed)."""
         try:
-            data = self.kube.get_config_map(namespace, proposal.config_map)
-        except NotFoundError as err:
-            raise Stall("ProposalLost", f"status.proposal.configMap: {err}; a new proposal is needed") from None
-        stored = Proposal.loads(data.get("proposal.json", "{}"))
-        if stored.id != proposal.id:
-            raise Stall(
-                "ProposalLost", f"ConfigMap {proposal.config_map} holds proposal {stored.id}, not {proposal.id}"
-            )
-        return stored
+            return self.proposals.load(namespace, proposal.config_map, proposal.id)
+        except ProposalLost as err:
+            raise Stall("ProposalLost", f"status.proposal.configMap: {err}; the execution cannot resume") from None
 
     # ----- executions ---------------------------------------------------------------------
     def _start(self, ctx: _Ctx, proposal: Proposal, record: dict[str, Any] | None) -> None:

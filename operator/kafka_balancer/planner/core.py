@@ -14,7 +14,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
-from kafka_balancer.model.proposal import LeaderChange, Proposal, model_fingerprint, proposal_id
+from kafka_balancer.model.proposal import LeaderChange, Proposal, content_id, model_fingerprint, planning_basis
 from kafka_balancer.planner.balance import LEADER_FIRST, balance_goal
 from kafka_balancer.planner.detours import repair_topic_slots
 from kafka_balancer.planner.goals import (
@@ -340,7 +340,8 @@ def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, 
     moves = int(per_part.sum())
     bytes_to_move = float((model.size_bytes[changed] * per_part).sum())
     opts = options.to_dict()
-    pid = proposal_id(model_fingerprint(model), opts, reassignment, leader_changes)
+    basis = planning_basis(model_fingerprint(model), opts)
+    pid = content_id(basis, reassignment, leader_changes)
     ev_before = _evaluate_state(before, model.replicas)
     ev_after = _evaluate_state(st, model.replicas)
     summary = {
@@ -373,7 +374,7 @@ def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, 
             for name, stats in ev_after.groups.items()
         },
     }
-    return Proposal(pid, reassignment, leader_changes, summary)
+    return Proposal(pid, reassignment, leader_changes, summary, basis)
 
 
 def _goal_stats(ev: Evaluation, goal: str) -> dict[str, Any]:
