@@ -53,7 +53,9 @@ def test_scraped_consumer_group_and_durability_metrics(emulator: Callable[..., E
         port.close()
     metrics = Metrics()
     key = PolicyKey("prod", "kafka", "emulated")
-    metrics.set_analysis_samples(key, consumer_groups.metric_samples(reports, 10), replaces=consumer_groups.METRIC_NAMES)
+    metrics.set_analysis_samples(
+        key, consumer_groups.metric_samples(reports, 10), replaces=consumer_groups.METRIC_NAMES
+    )
     metrics.set_analysis_samples(key, audit_analysis.metric_samples(report), replaces=audit_analysis.METRIC_NAMES)
     server = metrics.serve(port=0)
     try:
