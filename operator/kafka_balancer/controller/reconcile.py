@@ -303,7 +303,8 @@ class Reconciler:
                 stored = self.proposals.load(namespace, proposal.config_map, proposal.id)
             except ProposalLost as lost:
                 # What was reviewed cannot be read back whole: it is never executed. A new proposal takes
-                # its place (a new id: Manual mode approves it again).
+                # its place; the next round decides on it (the same id when nothing changed, so the
+                # approval stands and exactly the reviewed plan runs; else Manual mode approves the new id).
                 status.proposal = self._propose(ctx, groups, model, fingerprint, "ProposalLost")
                 message = f"proposal {proposal.id}: {lost}; proposal {status.proposal.id} replaces it"
                 events.append(("Warning", "ProposalLost", message))
