@@ -34,6 +34,8 @@ _DURATION_BUCKETS: Final = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800
 _P = ("policy", "namespace")
 _PC = ("policy", "namespace", "cluster")
 # Consumer-group balance and durability audit (issue 8): name -> (help, labels after policy/namespace/cluster).
+# Per consumer group only for the policy's topN groups: the series grow with topN (at most 100), not with the
+# cluster's groups.
 # The values come from analysis.consumer_groups.metric_samples and analysis.audit.metric_samples.
 _G = ("group",)
 _ANALYSIS_GAUGES: Final = {
@@ -45,6 +47,8 @@ _ANALYSIS_GAUGES: Final = {
         "1, labelled with the consumer group's assignor and the recommended one.",
         ("group", "current", "recommended"),
     ),
+    "consumer_groups": ("Consumer groups analysed (per group series: only the topN most imbalanced).", ()),
+    "consumer_groups_lag": ("Total lag of all consumer groups analysed, in messages.", ()),
     "durability_flagged_topics": ("Topics with a risky durability setting, by flag.", ("flag",)),
     "partitions_at_risk": ("Partitions offline, under-replicated or at/below min.insync.replicas.", ("risk",)),
 }

@@ -44,9 +44,10 @@ def observe(port: KafkaPort, model: ClusterModel, spec: BalancePolicySpec) -> Ob
         except Exception as err:
             log.warning("consumer-group analysis failed: %s", err)
         else:
-            top = consumer_groups.most_imbalanced(reports, spec.analysis.consumer_groups.top_n)
+            top_n = spec.analysis.consumer_groups.top_n
+            top = consumer_groups.most_imbalanced(reports, top_n)
             out.consumer_groups = [ConsumerGroupStatus.model_validate(row) for row in top]
-            out.samples += consumer_groups.metric_samples(reports)
+            out.samples += consumer_groups.metric_samples(reports, top_n)
             out.replaces += consumer_groups.METRIC_NAMES
     return out
 

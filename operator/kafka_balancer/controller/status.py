@@ -97,11 +97,13 @@ class ProposalStatus(StatusModel):
     groups: list[GroupImbalance] = Field(default_factory=list)
     """Per-group imbalance."""
     config_map: str
-    """ConfigMap (same namespace) holding plan.json and summary.json."""
+    """ConfigMap (same namespace) holding the proposal (binaryData proposal.json.gz, continued in
+    <name>-2 ... when it has more than one part) and, while they fit, plan.json and summary.json."""
     created_at: str
     """When the proposal was made."""
     trigger: str = ""
-    """Why it was made: FirstProposal, SpecChanged, Schedule, Imbalance, BrokersChanged."""
+    """Why it was made: FirstProposal, SpecChanged, Schedule, Imbalance, BrokersChanged, ProposalLost (the
+    stored copy of the approved proposal could not be read back whole)."""
     fingerprint: str = ""
     """Hash of the planning inputs (cluster, groups, goals, operation, analysis) it was made from."""
 

@@ -5,7 +5,9 @@ changes), the leader changes on their own (for the election batches that follow 
 a JSON-able summary (moves, bytes, per-goal statistics before/after, balancedness).
 
 The id is a hash of the input snapshot, the options and the plan, so approving an id approves
-exactly what was reviewed: any change to the cluster, the policy or the plan gives another id.
+exactly what was reviewed: any change to the cluster, the policy or the plan gives another id. The
+proposal carries ``basis`` (the hash of the snapshot and the options), so its id can be recomputed
+from what it holds: :meth:`Proposal.verify` is the integrity check of a stored copy.
 """
 
 from __future__ import annotations
@@ -54,18 +56,32 @@ class Proposal:
     plan: ReassignmentPlan
     leader_changes: tuple[LeaderChange, ...]
     summary: Mapping[str, Any] = field(default_factory=dict)
+    basis: str = ""  # planning_basis() of the snapshot and options; "" in proposals written before it existed
 
     @property
     def is_empty(self) -> bool:
         return not self.plan.partitions and not self.leader_changes
 
+    def verify(self) -> None:
+        """Raise ModelError unless the id is the hash of this proposal's basis, plan and leader changes."""
+        if not self.basis:
+            raise ModelError(f"proposal {self.id}: field 'basis' is missing, so its id cannot be checked")
+        actual = content_id(self.basis, self.plan, self.leader_changes)
+        if actual != self.id:
+            raise ModelError(
+                f"proposal {self.id}: its content hashes to {actual}: it is not the proposal that was reviewed"
+            )
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "plan": self.plan.to_dict(),
             "leaderChanges": [c.to_dict() for c in self.leader_changes],
             "summary": dict(self.summary),
         }
+        if self.basis:
+            out["basis"] = self.basis
+        return out
 
     def dumps(self, *, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
@@ -94,7 +110,10 @@ class Proposal:
         summary = data.get("summary", {})
         if not isinstance(summary, Mapping):
             raise ModelError(f"proposal: field 'summary' must be an object, got {summary!r}")
-        return cls(pid, plan, tuple(sorted(changes)), dict(summary))
+        basis = data.get("basis", "")
+        if not isinstance(basis, str):
+            raise ModelError(f"proposal: field 'basis' must be a string, got {basis!r}")
+        return cls(pid, plan, tuple(sorted(changes)), dict(summary), basis)
 
     @classmethod
     def loads(cls, text: str | bytes) -> Proposal:
@@ -118,17 +137,22 @@ def model_fingerprint(model: ClusterModel) -> str:
     return digest.hexdigest()
 
 
-def proposal_id(
-    snapshot_fingerprint: str, options: Any, plan: ReassignmentPlan, leaders: Iterable[LeaderChange]
-) -> str:
-    """The deterministic id: sha256 of snapshot fingerprint + canonical options JSON + plan + leader changes.
+def planning_basis(snapshot_fingerprint: str, options: Any) -> str:
+    """The hash of what a proposal was planned from: the snapshot fingerprint and the canonical options JSON.
 
-    ``options`` must be JSON-able (the planner passes its options as a dict). Lower-case hex, so it
-    fits the CRD's ``approvedProposal`` pattern.
-    """
+    ``options`` must be JSON-able (the planner passes its options as a dict)."""
     digest = hashlib.sha256()
     digest.update(snapshot_fingerprint.encode())
     digest.update(json.dumps(options, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def content_id(basis: str, plan: ReassignmentPlan, leaders: Iterable[LeaderChange]) -> str:
+    """The deterministic proposal id: sha256 of the planning basis + plan + leader changes.
+
+    Lower-case hex, so it fits the CRD's ``approvedProposal`` pattern."""
+    digest = hashlib.sha256()
+    digest.update(basis.encode())
     digest.update(plan.dumps().encode())
     digest.update(json.dumps([c.to_dict() for c in leaders]).encode())
     return digest.hexdigest()[:PROPOSAL_ID_LENGTH]
