@@ -71,6 +71,7 @@ class ExecutionFigures:
     partitions_total: int
     in_flight: int
     eta_seconds: float | None
+    stuck: int = 0
 
 
 class Metrics:
@@ -136,6 +137,12 @@ class Metrics:
         )
         self.exec_in_flight = Gauge(
             f"{PREFIX}execution_inflight_moves", "Reassignments in flight now.", _PC, registry=r
+        )
+        self.exec_stuck = Gauge(
+            f"{PREFIX}execution_stuck_moves",
+            "Reassignments in flight that copied nothing for stuckAfterSeconds.",
+            _PC,
+            registry=r,
         )
         self.exec_eta = Gauge(
             f"{PREFIX}execution_eta_seconds",
@@ -239,6 +246,7 @@ class Metrics:
         self.exec_parts_moved.labels(*labels).set(figures.partitions_moved)
         self.exec_parts_total.labels(*labels).set(figures.partitions_total)
         self.exec_in_flight.labels(*labels).set(figures.in_flight)
+        self.exec_stuck.labels(*labels).set(figures.stuck)
         self.exec_eta.labels(*labels).set(-1 if figures.eta_seconds is None else figures.eta_seconds)
         with self._lock:
             last_run, last_bytes, last_parts = self._last_moved.get(key, ("", 0, 0))
@@ -253,6 +261,7 @@ class Metrics:
     def execution_finished(self, key: PolicyKey, result: str) -> None:
         self.executions.labels(key.policy, key.namespace, key.cluster, result).inc()
         self.exec_in_flight.labels(key.policy, key.namespace, key.cluster).set(0)
+        self.exec_stuck.labels(key.policy, key.namespace, key.cluster).set(0)
 
     def reconciled(self, policy: str, namespace: str) -> None:
         self.reconciliations.labels(policy, namespace).inc()

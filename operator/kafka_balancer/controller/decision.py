@@ -439,6 +439,14 @@ def _report_running(nxt: _Next, run: RunView, *, stopping: str | None) -> None:
     status = nxt.status
     status.state = "Executing"
     if run.progress is not None:
+        newly_stuck = sorted(set(run.progress.stuck) - set(nxt.before.progress.stuck if nxt.before.progress else ()))
+        if newly_stuck:
+            message = (
+                f"proposal {run.proposal_id}: {run.progress.stuck_moves} move(s) copied nothing for "
+                f"spec.execution.stuckAfterSeconds ({nxt.spec.execution.stuck_after_seconds}s): "
+                + ", ".join(newly_stuck)
+            )
+            nxt.actions.append(Event("Warning", "MovesStuck", message))
         status.progress = run.progress
     why = f"stopping: {stopping}" if stopping else f"executing proposal {run.proposal_id}"
     status.conditions = set_condition(

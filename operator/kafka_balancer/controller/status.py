@@ -39,6 +39,9 @@ def now_iso() -> str:
     return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+STUCK_LISTED: Final = 20  # stuck moves named in status.progress.stuck (all are counted)
+
+
 class StatusModel(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="ignore", use_attribute_docstrings=True
@@ -123,6 +126,10 @@ class Progress(StatusModel):
     """Bytes moved over bytes total (partitions when no bytes move), 0 to 100."""
     eta_seconds: int | None = None
     """Estimated seconds left at the current rate."""
+    stuck_moves: int = 0
+    """Moves in flight that copied nothing for `spec.execution.stuckAfterSeconds`."""
+    stuck: list[str] = Field(default_factory=list, max_length=STUCK_LISTED)
+    """The first of them (`topic-partition`, sorted), at most 20: the status stays small."""
 
 
 class LastRun(StatusModel):
