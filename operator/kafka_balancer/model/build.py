@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, ClusterModel, _frozen
+from kafka_balancer.model.cluster import NO_BROKER, ClusterModel, LogDir, _frozen
 from kafka_balancer.model.errors import ModelError
 
 
@@ -31,6 +31,7 @@ class ClusterBuilder:
         self.cluster_name = cluster_name
         self.captured_at = captured_at
         self._brokers: dict[int, tuple[str | None, bool, tuple[float, float, float, float]]] = {}
+        self._log_dirs: dict[int, tuple[LogDir, ...]] = {}
         self._topic_settings: dict[str, tuple[int, int]] = {}
         self._seen: set[tuple[str, int]] = set()
         self._topic: list[str] = []
@@ -51,6 +52,7 @@ class ClusterBuilder:
         network_in_bytes_per_sec: float | None = None,
         network_out_bytes_per_sec: float | None = None,
         cpu_cores: float | None = None,
+        log_dirs: Sequence[LogDir] = (),
     ) -> None:
         where = f"broker {broker_id}"
         if isinstance(broker_id, bool) or not isinstance(broker_id, int) or broker_id < 0:
@@ -71,7 +73,12 @@ class ClusterBuilder:
                 if number <= 0:
                     raise ModelError(f"{where}: field '{name}' must be > 0, got {value!r}")
                 caps.append(number)
+        paths = [d.path for d in log_dirs]
+        if any(not isinstance(p, str) or not p for p in paths) or len(set(paths)) != len(paths):
+            raise ModelError(f"{where}: field 'logDirs' must name distinct non-empty paths, got {paths!r}")
         self._brokers[broker_id] = (rack, bool(alive), (caps[0], caps[1], caps[2], caps[3]))
+        if log_dirs:
+            self._log_dirs[broker_id] = tuple(log_dirs)
 
     def set_topic(
         self,
@@ -220,4 +227,5 @@ class ClusterBuilder:
             cpu_leader=_frozen(np.ascontiguousarray(loads[:, 4])),
             cluster_name=self.cluster_name,
             captured_at=self.captured_at,
+            broker_log_dirs=tuple(self._log_dirs.get(b, ()) for b in ids) if self._log_dirs else (),
         )
