@@ -44,6 +44,7 @@ from kafka_balancer.kafka.port import (
     ListChange,
     OngoingReassignment,
     TopicPartition,
+    log_dirs_of,
 )
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 
@@ -265,9 +266,11 @@ class KafkaAdapter:
         topics = sorted(t for t in metadata.topics if not t.startswith("__"))
         configs = self._describe_configs(ConfigResource.Type.TOPIC, topics)
         sizes = self._log_dir_sizes(_size_requests(metadata, topics, leaders_only=True)) if with_sizes else {}
+        live = {b.id: b for b in description.brokers}
+        # Where the data lives goes with its size: the log directories and their cordons (KIP-1066).
+        log_dirs = {b: log_dirs_of(c) for b, c in self.broker_configs(sorted(live)).items()} if with_sizes else {}
 
         builder = ClusterBuilder(cluster_name=description.cluster_id)
-        live = {b.id: b for b in description.brokers}
         referenced: set[int] = set()
         for name in topics:
             for p in metadata.topics[name].partitions.values():
@@ -275,7 +278,12 @@ class KafkaAdapter:
         for broker_id in sorted(set(live) | referenced):
             # A broker that hosts replicas but is not in the metadata is down (Kafka lists live brokers only).
             endpoint = live.get(broker_id)
-            builder.add_broker(broker_id, rack=endpoint.rack if endpoint else None, alive=endpoint is not None)
+            builder.add_broker(
+                broker_id,
+                rack=endpoint.rack if endpoint else None,
+                alive=endpoint is not None,
+                log_dirs=log_dirs.get(broker_id, ()),
+            )
         for name in topics:
             entries = configs.get(name, {})
             min_isr = entries.get(MIN_INSYNC_REPLICAS)

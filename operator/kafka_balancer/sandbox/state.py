@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from kafka_balancer.kafka.port import CORDONED_LOG_DIRS, LOG_DIRS, log_dirs_of
 from kafka_balancer.model import DISK, NETWORK_IN, NETWORK_OUT, ClusterModel
+from kafka_balancer.model.cluster import LogDir, all_cordoned
 
 NO_LEADER = -1
 
@@ -78,6 +80,10 @@ class TopicState:
     configs: dict[str, str] = field(default_factory=dict)
 
 
+# A broker's log.dirs when the snapshot does not name them (one directory, as a default install).
+DEFAULT_LOG_DIR = "/var/lib/kafka/data"
+
+
 @dataclass
 class BrokerState:
     id: int
@@ -88,7 +94,17 @@ class BrokerState:
     disk: float = math.nan  # bytes
     network_out: float = math.nan
     slow_rate: float | None = None  # fault injection: cap on this broker's replication bytes/s
-    configs: dict[str, str] = field(default_factory=dict)
+    configs: dict[str, str] = field(default_factory=dict)  # dynamic per-broker configs
+    log_dirs: list[str] = field(default_factory=lambda: [DEFAULT_LOG_DIR])  # its static log.dirs
+
+    def log_dir_entries(self) -> tuple[LogDir, ...]:
+        """Its log directories, each cordoned when its ``cordoned.log.dirs`` says so (as a real broker reads it)."""
+        return log_dirs_of({LOG_DIRS: ",".join(self.log_dirs), **self.configs})
+
+    @property
+    def takes_new_replicas(self) -> bool:
+        """Up and not every log directory cordoned: Kafka's placement of new topics skips it otherwise."""
+        return self.alive and not all_cordoned(self.log_dir_entries())
 
 
 @dataclass(frozen=True)
@@ -174,6 +190,11 @@ class ClusterState:
                 network_out=float(model.capacity[b, NETWORK_OUT]),
                 disk=float(model.capacity[b, DISK]),
             )
+            dirs = model.log_dirs(b)
+            if dirs:
+                state.brokers[info.id].log_dirs = [d.path for d in dirs]
+            if any(d.cordoned for d in dirs):
+                state.brokers[info.id].configs[CORDONED_LOG_DIRS] = ",".join(d.path for d in dirs if d.cordoned)
         for settings in model.topic_settings():
             configs: dict[str, str] = {}
             if settings.min_insync_replicas is not None:
