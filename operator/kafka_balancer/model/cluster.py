@@ -129,6 +129,10 @@ class ClusterModel:
     # Per broker (in broker order) its log directories; empty where not known (a snapshot without
     # them, a broker that is down). ``()`` for the whole cluster when none are known.
     broker_log_dirs: tuple[tuple[LogDir, ...], ...] = ()
+    # (P, max_rf) eligible leader replicas (KIP-966) over the replica slots, where the cluster reported
+    # them (DescribeTopicPartitions); None when not read. Kafka keeps ELR empty while the ISR is at
+    # or above min.insync.replicas.
+    elr_mask: BoolArray | None = None
     _index: dict[tuple[str, int], int] | None = field(default=None, repr=False, compare=False)
 
     # ----- sizes ---------------------------------------------------------------------------
@@ -191,6 +195,14 @@ class ClusterModel:
     def isr_ids(self, p: int) -> tuple[int, ...]:
         row = self.replicas[p]
         mask = (row != NO_BROKER) & self.isr_mask[p]
+        return tuple(int(self.broker_ids[b]) for b in row[mask])
+
+    def elr_ids(self, p: int) -> tuple[int, ...] | None:
+        """The partition's eligible leader replicas, or None when the cluster did not report them."""
+        if self.elr_mask is None:
+            return None
+        row = self.replicas[p]
+        mask = (row != NO_BROKER) & self.elr_mask[p]
         return tuple(int(self.broker_ids[b]) for b in row[mask])
 
     def leader_id(self, p: int) -> int | None:
