@@ -464,3 +464,32 @@ def test_cordoned_log_dirs_are_read_refused_when_unknown_and_kept_off_by_topic_c
     placed = adapter.read_cluster()
     hosts = {b for p in range(placed.num_partitions) for b in placed.replica_ids(p)}
     assert hosts == {1, 2, 4, 5, 6}, hosts
+
+
+@backends
+def test_eligible_leader_replicas_follow_the_isr_below_min_isr(kafka_target: KafkaTarget) -> None:
+    """KIP-966, on by default in Kafka 4.x KRaft: a replica that leaves an ISR already below
+    min.insync.replicas becomes an eligible leader replica; at min ISR the ELR stays empty, and once
+    the ISR is back at min ISR it is cleared. read_cluster reads it (DescribeTopicPartitions)."""
+    kafka_target.create_topic("e", [[1, 2, 3]], {"min.insync.replicas": "2"})
+    kafka_target.create_topic("f", [[1, 2, 3]], {"min.insync.replicas": "3"})
+    adapter = kafka_target.adapter()
+
+    def elr() -> dict[str, tuple[tuple[int, ...], tuple[int, ...] | None]]:
+        model = adapter.read_cluster(with_sizes=False)
+        out = {}
+        for p in range(model.num_partitions):
+            found = model.elr_ids(p)
+            out[model.topic_name(p)] = (
+                tuple(sorted(model.isr_ids(p))),
+                None if found is None else tuple(sorted(found)),
+            )
+        return out
+
+    assert elr() == {"e": ((1, 2, 3), ()), "f": ((1, 2, 3), ())}  # f is at its min ISR 3: ELR read, empty
+    kafka_target.stop_broker(3)
+    converge(elr, {"e": ((1, 2), ()), "f": ((1, 2), (3,))}, "broker 3 out of the ISRs", timeout_s=60)
+    kafka_target.stop_broker(2)
+    converge(elr, {"e": ((1,), (2,)), "f": ((1,), (2, 3))}, "broker 2 out of the ISRs", timeout_s=60)
+    kafka_target.start_broker(3)
+    converge(elr, {"e": ((1, 3), ()), "f": ((1, 3), (2,))}, "broker 3 back in the ISRs", timeout_s=60)
