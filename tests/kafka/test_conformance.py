@@ -6,7 +6,8 @@ The calls covered: Metadata and DescribeCluster (read_cluster, describe_cluster)
 IncrementalAlterConfigs (topic and broker configs, throttles), DescribeLogDirs (sizes),
 AlterPartitionReassignments (start and cancel), ListPartitionReassignments, ElectLeaders,
 ListOffsets, and the consumer-group reads (ListGroups, DescribeGroups, OffsetFetch); the brokers'
-log directories and their cordons (cordoned.log.dirs, KIP-1066).
+log directories and their cordons (cordoned.log.dirs, KIP-1066); DescribeTopicPartitions (eligible
+leader replicas, KIP-966).
 """
 
 from __future__ import annotations
