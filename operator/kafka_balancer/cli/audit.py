@@ -79,12 +79,20 @@ def render(report: AuditReport) -> str:
         ]  # fmt: skip
         out.append("\n" + render_table(["TOPIC", "RF", "MIN.ISR", "UNCLEAN", "FLAGS"], rows))
     if report.at_risk:
+        # Listed by ISR state, worst first, then ELR state (KIP-966): "none" where no replica is eligible.
         rows = [
             [f"{p.topic}-{p.partition}", ",".join(map(str, p.replicas)), ",".join(map(str, p.isr)),
-             "none" if p.leader is None else str(p.leader), ", ".join(p.risks)]
+             "none" if p.leader is None else str(p.leader), p.isr_state, _elr(p.elr), ", ".join(p.risks)]
             for p in report.at_risk
         ]  # fmt: skip
-        out.append("\n" + render_table(["PARTITION", "REPLICAS", "ISR", "LEADER", "RISKS"], rows))
+        out.append("\n" + render_table(["PARTITION", "REPLICAS", "ISR", "LEADER", "ISR STATE", "ELR", "RISKS"], rows))
         if report.at_risk_total > len(report.at_risk):
             out.append(f"... and {report.at_risk_total - len(report.at_risk)} more")
     return "\n".join(out)
+
+
+def _elr(elr: tuple[int, ...] | None) -> str:
+    """Eligible leader replicas: their ids, ``none``, or ``-`` where the cluster did not report them."""
+    if elr is None:
+        return "-"
+    return ",".join(map(str, elr)) or "none"

@@ -24,7 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
     parser.add_argument("--output", required=True, type=Path, help="where to write the snapshot JSON")
     parser.add_argument(
-        "--no-sizes", action="store_true", help="skip DescribeLogDirs (every partition's size is then 0)"
+        "--no-sizes",
+        action="store_true",
+        help="skip DescribeLogDirs and the brokers' log.dirs (every partition's size is then 0, nothing cordoned)",
     )
 
 

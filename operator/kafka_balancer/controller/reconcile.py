@@ -34,7 +34,7 @@ from kafka_balancer.controller.decision import (
     next_status,
 )
 from kafka_balancer.controller.kubeapi import Credentials, KubeApi, owner_reference
-from kafka_balancer.controller.observations import export, observe
+from kafka_balancer.controller.observations import cordons, export, observe
 from kafka_balancer.controller.proposal_store import (
     DEFAULT_MAX_BYTES,
     ConfigMapNotOurs,
@@ -239,7 +239,8 @@ class Reconciler:
         ctx.live = model
         ctx.metric_key = PolicyKey(ctx.key[1], ctx.key[0], cluster_id)
         export(self.metrics, ctx.metric_key, seen)
-        return ClusterSeen(ObservedCluster(cluster_id=cluster_id, brokers=alive), seen.durability, seen.consumer_groups)
+        observed = ObservedCluster(cluster_id=cluster_id, brokers=alive, **cordons(model))
+        return ClusterSeen(observed, seen.durability, seen.consumer_groups)
 
     def _connect(self, spec: BalancePolicySpec, credentials: Credentials | None) -> KafkaPort:
         try:

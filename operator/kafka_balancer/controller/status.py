@@ -158,6 +158,11 @@ class ObservedCluster(StatusModel):
     """Kafka cluster id."""
     brokers: list[int] = Field(default_factory=list)
     """Live broker ids."""
+    cordoned_brokers: list[int] = Field(default_factory=list)
+    """Brokers whose every log directory is cordoned (cordoned.log.dirs, KIP-1066): no plan gives them a
+    new replica."""
+    cordoned_log_dirs: dict[str, list[str]] = Field(default_factory=dict)
+    """Cordoned log directories by broker id, for every broker with one: they take no new replica."""
 
 
 class ConsumerGroupStatus(StatusModel):

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, ClusterModel, _frozen
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel, LogDir, _frozen
 from kafka_balancer.model.errors import ModelError
 
 
@@ -24,6 +24,15 @@ def _check_number(value: object, where: str, field: str, *, minimum: float = 0.0
     return number
 
 
+def _mark(where: str, field: str, members: Sequence[int], replicas: Sequence[int], slots: BoolArray) -> None:
+    """Set the replica slots of ``members`` (an ISR or ELR, which must be replicas) in ``slots``."""
+    slot = {b: k for k, b in enumerate(replicas)}
+    for b in members:
+        if b not in slot:
+            raise ModelError(f"{where}: field '{field}' names broker {b!r}, which is not a replica {list(replicas)!r}")
+        slots[slot[b]] = True
+
+
 class ClusterBuilder:
     """Collects brokers, partitions and topic settings; :meth:`build` validates and freezes."""
 
@@ -31,12 +40,14 @@ class ClusterBuilder:
         self.cluster_name = cluster_name
         self.captured_at = captured_at
         self._brokers: dict[int, tuple[str | None, bool, tuple[float, float, float, float]]] = {}
+        self._log_dirs: dict[int, tuple[LogDir, ...]] = {}
         self._topic_settings: dict[str, tuple[int, int]] = {}
         self._seen: set[tuple[str, int]] = set()
         self._topic: list[str] = []
         self._partition: list[int] = []
         self._replicas: list[Sequence[int]] = []
         self._isr: list[Sequence[int] | None] = []
+        self._elr: dict[int, Sequence[int]] = {}  # by insertion position, where given
         self._leader: list[int | None] = []
         self._loads: list[tuple[float, float, float, float, float]] = []
 
@@ -51,6 +62,7 @@ class ClusterBuilder:
         network_in_bytes_per_sec: float | None = None,
         network_out_bytes_per_sec: float | None = None,
         cpu_cores: float | None = None,
+        log_dirs: Sequence[LogDir] = (),
     ) -> None:
         where = f"broker {broker_id}"
         if isinstance(broker_id, bool) or not isinstance(broker_id, int) or broker_id < 0:
@@ -71,7 +83,12 @@ class ClusterBuilder:
                 if number <= 0:
                     raise ModelError(f"{where}: field '{name}' must be > 0, got {value!r}")
                 caps.append(number)
+        paths = [d.path for d in log_dirs]
+        if any(not isinstance(p, str) or not p for p in paths) or len(set(paths)) != len(paths):
+            raise ModelError(f"{where}: field 'logDirs' must name distinct non-empty paths, got {paths!r}")
         self._brokers[broker_id] = (rack, bool(alive), (caps[0], caps[1], caps[2], caps[3]))
+        if log_dirs:
+            self._log_dirs[broker_id] = tuple(log_dirs)
 
     def set_topic(
         self,
@@ -101,6 +118,7 @@ class ClusterBuilder:
         leader: int | None = None,
         leader_given: bool = False,
         isr: Sequence[int] | None = None,
+        elr: Sequence[int] | None = None,
         size_bytes: float = 0.0,
         bytes_in_per_sec: float = 0.0,
         bytes_out_per_sec: float = 0.0,
@@ -133,6 +151,8 @@ class ClusterBuilder:
         self._topic.append(topic)
         self._partition.append(partition)
         self._replicas.append(replicas)
+        if elr is not None:
+            self._elr[len(self._isr)] = elr
         self._isr.append(isr)
         self._leader.append(leader if leader_given or leader is not None else replicas[0])
         self._loads.append(loads)
@@ -161,6 +181,7 @@ class ClusterBuilder:
         max_rf = max((len(r) for r in self._replicas), default=1)
         replicas = np.full((count, max_rf), NO_BROKER, dtype=np.int32)
         isr_mask = np.zeros((count, max_rf), dtype=np.bool_)
+        elr_mask = np.zeros((count, max_rf), dtype=np.bool_)
         leader = np.full(count, NO_BROKER, dtype=np.int32)
         partition_topic = np.empty(count, dtype=np.int32)
         partition_id = np.empty(count, dtype=np.int32)
@@ -176,18 +197,10 @@ class ClusterBuilder:
                     f" (known brokers: {ids})"
                 ) from None
             replicas[row, : len(indices)] = indices
+            where = f"partition {topic}-{part}"
             isr = self._isr[i]
-            if isr is None:
-                isr_mask[row, : len(indices)] = True
-            else:
-                slot = {b: k for k, b in enumerate(reps)}
-                for b in isr:
-                    if b not in slot:
-                        raise ModelError(
-                            f"partition {topic}-{part}: field 'isr' names broker {b!r}, "
-                            f"which is not a replica {list(reps)!r}"
-                        )
-                    isr_mask[row, slot[b]] = True
+            _mark(where, "isr", reps if isr is None else isr, reps, isr_mask[row])
+            _mark(where, "elr", self._elr.get(i, ()), reps, elr_mask[row])
             lead = self._leader[i]
             if lead is not None:
                 if lead not in position or lead not in reps:
@@ -220,4 +233,6 @@ class ClusterBuilder:
             cpu_leader=_frozen(np.ascontiguousarray(loads[:, 4])),
             cluster_name=self.cluster_name,
             captured_at=self.captured_at,
+            broker_log_dirs=tuple(self._log_dirs.get(b, ()) for b in ids) if self._log_dirs else (),
+            elr_mask=_frozen(elr_mask) if self._elr else None,
         )

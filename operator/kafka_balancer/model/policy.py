@@ -33,6 +33,7 @@ HardGoal = Literal[
     "cpu-capacity",
     "resource-group-confinement",
     "excluded-brokers",
+    "cordoned-log-dirs",
 ]
 DistributionGoal = Literal[
     "replica-distribution",

@@ -134,6 +134,9 @@ def model_fingerprint(model: ClusterModel) -> str:
     ):  # fmt: skip
         digest.update(np.ascontiguousarray(array).tobytes())
     digest.update(json.dumps([list(model.broker_racks), list(model.topics)]).encode())
+    cordoned = model.broker_cordoned
+    if cordoned.any():  # only then: the fingerprints of clusters without cordons stay as they were
+        digest.update(np.ascontiguousarray(cordoned).tobytes())
     return digest.hexdigest()
 
 

@@ -14,13 +14,14 @@ from importlib import resources
 from typing import Any
 
 from kafka_balancer.model.build import ClusterBuilder
-from kafka_balancer.model.cluster import CPU, DISK, NETWORK_IN, NETWORK_OUT, ClusterModel
+from kafka_balancer.model.cluster import CPU, DISK, NETWORK_IN, NETWORK_OUT, ClusterModel, LogDir
 from kafka_balancer.model.errors import ModelError
 
 SNAPSHOT_VERSION = 1
 
 _TOP_FIELDS = {"version", "cluster", "capturedAt", "brokers", "partitions", "topics"}
-_BROKER_FIELDS = {"id", "rack", "alive", "capacity"}
+_BROKER_FIELDS = {"id", "rack", "alive", "capacity", "logDirs"}
+_LOG_DIR_FIELDS = {"path", "cordoned"}
 _CAPACITY_FIELDS = {
     "diskBytes": "disk_bytes",
     "networkInBytesPerSec": "network_in_bytes_per_sec",
@@ -63,6 +64,22 @@ def _int_list(value: Any, where: str, field: str) -> list[int]:
     return value
 
 
+def _log_dirs(value: Any, where: str) -> list[LogDir]:
+    if not isinstance(value, list):
+        raise ModelError(f"{where}: field 'logDirs' must be a list, got {value!r}")
+    out = []
+    for k, raw in enumerate(value):
+        entry = _object(raw, f"{where}.logDirs[{k}]")
+        _unknown(f"{where}.logDirs[{k}]", entry, _LOG_DIR_FIELDS)
+        path, cordoned = entry.get("path"), entry.get("cordoned", False)
+        if not isinstance(path, str) or not path:
+            raise ModelError(f"{where}.logDirs[{k}]: field 'path' must be a non-empty string, got {path!r}")
+        if not isinstance(cordoned, bool):
+            raise ModelError(f"{where}.logDirs[{k}]: field 'cordoned' must be true or false, got {cordoned!r}")
+        out.append(LogDir(path, cordoned))
+    return out
+
+
 def parse_snapshot(data: Any) -> ClusterModel:
     """Validate a decoded snapshot document and build the model from it."""
     doc = _object(data, "snapshot")
@@ -95,6 +112,7 @@ def parse_snapshot(data: Any) -> ClusterModel:
             broker["id"],
             rack=rack,
             alive=alive,
+            log_dirs=_log_dirs(broker.get("logDirs", []), where),
             **{_CAPACITY_FIELDS[k]: v for k, v in capacity.items()},
         )
 
@@ -179,6 +197,8 @@ def snapshot_to_dict(model: ClusterModel) -> dict[str, Any]:
         }
         if capacity:
             entry["capacity"] = capacity
+        if model.log_dirs(b):
+            entry["logDirs"] = [{"path": d.path, "cordoned": d.cordoned} for d in model.log_dirs(b)]
         brokers.append(entry)
 
     ids = model.broker_ids.tolist()

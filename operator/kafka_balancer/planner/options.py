@@ -161,5 +161,7 @@ class PlannerOptions:
                 value = asdict(value)
             elif f.name == "resource_groups":
                 value = tuple(asdict(g) for g in value)
+            elif f.name == "hard_goals":
+                value = tuple(g for g in value if not self.catalogue.goal(g).id_neutral)
             out[f.name] = value
         return out
