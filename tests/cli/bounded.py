@@ -30,6 +30,11 @@ class Run:
     def lines(self) -> list[str]:
         return [line for line in self.stderr.splitlines() if line.strip()]
 
+    @property
+    def reasons(self) -> list[str]:
+        """stderr's lines without the warnings a successful or refused run may print first."""
+        return [line for line in self.lines if ": warning: " not in line]
+
     def __str__(self) -> str:
         command = " ".join(self.argv)[:300]
         return f"kafka-balancer {command} -> {self.code} in {self.seconds:.1f} s, stderr:\n{self.stderr[-3000:]}"

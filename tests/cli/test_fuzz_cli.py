@@ -7,14 +7,14 @@ values of each command's options. Every run is the real `main` in a child forked
 imported the CLI once (tests/cli/forkserver.py), limited to 1 GiB of address space (RLIMIT_AS) and
 killed after ``TIMEOUT`` seconds. The contract checked for every run:
 
-- no traceback, and no "unexpected" error (the top-level handler's word for a defect);
+- no traceback, and no "internal error" (the top-level handler's words for a defect);
 - exit 0 (the input was valid after all), 2 with exactly one line on stderr besides warnings, or 1 with
   one line only for commands that connect to the (dead) cluster or bind a (busy) port;
 - finished within ``TIMEOUT`` (a killed child fails the test), and no MemoryError (that would be an
-  "unexpected MemoryError": the input made the command reach beyond 1 GiB).
+  "internal error, MemoryError": the input made the command reach beyond 1 GiB).
 
 ``CLI_FUZZ_EXAMPLES=2000 .venv/bin/pytest tests/cli/test_fuzz_cli.py`` draws more examples per test
-(default 150), ``HYPOTHESIS_PROFILE=explore`` new ones.
+(default 100), ``HYPOTHESIS_PROFILE=explore`` new ones.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,30 +33,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka_balancer.sandbox.ports import free_port
 
-from cli.bounded import MEMORY_LIMIT
+from cli.bounded import MEMORY_LIMIT, Run
 from cli.documents import COMMAND_INPUTS, CommandInput, argv, valid, write_inputs
 
-EXAMPLES = int(os.environ.get("CLI_FUZZ_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("CLI_FUZZ_EXAMPLES", "100"))
 TIMEOUT = 20.0  # seconds one command may take (a refused connection gives up after --request-timeout 1)
 SERVER = Path(__file__).with_name("forkserver.py")
-
-
-@dataclass(frozen=True)
-class Result:
-    argv: tuple[str, ...]
-    code: int
-    stdout: str
-    stderr: str
-    seconds: float
-
-    @property
-    def reasons(self) -> list[str]:
-        """stderr's lines without the warnings a successful or refused run may print first."""
-        return [line for line in self.stderr.splitlines() if line.strip() and ": warning: " not in line]
-
-    def __str__(self) -> str:
-        shown = " ".join(self.argv)[:400]
-        return f"kafka-balancer {shown} -> {self.code} in {self.seconds:.1f} s, stderr:\n{self.stderr[-2000:]}"
 
 
 class ForkServer:
@@ -76,7 +57,7 @@ class ForkServer:
         assert self.proc.stdout is not None
         assert json.loads(self.proc.stdout.readline()) == {"ready": True}
 
-    def run(self, args: list[str]) -> Result:
+    def run(self, args: list[str]) -> Run:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
         out, err = self.workdir / "stdout", self.workdir / "stderr"
@@ -85,7 +66,7 @@ class ForkServer:
         self.proc.stdin.flush()
         answer = json.loads(self.proc.stdout.readline())
         read = {"encoding": "utf-8", "errors": "replace"}
-        return Result(tuple(args), answer["code"], out.read_text(**read), err.read_text(**read), answer["seconds"])
+        return Run(tuple(args), answer["code"], out.read_text(**read), err.read_text(**read), answer["seconds"])
 
     def close(self) -> None:
         if self.proc.stdin is not None:
@@ -119,11 +100,11 @@ def fill(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
 CONNECTS = {"execute", "stop", "sandbox", "sample", "snapshot"}
 
 
-def check_contract(result: Result) -> None:
+def check_contract(result: Run) -> None:
     command = result.argv[0]
     assert result.code != -9, f"killed after {TIMEOUT} s: {result}"
     assert "Traceback" not in result.stderr, str(result)
-    assert "unexpected" not in result.stderr, str(result)
+    assert "internal error" not in result.stderr, str(result)
     if result.code == 0:
         return
     live = command in CONNECTS or (command in {"consumers", "audit"} and "--bootstrap-servers" in result.argv)

@@ -115,7 +115,7 @@ def _failure(err: Exception) -> tuple[int, str]:
         return (EXIT_INVALID, f"{err.filename}: {err.strerror or err}") if named else (EXIT_FAILED, str(err))
     if isinstance(err, ModelError | ValueError | OverflowError):
         return EXIT_INVALID, str(err)
-    return EXIT_FAILED, f"unexpected {type(err).__name__}: {err}"
+    return EXIT_FAILED, f"internal error, {type(err).__name__}: {err}"
 
 
 def _one_line(text: str) -> str:
