@@ -14,7 +14,7 @@ killed after ``TIMEOUT`` seconds. The contract checked for every run:
   "internal error, MemoryError": the input made the command reach beyond 1 GiB).
 
 ``CLI_FUZZ_EXAMPLES=2000 .venv/bin/pytest tests/cli/test_fuzz_cli.py`` draws more examples per test
-(default 100), ``HYPOTHESIS_PROFILE=explore`` new ones.
+(default 80), ``HYPOTHESIS_PROFILE=explore`` new ones.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from kafka_balancer.sandbox.ports import free_port
 from cli.bounded import MEMORY_LIMIT, Run
 from cli.documents import COMMAND_INPUTS, CommandInput, argv, valid, write_inputs
 
-EXAMPLES = int(os.environ.get("CLI_FUZZ_EXAMPLES", "100"))
+EXAMPLES = int(os.environ.get("CLI_FUZZ_EXAMPLES", "80"))
 TIMEOUT = 20.0  # seconds one command may take (a refused connection gives up after --request-timeout 1)
 SERVER = Path(__file__).with_name("forkserver.py")
 

@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
 # ----- offline what-if ----------------------------------------------------------------------------
 def _simulate(args: argparse.Namespace) -> int:
     from kafka_balancer.consumers import parse_group, simulate  # noqa: PLC0415
+    from kafka_balancer.consumers.group import claimed_twice  # noqa: PLC0415
     from kafka_balancer.model.errors import ModelError  # noqa: PLC0415
 
     if args.group is None:
@@ -112,9 +113,12 @@ def _simulate(args: argparse.Namespace) -> int:
         raise CommandError(f"simulate: --max-leavers must be >= 0, got {args.max_leavers}")
     data = read_json(args.group, "--group")
     try:
-        result = simulate(parse_group(data), new_member=args.new_member, max_leavers=args.max_leavers)
+        spec = parse_group(data)
     except ModelError as err:
         raise CommandError(f"simulate: --group {args.group}: {err}") from None
+    for warning in claimed_twice(spec):
+        print(f"consumers: warning: --group {args.group}: {warning}", file=sys.stderr)
+    result = simulate(spec, new_member=args.new_member, max_leavers=args.max_leavers)
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
