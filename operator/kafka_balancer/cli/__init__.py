@@ -93,8 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{args.command}: interrupted", file=sys.stderr)
         return 130
-    except Exception as err:
+    except Exception as err:  # the one place every failure becomes one line
         code, reason = _failure(err)
+        cluster = getattr(args, "bootstrap_servers", None)
+        if code == EXIT_FAILED and cluster and cluster not in reason:  # which cluster failed
+            reason = f"{cluster}: {reason}"
         print(f"{args.command}: {_one_line(reason)}", file=sys.stderr)
         return code
 

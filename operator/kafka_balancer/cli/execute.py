@@ -229,10 +229,9 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, on_signal)
         try:
             result = executor.run()
-        except (ModelError, KafkaError) as err:
-            printer.close()
-            print(f"execute: {err}", file=sys.stderr)
-            return EXIT_USAGE if isinstance(err, ModelError) else EXIT_FAILED
+        except (ModelError, KafkaError):
+            printer.close()  # the line the progress bar was on ends before the error's line
+            raise
         printer.close()
     finally:
         port.close()
