@@ -25,6 +25,7 @@ class ClusterBuilder:
         self._brokers: dict[int, tuple[str | None, bool, tuple[float, float, float, float]]] = {}
         self._topic_settings: dict[str, tuple[int, int]] = {}
         self._seen: set[tuple[str, int]] = set()
+        self._topic_names: set[str] = set()
         self._topic: list[str] = []
         self._partition: list[int] = []
         self._replicas: list[Sequence[int]] = []
@@ -96,7 +97,8 @@ class ClusterBuilder:
         cpu_cores_leader: float | None = None,
     ) -> None:
         """Add a partition; ``leader_given`` tells an explicit ``None`` (offline) from absent."""
-        check_topic_name(topic, "partitions")
+        if topic not in self._topic_names:  # checked once per topic, not once per partition
+            self._topic_names.add(check_topic_name(topic, "partitions"))
         check_int32(partition, f"topic '{topic}'", "partition")
         where = f"partition {topic}-{partition}"
         key = (topic, partition)
