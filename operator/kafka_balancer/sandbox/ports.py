@@ -55,9 +55,9 @@ def free_port(host: str = "127.0.0.1") -> int:
     return free_port_range(1, host)
 
 
-def check_port_range(base: int, count: int, what: str = "port_base") -> None:
-    """``count`` consecutive ports from ``base`` must all be TCP ports (bind() overflows beyond 65535)."""
-    if not 0 < base <= MAX_PORT or base + count - 1 > MAX_PORT:
+def check_port_range(base: int, count: int, what: str = "port base", *, lowest: int = 1) -> None:
+    """``count`` consecutive ports from ``base`` must lie in ``lowest..65535`` (bind() overflows beyond)."""
+    if not lowest <= base <= MAX_PORT or base + count - 1 > MAX_PORT:
         raise ValueError(
-            f"{what} {base}: {count} port(s) from it need {base}..{base + count - 1}, beyond TCP's {MAX_PORT}"
+            f"{what} {base}: {count} port(s) from it need {base}..{base + count - 1}, outside {lowest}..{MAX_PORT}"
         )
