@@ -179,6 +179,15 @@ def _hostile_shapes(kind: str) -> st.SearchStrategy[bytes]:
         st.integers(1, len(text) - 1).map(lambda cut: text[:cut]),
         st.integers(0, len(text) - 1).map(lambda at: text[:at] + b"\xff\xfe" + text[at:]),
         st.sampled_from([b"", b" ", b"NaN", b"1e400", b'"text"', b"[]", b"null", LAUGHS.encode()]),
+        st.sampled_from(
+            [
+                b"!!python/object/apply:os.system [true]",
+                b"spec: {goals: {balanceThreshold: .nan}}",
+                b"a: &x 1\nb: {<<: *x}",
+                b"--- 1\n--- [\n",
+                b"\t- x",
+            ]
+        ),
         st.just(b"# padding\n" * 400_000),  # 4 MB: over the manifest limit, a large comment-only JSON error
         st.binary(max_size=64),
     )
