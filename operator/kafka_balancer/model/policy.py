@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from kafka_balancer.model.errors import ModelError
-from kafka_balancer.model.limits import LONG_MAX
+from kafka_balancer.model.limits import LONG_MAX, shown
 
 GROUP: Final = "kafkabalancer.io"
 VERSION: Final = "v1alpha1"
@@ -487,7 +487,11 @@ def parse_manifests(documents: Sequence[Any]) -> tuple[list[BalancePolicy], list
         if not isinstance(doc, Mapping) or doc.get("apiVersion") != API_VERSION:
             continue
         kind = doc.get("kind")
-        where = f"document[{i}] ({kind} {doc.get('metadata', {}).get('name')!r})"
+        if kind not in ("BalancePolicy", "ResourceGroup"):
+            continue
+        metadata = doc.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, Mapping) else None
+        where = f"document[{i}] ({kind} {shown(name)})"
         try:
             if kind == "BalancePolicy":
                 policies.append(BalancePolicy.model_validate(doc))
