@@ -270,3 +270,13 @@ def test_an_unreachable_bootstrap_server_ends_in_one_line_and_exit_1(tmp_path: P
         result = run(*argv_, "--request-timeout", "2", timeout=60)
         refused(result, dead, code=1)
         assert result.seconds < 20, str(result)
+
+
+@pytest.mark.parametrize("metadata", ["2147483648", "[a, b]", "x"])
+def test_a_manifest_whose_metadata_is_not_an_object_is_refused(
+    tmp_path: Path, fill: dict[str, str], metadata: str
+) -> None:
+    """Found by the fuzz test: an AttributeError while the error message was being built."""
+    policy = POLICY.replace("metadata: {name: balance, namespace: kafka}", f"metadata: {metadata}")
+    (command,) = [c for c in COMMAND_INPUTS if c.name == "plan --policy"]
+    refused(run(*argv(command, _write(tmp_path / "p.yaml", policy), fill)), "metadata")
