@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from kafka_balancer.model.errors import ModelError
-from kafka_balancer.model.limits import LONG_MAX, shown
+from kafka_balancer.model.limits import shown
 
 GROUP: Final = "kafkabalancer.io"
 VERSION: Final = "v1alpha1"
@@ -240,7 +240,7 @@ class MaintenanceWindow(SpecModel):
 class Execution(SpecModel):
     """Limits that keep an execution safe for the cluster's clients."""
 
-    throttle_bytes_per_sec: Annotated[int, Field(ge=1, le=LONG_MAX)] | None = None
+    throttle_bytes_per_sec: Annotated[int, Field(ge=1)] | None = None
     """Replication throttle on the moving replicas' brokers, bytes/s; unset = no throttle."""
     concurrent_moves_per_broker: Annotated[int, Field(ge=1)] = 5
     """Reassignments in flight per broker."""
