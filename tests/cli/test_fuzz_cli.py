@@ -19,6 +19,7 @@ killed after ``TIMEOUT`` seconds. The contract checked for every run:
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import socket
@@ -119,7 +120,7 @@ HOSTILE_VALUES: list[Any] = [
     "orders/eu", "..", "t" * 250, [], {}, [[[[[]]]]], [2**40], [1, 1], {"": None}, "\u0000", "ördners", 0.5,
 ]  # fmt: skip
 hostile_value = st.one_of(
-    st.sampled_from(HOSTILE_VALUES),
+    st.sampled_from(HOSTILE_VALUES).map(copy.deepcopy),  # a copy: a later mutation may append to a drawn list
     st.integers(),
     st.floats(),
     st.text(max_size=12),
