@@ -38,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
     from kafka_balancer.analysis.store import SampleStore, StoreError  # noqa: PLC0415
     from kafka_balancer.kafka.adapter import KafkaAdapter  # noqa: PLC0415
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    # Every line names the cluster sampled: a failed round's reason may not (a timed-out request).
+    cluster = str(args.bootstrap_servers).replace("%", "%%")
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s {cluster}: %(message)s")
     try:
         if args.count is not None and args.count < 1:
             raise ValueError(f"--count: must be >= 1, got {args.count}")
