@@ -83,7 +83,10 @@ def _with(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
         (_with(("partitions", 0, "sizee"), 1), r"orders'-0\).*unknown field 'sizee'"),
         (_with(("partitions", 0, "replicas"), [1, 9]), r"orders-0: field 'replicas' names unknown broker 9"),
         (_with(("partitions", 1, "partition"), 0), r"orders-0: duplicate partition"),
-        (_with(("partitions", 0, "sizeBytes"), -5), r"orders-0: field 'sizeBytes' must be >= 0, got -5"),
+        (
+            _with(("partitions", 0, "sizeBytes"), -5),
+            r"orders-0: field 'sizeBytes' must be a number in 0..9223372036854775807, got -5",
+        ),
         (_with(("partitions", 0, "replicas"), []), r"orders-0: field 'replicas' must not be empty"),
         (_with(("partitions", 0, "replicas"), [1, 1]), r"orders-0: field 'replicas' has a duplicate"),
         (_with(("partitions", 0, "isr"), [3]), r"orders-0: field 'isr' names broker 3, which is not a replica"),

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from kafka_balancer.kafka.port import KafkaError  # noqa: PLC0415 - loads the client libraries
     from kafka_balancer.model import ModelError, dumps_snapshot  # noqa: PLC0415
 
-    port = open_port(args, "snapshot")
+    port = open_port(args)
     try:
         model = port.read_cluster(with_sizes=not args.no_sizes)
     except (KafkaError, ModelError) as err:

@@ -49,6 +49,7 @@ from kafka_balancer.kafka.port import (
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 
 log = logging.getLogger(__name__)
+_LIBRDKAFKA_LOG = logging.getLogger("kafka_balancer.kafka.librdkafka")
 
 T = TypeVar("T")
 
@@ -146,6 +147,9 @@ class KafkaAdapter:
                 adapter._on_error(err)
 
         config["error_cb"] = on_error
+        # librdkafka's own log lines (a refused connection, every few ms) go to Python logging, not
+        # straight to stderr: the errors that matter reach the caller as KafkaErrors.
+        config["logger"] = _LIBRDKAFKA_LOG
         self._admin_client: AdminClient | None = AdminClient(config)
         self._kp: KafkaAdminClient | None = None
         self._timeout = spec.request_timeout_s

@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pydantic.alias_generators import to_camel
 
 from kafka_balancer.model.errors import ModelError
+from kafka_balancer.model.limits import shown
 from kafka_balancer.model.topic_patterns import MAX_PATTERN_LENGTH, MAX_PATTERNS, compile_pattern, matches_any
 
 GROUP: Final = "kafkabalancer.io"
@@ -509,7 +510,11 @@ def parse_manifests(documents: Sequence[Any]) -> tuple[list[BalancePolicy], list
         if not isinstance(doc, Mapping) or doc.get("apiVersion") != API_VERSION:
             continue
         kind = doc.get("kind")
-        where = f"document[{i}] ({kind} {doc.get('metadata', {}).get('name')!r})"
+        if kind not in ("BalancePolicy", "ResourceGroup"):
+            continue
+        metadata = doc.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, Mapping) else None
+        where = f"document[{i}] ({kind} {shown(name)})"
         try:
             if kind == "BalancePolicy":
                 policies.append(BalancePolicy.model_validate(doc))

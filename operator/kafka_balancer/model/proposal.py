@@ -21,7 +21,9 @@ from typing import Any
 import numpy as np
 
 from kafka_balancer.model.cluster import ClusterModel
+from kafka_balancer.model.documents import loads_json
 from kafka_balancer.model.errors import ModelError
+from kafka_balancer.model.limits import check_int32, check_topic_name, shown
 from kafka_balancer.model.plan import ReassignmentPlan
 
 PROPOSAL_ID_LENGTH = 16
@@ -92,36 +94,33 @@ class Proposal:
             raise ModelError(f"proposal: must be an object, got {type(data).__name__}")
         pid = data.get("id")
         if not isinstance(pid, str) or not pid:
-            raise ModelError(f"proposal: field 'id' must be a non-empty string, got {pid!r}")
+            raise ModelError(f"proposal: field 'id' must be a non-empty string, got {shown(pid)}")
         plan = ReassignmentPlan.from_dict(data.get("plan"))
         raw_changes = data.get("leaderChanges", [])
         if not isinstance(raw_changes, list):
-            raise ModelError(f"proposal: field 'leaderChanges' must be a list, got {raw_changes!r}")
+            raise ModelError(f"proposal: field 'leaderChanges' must be a list, got {shown(raw_changes)}")
         changes = []
         for i, row in enumerate(raw_changes):
-            if not isinstance(row, Mapping) or not isinstance(row.get("topic"), str):
-                raise ModelError(f"proposal: leaderChanges[{i}] must be an object with a 'topic', got {row!r}")
-            new = row.get("to")
-            part = row.get("partition")
-            if not isinstance(new, int) or not isinstance(part, int):
-                raise ModelError(f"proposal: leaderChanges[{i}]: fields 'partition' and 'to' must be integers")
+            where = f"proposal: leaderChanges[{i}]"
+            if not isinstance(row, Mapping):
+                raise ModelError(f"{where} must be an object, got {shown(row)}")
+            check_topic_name(row.get("topic"), where)
+            part, new = check_int32(row.get("partition"), where, "partition"), check_int32(row.get("to"), where, "to")
             old = row.get("from")
-            changes.append(LeaderChange(row["topic"], part, old if isinstance(old, int) else None, new))
+            if old is not None:
+                check_int32(old, where, "from")
+            changes.append(LeaderChange(row["topic"], part, old, new))
         summary = data.get("summary", {})
         if not isinstance(summary, Mapping):
-            raise ModelError(f"proposal: field 'summary' must be an object, got {summary!r}")
+            raise ModelError(f"proposal: field 'summary' must be an object, got {shown(summary)}")
         basis = data.get("basis", "")
         if not isinstance(basis, str):
-            raise ModelError(f"proposal: field 'basis' must be a string, got {basis!r}")
+            raise ModelError(f"proposal: field 'basis' must be a string, got {shown(basis)}")
         return cls(pid, plan, tuple(sorted(changes)), dict(summary), basis)
 
     @classmethod
     def loads(cls, text: str | bytes) -> Proposal:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ModelError(f"proposal: not valid JSON: {err}") from None
-        return cls.from_dict(data)
+        return cls.from_dict(loads_json(text, "proposal"))
 
 
 def model_fingerprint(model: ClusterModel) -> str:
