@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -407,14 +408,21 @@ def answers_for(options: PlannerOptions, violation: Violation) -> bool:
     return not options.groups_to_balance or violation.group in options.groups_to_balance
 
 
-def summary_disagreements(verdict: Verdict, options: PlannerOptions, summary: dict[str, Any]) -> list[str]:
+Tolerated = Callable[[str, bool, list[Violation]], bool]
+
+
+def summary_disagreements(
+    verdict: Verdict, options: PlannerOptions, summary: dict[str, Any], tolerated: Tolerated | None = None
+) -> list[str]:
     """Where the planner's summary says a goal holds or not and this checker finds otherwise (the
-    distribution goals over the groups balanced: all, or ``groupsToBalance``)."""
+    distribution goals over the groups balanced: all, or ``groupsToBalance``), except those
+    ``tolerated(goal, summary says it holds, violations found)`` names (tests/planner/known_gaps.py)."""
     claims = {goal: bool(ok) for goal, ok in summary["hardGoals"].items()}
     claims.update({goal: bool(stats["holdsAfter"]) for goal, stats in summary["goals"].items()})
     found = Verdict(verdict.hard().violations + verdict.bands(options.groups_to_balance).violations)
-    return [
-        f"{goal}: summary says {'holds' if says else 'broken'}, checker finds {sorted(found.places(goal)) or 'none'}"
-        for goal, says in claims.items()
-        if says != found.holds(goal)
-    ]
+    out = []
+    for goal, says in claims.items():
+        where = [v for v in found.violations if v.goal == goal]
+        if says != (not where) and not (tolerated and tolerated(goal, says, where)):
+            out.append(f"{goal}: summary says {'holds' if says else 'broken'}, checker finds {where or 'none'}")
+    return out
