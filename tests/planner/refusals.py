@@ -58,8 +58,9 @@ class Judge:
         rf = (self.rep >= 0).sum(axis=1)
         op = self.options.operation
         if op.type == "change-replication-factor" and op.replication_factor is not None:
-            rf = np.where(np.isin(np.array(self.model.topics)[self.model.partition_topic], op.topics),
-                          op.replication_factor, rf)
+            rf = np.where(
+                np.isin(np.array(self.model.topics)[self.model.partition_topic], op.topics), op.replication_factor, rf
+            )
         return rf
 
     # Each refusal's shape: (reason predicate, pattern, check of the claim).
@@ -140,7 +141,9 @@ class Judge:
         # is re-placed first); one of them is still on a broker it must leave.
         replicas = [int(x) for x in m["replicas"].split(",")]
         leaving = {b for b in self.current[key] if not lay.active[lay.index[b]]}
-        if replicas != list(self.current[key]) and (not leaving & set(replicas) or len(replicas) != len(leaving) + len(set(self.current[key]) - leaving)):
+        if replicas != list(self.current[key]) and (
+            not leaving & set(replicas) or len(replicas) != len(leaving) + len(set(self.current[key]) - leaving)
+        ):
             return f"{key} holds {self.current[key]}, none of it on a broker it must leave"
         g = int(lay.topic_group[self.model.topics.index(key[0])])
         hosts = lay.may_host & ((lay.broker_group == g) if g >= 0 else True)
@@ -203,7 +206,8 @@ SHAPES: tuple[tuple[str, Callable[[Judge, str, re.Match[str]], str | None]], ...
         Judge.outside_group,
     ),
     (
-        r"group '(?P<group>[^']+)' has \d+ replicas to re-place but none of (?P<targets>the target brokers)?.* can host them",
+        r"group '(?P<group>[^']+)' has \d+ replicas to re-place but none of "
+        r"(?P<targets>the target brokers)?.* can host them",
         Judge.nowhere_to_go,
     ),
 )

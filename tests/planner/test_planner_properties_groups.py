@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from independent import check, summary_disagreements
 from kafka_balancer.model import ClusterBuilder, ClusterModel
-from known_gaps import known_gaps, known_rack_gap
 from kafka_balancer.planner import GroupOptions, PlannerOptions, PlanningError, plan
+from known_gaps import known_gaps, known_rack_gap
 from refusals import refusal_problem
 
 
@@ -65,4 +65,6 @@ def test_groups_exclusions_and_capacities_hold_or_planning_refuses(case: tuple[C
     # Racks, groups, exclusions and disk limits judged from their definitions, not from the summary.
     verdict = check(model, options, placement)
     assert not [v for v in verdict.hard().violations if not known_rack_gap(model, options, v)], verdict.hard()
-    assert not summary_disagreements(verdict, options, proposal.summary, known_gaps(model, options, verdict.holds("resource-group-confinement")))
+    assert not summary_disagreements(
+        verdict, options, proposal.summary, known_gaps(model, options, verdict.holds("resource-group-confinement"))
+    )
