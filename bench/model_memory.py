@@ -1,4 +1,5 @@
-"""Bytes per replica of the ClusterModel (the planner's working set), for ~1M replicas.
+"""Bytes per replica of the ClusterModel's arrays (the planner's input; its peak working set is
+measured by ``bench.planner scale``), for ~1M replicas.
 
     .venv/bin/python -m bench.model_memory [--partitions 340000] [--brokers 300] [--rf 3]
 

@@ -8,9 +8,9 @@ against the emulator and against real Apache Kafka brokers (the conformance test
         adapter = kafka_target.adapter()  # the product's KafkaAdapter, closed at teardown
         ...
 
-Both clusters have brokers 1-6 in racks rack-a, rack-b, rack-c (round robin) and are empty at the
-start of a test. The emulator runs its clock in real time (time scale 1), so that waiting for a
-copy to finish is the same loop on both. Only how records get into a partition differs: real
+Both clusters have brokers 1-6 in racks rack-a, rack-b, rack-c (round robin), two log directories
+each, and are empty at the start of a test. The emulator runs its clock in real time (time scale 1),
+so that waiting for a copy to finish is the same loop on both. Only how records get into a partition differs: real
 brokers take them from a real producer; the emulator, which serves no Produce API, has its log
 grown by the same number of records and bytes (``fill``).
 """
@@ -29,10 +29,11 @@ from confluent_kafka import TopicPartition as CkTopicPartition
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.model import ClusterBuilder
+from kafka_balancer.model.cluster import LogDir
 from kafka_balancer.sandbox import EmulatedCluster, EmulatorOptions, GroupSeed, MemberSeed
 from kafka_balancer.sandbox.real import RealClusterOptions
 from kafka_balancer.sandbox.traffic import QUIET, TopicSpec, create_topics
-from real_kafka import BROKERS, RACKS, RealKafka
+from real_kafka import BROKERS, LOG_DIRS, RACKS, RealKafka
 
 BACKENDS = ("emulator", "real")
 T = TypeVar("T")
@@ -139,7 +140,9 @@ class EmulatedTarget(_Base):
     def __init__(self) -> None:
         builder = ClusterBuilder(cluster_name="conformance")
         for b in range(1, BROKERS + 1):
-            builder.add_broker(b, rack=rack_of(b))
+            # Two log directories each, as the real cluster's brokers have.
+            dirs = tuple(LogDir(f"/var/lib/kafka/broker-{b}/data-{k}") for k in range(LOG_DIRS))
+            builder.add_broker(b, rack=rack_of(b), log_dirs=dirs)
         self.cluster = EmulatedCluster(builder.build(), EmulatorOptions(time_scale=1.0))
         self.cluster.open()
         super().__init__("emulator", self.cluster.bootstrap_servers)

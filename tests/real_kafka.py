@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
-from kafka_balancer.kafka.port import FOLLOWER_THROTTLE_RATE, LEADER_THROTTLE_RATE
+from kafka_balancer.kafka.port import CORDONED_LOG_DIRS, FOLLOWER_THROTTLE_RATE, LEADER_THROTTLE_RATE
 from kafka_balancer.sandbox.ports import free_port_range
 from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions
 from kafka_balancer.sandbox.traffic import QUIET, RecordWriter, TopicSpec, create_topics
@@ -35,6 +35,8 @@ BROKERS = 6
 RACKS = 3
 LOG_DIRS = 2
 THROTTLE_RATES = (LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE)
+# Dynamic broker configs a test may set, deleted before the next test.
+RESET_BROKER_CONFIGS = (*THROTTLE_RATES, CORDONED_LOG_DIRS)
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,7 @@ class RealKafka:
 
     # ----- between tests ------------------------------------------------------------------------
     def reset(self) -> None:
-        """Every broker running, every user topic and consumer group deleted, no throttle rate set,
+        """Every broker running, every user topic and consumer group deleted, no throttle rate or cordon set,
         the cluster-wide min.insync.replicas back to 1 (with ELR it can be set but not deleted)."""
         for b in self.broker_ids:
             if not self.cluster.running(b):
@@ -200,7 +202,7 @@ class RealKafka:
                 ConfigResource.Type.BROKER,
                 str(b),
                 incremental_configs=[
-                    ConfigEntry(k, "", incremental_operation=AlterConfigOpType.DELETE) for k in THROTTLE_RATES
+                    ConfigEntry(k, "", incremental_operation=AlterConfigOpType.DELETE) for k in RESET_BROKER_CONFIGS
                 ],
             )
             for b in self.broker_ids

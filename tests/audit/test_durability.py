@@ -7,6 +7,7 @@ from kafka_balancer.durability import (
     AT_MIN_ISR,
     MIN_ISR_BELOW_2,
     MIN_ISR_NOT_BELOW_RF,
+    NO_ELIGIBLE_LEADER,
     OFFLINE,
     RF_BELOW_3,
     UNCLEAN_ELECTION,
@@ -68,7 +69,8 @@ def test_partitions_at_risk_now() -> None:
         ("min-isr-equals-rf", 0): {AT_MIN_ISR},
         # RF 2 with min ISR 1 is not at min ISR while both replicas are in sync: 2 > 1.
     }
-    assert report.risk_counts == {OFFLINE: 1, UNDER_REPLICATED: 3, AT_MIN_ISR: 2}
+    assert report.risk_counts == {OFFLINE: 1, UNDER_REPLICATED: 3, AT_MIN_ISR: 2, NO_ELIGIBLE_LEADER: 0}
+    assert {p.elr_state for p in report.at_risk} == {"not-reported"}  # a model without ELR
     offline = next(p for p in report.at_risk if p.partition == 1 and p.topic == "good-rf4")
     assert offline.leader is None
     assert offline.isr == (1, 2, 3)  # the dead broker is not counted as in sync
@@ -99,3 +101,29 @@ def test_report_json_summary() -> None:
     assert doc["summary"]["flaggedTopics"] == 4
     assert doc["summary"]["partitionsAtRisk"] == 4
     assert doc["summary"]["topicFlags"][UNCLEAN_ELECTION] == 1
+
+
+def test_partitions_are_listed_by_isr_and_eligible_leader_replica_state() -> None:
+    """KIP-966: at or below min ISR with no eligible leader replica is at risk; the list goes worst ISR
+    state first, and within one, partitions without an eligible leader before those with one."""
+    b = ClusterBuilder()
+    for broker in (1, 2, 3, 4):
+        b.add_broker(broker, alive=broker < 3)
+    b.set_topic("e", min_insync_replicas=2)
+    b.set_topic("f", min_insync_replicas=3)
+    b.add_partition("e", 0, [1, 2, 3], isr=[1, 2], elr=[])  # at min ISR: Kafka keeps ELR empty there
+    b.add_partition("e", 1, [1, 2, 4], isr=[1], elr=[4])  # below min ISR, broker 4 eligible
+    b.add_partition("f", 0, [1, 2, 3], isr=[1], elr=[])  # below min ISR, none eligible
+    b.add_partition("f", 1, [3, 4, 1], leader=None, leader_given=True, isr=[3], elr=[4])  # offline, 4 eligible
+    report = audit(b.build())
+    listed = [(f"{p.topic}-{p.partition}", p.isr_state, p.elr_state, p.elr) for p in report.at_risk]
+    assert listed == [
+        ("f-1", "offline", "eligible", (4,)),
+        ("f-0", "below-min-isr", "none", ()),
+        ("e-1", "below-min-isr", "eligible", (4,)),
+        ("e-0", "at-min-isr", "none", ()),
+    ]
+    no_elr = {f"{p.topic}-{p.partition}" for p in report.at_risk if NO_ELIGIBLE_LEADER in p.risks}
+    assert no_elr == {"f-0", "e-0"}
+    assert report.risk_counts[NO_ELIGIBLE_LEADER] == 2
+    assert report.to_dict()["partitionsAtRisk"][0]["elrState"] == "eligible"

@@ -14,6 +14,7 @@ from kafka_balancer.durability import (
     AT_MIN_ISR,
     MIN_ISR_BELOW_2,
     MIN_ISR_NOT_BELOW_RF,
+    NO_ELIGIBLE_LEADER,
     OFFLINE,
     RF_BELOW_3,
     UNCLEAN_ELECTION,
@@ -71,7 +72,9 @@ def test_flags_exactly_the_misconfigured_topics(emulator: Callable[..., Emulated
         ("ledger-isr-eq-rf", 0),
         ("ledger-isr-eq-rf", 1),
     }
-    assert all(p.risks == (AT_MIN_ISR,) for p in report.at_risk)
+    # The emulator reports eligible leader replicas as Kafka 4.x does: none while the ISR is at min ISR.
+    assert all(p.risks == (AT_MIN_ISR, NO_ELIGIBLE_LEADER) for p in report.at_risk)
+    assert all((p.isr_state, p.elr) == ("at-min-isr", ()) for p in report.at_risk)
 
 
 def test_stopped_broker_puts_partitions_at_risk(emulator: Callable[..., EmulatedCluster]) -> None:
@@ -86,9 +89,15 @@ def test_stopped_broker_puts_partitions_at_risk(emulator: Callable[..., Emulated
     # metrics-rf1-1 lives only on broker 2: it is offline.
     assert risks[("metrics-rf1", 1)] >= {OFFLINE}
     # payments-0 = [1, 2, 3]: lost broker 2, ISR 2 == min ISR 2.
-    assert risks[("payments", 0)] == {UNDER_REPLICATED, AT_MIN_ISR}
+    assert risks[("payments", 0)] == {UNDER_REPLICATED, AT_MIN_ISR, NO_ELIGIBLE_LEADER}
     # audit-log (RF 4, min ISR 3) has ISR 3 left: under-replicated and at its min ISR.
-    assert risks[("audit-log", 0)] == {UNDER_REPLICATED, AT_MIN_ISR}
+    assert risks[("audit-log", 0)] == {UNDER_REPLICATED, AT_MIN_ISR, NO_ELIGIBLE_LEADER}
+    # ledger-isr-eq-rf (RF 3, min ISR 3) fell below its min ISR: broker 2 left it then, so it is an
+    # eligible leader replica (KIP-966) and the partition has a clean leader to come back to.
+    below = {
+        (p.topic, p.partition): (p.isr_state, p.elr, p.risks) for p in report.at_risk if p.topic == "ledger-isr-eq-rf"
+    }
+    assert set(below.values()) == {("below-min-isr", (2,), (UNDER_REPLICATED, AT_MIN_ISR))}
     # The settings did not change, so neither did the flags.
     assert {t.name: set(t.flags) for t in report.flagged} == EXPECTED_FLAGS
     samples = {(n, tuple(sorted(labels.items()))): v for n, labels, v in metric_samples(report)}

@@ -53,7 +53,9 @@ def test_scraped_consumer_group_and_durability_metrics(emulator: Callable[..., E
         port.close()
     metrics = Metrics()
     key = PolicyKey("prod", "kafka", "emulated")
-    metrics.set_analysis_samples(key, consumer_groups.metric_samples(reports), replaces=consumer_groups.METRIC_NAMES)
+    metrics.set_analysis_samples(
+        key, consumer_groups.metric_samples(reports, 10), replaces=consumer_groups.METRIC_NAMES
+    )
     metrics.set_analysis_samples(key, audit_analysis.metric_samples(report), replaces=audit_analysis.METRIC_NAMES)
     server = metrics.serve(port=0)
     try:
@@ -67,7 +69,7 @@ def test_scraped_consumer_group_and_durability_metrics(emulator: Callable[..., E
         assert value(scraped, "kafka_balancer_partitions_at_risk", risk="isr-at-or-below-min-insync-replicas") == 4.0
 
         # Every group disappears: all of its series go with it on the next update, durability stays.
-        metrics.set_analysis_samples(key, consumer_groups.metric_samples([]), replaces=consumer_groups.METRIC_NAMES)
+        metrics.set_analysis_samples(key, consumer_groups.metric_samples([], 10), replaces=consumer_groups.METRIC_NAMES)
         scraped = scrape(server.url)
         assert not any(("group", "billing") in labels for (_n, labels) in scraped)
         assert value(scraped, flags, flag="unclean-leader-election-enabled") == 1.0

@@ -290,7 +290,7 @@ def test_bad_group_file_errors_name_the_field() -> None:
         parse_group({"topics": {"t": 1}, "members": [{"id": "C0", "topics": ["t"], "assignment": {"x": [0]}}]})
     with pytest.raises(ModelError, match=r"field 'assignment.t' has partition 4, but 't' has 2"):
         parse_group({"topics": {"t": 2}, "members": [{"id": "C0", "topics": ["t"], "assignment": {"t": [4]}}]})
-    with pytest.raises(ModelError, match=r"topic 't': field 'partitions' must be an integer >= 1, got 0"):
+    with pytest.raises(ModelError, match=r"topic 't': field 'partitions' must be an integer in 1..2147483647, got 0"):
         parse_group({"topics": {"t": 0}, "members": [{"id": "C0", "topics": ["t"]}]})
     with pytest.raises(ModelError, match=r"duplicate member id 'C0'"):
         parse_group({"topics": {"t": 1}, "members": [{"id": "C0", "topics": ["t"]}, {"id": "C0", "topics": ["t"]}]})

@@ -132,7 +132,7 @@ def test_analysis_matches_the_published_cases(cluster: EmulatedCluster) -> None:
 
     top = most_imbalanced(reports.values(), 1)
     assert [t["group"] for t in top] == ["mixed-roundrobin"]  # 4 of 6 partitions on one member: 2.0
-    samples = {(name, tuple(sorted(labels.items()))): v for name, labels, v in metric_samples(reports.values())}
+    samples = {(name, tuple(sorted(labels.items()))): v for name, labels, v in metric_samples(reports.values(), 10)}
     assert samples[("kafka_balancer_consumer_group_imbalance_ratio", (("group", "orders-range"),))] == 1.5
 
 

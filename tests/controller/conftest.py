@@ -25,6 +25,7 @@ from kube_apiserver import kube_apiserver
 from prometheus_client.parser import text_string_to_metric_families
 
 from .kube import EMULATED, KUBE_APISERVER, ApiServer, kube_server
+from .operator_process import start_operator  # noqa: F401  (the operator as its own process)
 
 # Read when kafka_balancer.controller.operator is imported (kopf timers are declared at import time).
 os.environ.setdefault("KAFKA_BALANCER_RECONCILE_SECONDS", "1")
@@ -36,6 +37,11 @@ os.environ["KAFKA_BALANCER_METRICS_ADDRESS"] = "127.0.0.1"
 GROUP, VERSION = "kafkabalancer.io", "v1alpha1"
 # A test that runs against the emulator and the real API server: @both_api_servers.
 both_api_servers = pytest.mark.parametrize("api_server", [EMULATED, KUBE_APISERVER], indirect=True)
+
+
+def policy_manifest(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A BalancePolicy as ``kubectl apply`` takes it (Cluster.apply puts it in namespace kafka)."""
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "BalancePolicy", "metadata": {"name": name}, "spec": spec}
 
 
 class Cluster:

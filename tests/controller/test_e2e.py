@@ -6,14 +6,19 @@ two of its brokers (disk max/avg = 2.0 in each group). Balanced means max/avg cl
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_balancer.kafka.adapter import KafkaAdapter
+from kafka_balancer.kafka.connection import ConnectionSpec
+from kafka_balancer.kafka.port import CORDONED_LOG_DIRS
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.sandbox import EmulatedCluster, GroupSeed, MemberSeed
+from kafka_balancer.sandbox.state import DEFAULT_LOG_DIR
 
 from .conftest import Cluster, Operator, both_api_servers, run_operator
 
@@ -177,10 +182,19 @@ def test_dry_run_never_changes_the_cluster(kube: Cluster, operator: Operator, sk
     )
     skewed.seed_group(GroupSeed("billing", members=members, assignor="range", state="Stable"))
     _groups(kube)
+    # Broker 8 (of the analytics group's two empty brokers) is cordoned: the plan fills only broker 7.
+    adapter = KafkaAdapter(ConnectionSpec(skewed.bootstrap_servers))
+    adapter.alter_broker_configs({8: {CORDONED_LOG_DIRS: "*"}})
+    adapter.close()
     policy = _policy("dry", skewed.bootstrap_servers, mode="DryRun")
     policy["spec"]["analysis"] = {"consumerGroups": {"enabled": True, "topN": 5}}
     kube.apply(policy)
     status = kube.wait_for("a proposal", lambda: (s := _status(kube, "dry")).get("state") == "ProposalReady" and s)
+    assert status["observedCluster"]["cordonedBrokers"] == [8]
+    assert status["observedCluster"]["cordonedLogDirs"] == {"8": [DEFAULT_LOG_DIR]}
+    targets = json.loads(kube.config_map(status["proposal"]["configMap"])["plan.json"])["partitions"]
+    assert any(7 in t["replicas"] for t in targets)
+    assert not any(8 in t["replicas"] for t in targets)
     # Reported on the side: consumer-group balance and the durability audit.
     assert status["consumerGroups"][0]["group"] == "billing"
     assert status["consumerGroups"][0]["imbalanceRatio"] == 1.5

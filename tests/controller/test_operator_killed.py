@@ -20,16 +20,13 @@ released once the new operator has listed the cluster's reassignments.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,12 +35,11 @@ import pytest
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.sandbox import EmulatedCluster, operations
 from kafka_balancer.sandbox.kube import KubeClient
-from kafka_balancer.sandbox.ports import free_port
 from kafka_balancer.sandbox.state import ClusterState, PartitionState
-from processes import spawn, tail
 
 from .conftest import both_api_servers
 from .kube import ApiServer
+from .operator_process import OperatorProcess
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -124,83 +120,6 @@ def _install(client: KubeClient, kafka: EmulatedCluster) -> None:
         },
         "balancepolicies",
     )
-
-
-# ----- the operator process -------------------------------------------------------------------------
-def _image_command() -> list[str]:
-    """The Dockerfile's ENTRYPOINT (without tini, PID 1 in the image) followed by its CMD."""
-    forms = {}
-    for line in (REPO / "Dockerfile").read_text().splitlines():
-        word, _, rest = line.partition(" ")
-        if word in {"ENTRYPOINT", "CMD"} and rest.lstrip().startswith("["):
-            forms[word] = json.loads(rest)
-    entrypoint = forms["ENTRYPOINT"]
-    command: list[str] = entrypoint[entrypoint.index("--") + 1 :] + forms["CMD"]
-    command[0] = str(Path(sys.executable).with_name(command[0]))  # the venv's kopf script
-    return command
-
-
-@dataclass
-class OperatorProcess:
-    proc: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def tail(self) -> str:
-        return tail(self.log)
-
-
-def _session_members(sid: int) -> list[int]:
-    """Processes whose session is ``sid`` (the operator is a session leader: its children are there too)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[3]) == sid:  # after "pid (comm)": state, ppid, pgrp, session
-                found.append(int(entry.name))
-    return found
-
-
-@pytest.fixture
-def start_operator(tmp_path: Path) -> Iterator[Callable[[Path], OperatorProcess]]:
-    """Start the operator as the image does; at teardown none of them, nor any child, is left."""
-    started: list[OperatorProcess] = []
-
-    def start(kubeconfig: Path) -> OperatorProcess:
-        health = free_port()
-        command = [a.replace("//0.0.0.0:8080/", f"//127.0.0.1:{health}/") for a in _image_command()]
-        assert any(f"127.0.0.1:{health}" in a for a in command), command  # loopback only
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_BALANCER_", "KUBERNETES_"))}
-        env.update(
-            KUBECONFIG=str(kubeconfig),
-            HOME=str(tmp_path),
-            KAFKA_BALANCER_METRICS_PORT=str(free_port()),
-            KAFKA_BALANCER_METRICS_ADDRESS="127.0.0.1",
-            KAFKA_BALANCER_RECONCILE_SECONDS="1",  # progress reaches status at every reconciliation
-            KAFKA_BALANCER_EXECUTION_POLL_SECONDS="0.2",
-            KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS="10",
-        )
-        log = tmp_path / f"operator-{len(started) + 1}.log"
-        proc = spawn(command, env=env, log=log, new_session=True)  # killed if pytest dies
-        started.append(OperatorProcess(proc, log))
-        return started[-1]
-
-    yield start
-    for op in started:
-        if op.proc.poll() is None:
-            op.proc.kill()
-        op.proc.wait(timeout=30)
-    left = {op.pid: _session_members(op.pid) for op in started}
-    for members in left.values():
-        for pid in members:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    assert not any(left.values()), f"processes left behind by the operators (session: pids): {left}"
 
 
 # ----- the test -------------------------------------------------------------------------------------

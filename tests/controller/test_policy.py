@@ -79,7 +79,7 @@ def test_errors_name_the_field_and_value(spec: dict[str, Any], field: str, words
 def test_resource_group_needs_exactly_one_selector() -> None:
     with pytest.raises(PolicyError, match="exactly one"):
         parse_resource_group_spec({"brokers": {"ids": [1], "racks": ["a"]}})
-    with pytest.raises(PolicyError, match="not a valid regular expression"):
+    with pytest.raises(PolicyError, match="not a valid RE2 regular expression"):
         parse_resource_group_spec({"brokers": {"ids": [1]}, "topics": {"patterns": ["(unclosed"]}})
     group = parse_resource_group_spec({"brokers": {"racks": ["r1"]}, "topics": {"patterns": ["orders-.*"]}})
     assert group.topics.matches("orders-eu")

@@ -101,6 +101,7 @@ def test_a_secret_not_granted_in_rbac_secrets_stalls_the_policy(kube: Cluster, o
         "bootstrapServers": "127.0.0.1:9",  # never reached: the credentials come first
         "securityProtocol": "SASL_PLAINTEXT",
         "saslMechanism": "SCRAM-SHA-512",
+        "allowPlaintextCredentials": True,  # loopback
         "credentialsSecret": {"name": "other-credentials"},
     }
     kube.apply(

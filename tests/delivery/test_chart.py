@@ -190,6 +190,7 @@ def test_alert_rules_parse_and_cover_what_a_kafka_operator_watches() -> None:
         "KafkaBalancerImbalanced",
         "KafkaBalancerExecutionTooLong",
         "KafkaBalancerExecutionNoProgress",
+        "KafkaBalancerMovesStuck",
         "KafkaBalancerProposalAwaitingApproval",
         "KafkaBalancerPolicyStalled",
         "KafkaBalancerThrottlesLeftBehind",

@@ -124,17 +124,19 @@ def test_operator_runs_as_the_chart_starts_it_within_its_rbac(
     # only be made from the credentials the operator read from the Secret.
     login = {"username": "balancer", "password": PASSWORD}
     kafka = emulator(skewed_demo_model(), sasl_users={login["username"]: login["password"]})
+    secret = {**login, "bootstrapServers": kafka.bootstrap_servers}  # where these credentials may be sent
     kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig", user="operator")
     api = kubernetes.config.new_client_from_config(str(kube.write_kubeconfig(tmp_path / "admin", user="admin")))
     kubernetes.client.CoreV1Api(api).create_namespaced_secret(
         POLICY_NS,
         # `data` (base64), as the API server stores it: the emulated API does not fold in stringData.
-        {"metadata": {"name": SECRET}, "data": {k: base64.b64encode(v.encode()).decode() for k, v in login.items()}},
+        {"metadata": {"name": SECRET}, "data": {k: base64.b64encode(v.encode()).decode() for k, v in secret.items()}},
     )
     cluster = {
         "bootstrapServers": kafka.bootstrap_servers,
         "securityProtocol": "SASL_PLAINTEXT",
         "saslMechanism": "SCRAM-SHA-512",
+        "allowPlaintextCredentials": True,  # loopback; a real cluster uses SASL_SSL (examples/09-sasl-ssl.yaml)
         "credentialsSecret": {"name": SECRET},
     }
     policy = {

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kafka_balancer.model import ClusterBuilder, ClusterModel, PartitionTarget, ReassignmentPlan
+from kafka_balancer.model.cluster import LogDir
 from kafka_balancer.planner import PlannerOptions, plan
 from kafka_balancer.report import METRICS, broker_loads, planned, render_report, write_report
 
@@ -168,6 +169,23 @@ def test_brokers_added_by_the_run_show_as_zero_before() -> None:
     # disk before/after, network in before/after, ...: the before side of a new broker is "-".
     assert cells[0] == "-"
     assert cells[1] == "10 B"
+
+
+def test_cordoned_brokers_are_marked_in_the_per_broker_table() -> None:
+    builder = ClusterBuilder()
+    builder.add_broker(1, log_dirs=(LogDir("/d0", cordoned=True), LogDir("/d1", cordoned=True)))
+    builder.add_broker(2, log_dirs=(LogDir("/d0", cordoned=True), LogDir("/d1")))
+    builder.add_broker(3, log_dirs=(LogDir("/d0"),))
+    builder.add_broker(4)
+    builder.add_partition("t", 0, [1, 2], size_bytes=10)
+    model = builder.build()
+    html = render_report(model, model, {})
+    rows = {b: re.search(rf'<tr data-broker="{b}"><td class="l">(.*?)</td>', html) for b in (1, 2, 3, 4)}
+    labels = {b: row.group(1) if row else "" for b, row in rows.items()}
+    assert labels[1] == '1 <span class="cordoned">(cordoned)</span>'
+    assert labels[2] == '2 <span class="cordoned">(1 of 2 log dirs cordoned)</span>'
+    assert labels[3] == "3"
+    assert labels[4] == "4"
 
 
 def test_a_resource_without_data_says_so_instead_of_drawing_a_scale() -> None:

@@ -30,7 +30,9 @@ def test_demo_on_real_brokers_balances_measured_traffic(tmp_path: Path) -> None:
     )
     elapsed = time.monotonic() - started
     out = result.stdout
-    assert result.returncode == 0, f"{out[-3000:]}\n{result.stderr[-3000:]}"
+    # The reason is the first line of stderr's failure report; the operator's log lines follow it.
+    reason = next((line for line in result.stderr.splitlines() if "demo FAILED" in line), "")
+    assert result.returncode == 0, f"{reason}\n{out[-3000:]}\n{result.stderr[:3000]}"
 
     marks = [
         "==> Apache Kafka brokers",

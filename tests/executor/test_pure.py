@@ -223,6 +223,25 @@ def test_health_checks() -> None:
     assert move_blocker(move, cluster, foreign) == "another reassignment of this partition is in progress"
 
 
+def test_health_checks_name_the_eligible_leader_replicas_where_the_cluster_reports_them() -> None:
+    """KIP-966: at min ISR Kafka keeps the ELR empty (at risk: never moved); below it, the replicas that
+    left are eligible leaders, and the partition still does not move (acks=all writes already fail)."""
+    b = ClusterBuilder()
+    for broker in range(1, 5):
+        b.add_broker(broker, alive=broker != 3)
+    b.set_topic("t", min_insync_replicas=2)
+    b.set_topic("f", min_insync_replicas=3)
+    b.add_partition("t", 0, [1, 2, 3], isr=[1, 2], elr=[])  # at min ISR, no eligible leader
+    b.add_partition("f", 0, [1, 2, 3], isr=[1, 2], elr=[3])  # below min ISR, broker 3 eligible
+    b.add_partition("t", 1, [1, 2, 4], elr=[])  # healthy
+    cluster = b.build()
+    at_min = move_blocker(Task(0, TopicPartition("t", 0), (1, 2, 3), (1, 2, 4), 1.0), cluster, {})
+    assert at_min == "ISR size 2 is at or below min.insync.replicas=2 and no eligible leader replica (KIP-966)"
+    below = move_blocker(Task(1, TopicPartition("f", 0), (1, 2, 3), (1, 2, 4), 1.0), cluster, {})
+    assert below == "ISR size 2 is at or below min.insync.replicas=3 (eligible leader replicas [3])"
+    assert move_blocker(Task(2, TopicPartition("t", 1), (1, 2, 4), (2, 4, 1), 1.0), cluster, {}) is None
+
+
 # ----- scheduling -----------------------------------------------------------------------------
 def test_pick_respects_per_broker_and_total_limits_and_skips_busy_brokers() -> None:
     # Five moves onto broker 9 saturate it; the sixth waits, but a move elsewhere still starts.

@@ -5,23 +5,29 @@ right and the emulator was changed; docs/index.md#testing lists what is emulated
 The calls covered: Metadata and DescribeCluster (read_cluster, describe_cluster), DescribeConfigs and
 IncrementalAlterConfigs (topic and broker configs, throttles), DescribeLogDirs (sizes),
 AlterPartitionReassignments (start and cancel), ListPartitionReassignments, ElectLeaders,
-ListOffsets, and the consumer-group reads (ListGroups, DescribeGroups, OffsetFetch).
+ListOffsets, and the consumer-group reads (ListGroups, DescribeGroups, OffsetFetch); the brokers'
+log directories and their cordons (cordoned.log.dirs, KIP-1066); DescribeTopicPartitions (eligible
+leader replicas, KIP-966).
 """
 
 from __future__ import annotations
 
 import pytest
 import raw_client
+from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.port import (
+    CORDONED_LOG_DIRS,
     FOLLOWER_THROTTLE_RATE,
     FOLLOWER_THROTTLED_REPLICAS,
     LEADER_THROTTLE_RATE,
     LEADER_THROTTLED_REPLICAS,
+    LOG_DIRS,
     KafkaError,
     TopicPartition,
 )
 from kafka_balancer.kafka.throttles import ThrottleRecord, remove_throttles, set_throttles
+from kafka_balancer.sandbox.traffic import QUIET
 from kafka_targets import BACKENDS, GroupMember, KafkaTarget, converge, wait_until
 
 MB = 1_000_000
@@ -419,3 +425,72 @@ def test_log_end_offsets_right_after_leadership_moves(kafka_target: KafkaTarget)
     assert adapter.log_end_offsets(tps) == dict(zip(tps, (30, 20), strict=True))
     model = adapter.read_cluster(with_sizes=False)
     assert [model.partition(model.partition_index("events", p)).leader for p in (0, 1)] == [2, 3]
+
+
+@backends
+def test_cordoned_log_dirs_are_read_refused_when_unknown_and_kept_off_by_topic_creation(
+    kafka_target: KafkaTarget,
+) -> None:
+    """KIP-1066 (Kafka 4.3): ``cordoned.log.dirs`` lists entries of a broker's log.dirs or is ``*``;
+    the snapshot marks each directory, a broker with every directory cordoned is cordoned, and new
+    topics are placed elsewhere. Both clusters answer a directory not in log.dirs alike."""
+    adapter = kafka_target.adapter()
+
+    def dirs_of(broker_id: int) -> list[bool]:
+        model = adapter.read_cluster()
+        return [d.cordoned for d in model.broker(model.broker_index(broker_id)).log_dirs]
+
+    assert dirs_of(2) == [False, False]  # both clusters: 2 log directories per broker
+    first = adapter.broker_configs([2])[2][LOG_DIRS].split(",")[0]
+    adapter.alter_broker_configs({2: {CORDONED_LOG_DIRS: first}, 3: {CORDONED_LOG_DIRS: "*"}})
+
+    def cordoned() -> list[bool]:
+        return list(adapter.read_cluster().broker_cordoned.tolist())
+
+    converge(cordoned, [False, False, True] + [False] * 3, "cordons")
+    assert dirs_of(2) == [True, False]
+    assert dirs_of(3) == [True, True]
+    with pytest.raises(KafkaError) as unknown:
+        adapter.alter_broker_configs({1: {CORDONED_LOG_DIRS: "/not/a/log/dir"}})
+    assert unknown.value.name == "INVALID_REQUEST"
+    assert (
+        "All entries in cordoned.log.dirs must be present in log.dirs or log.dir. Missing entries : /not/a/log/dir"
+        in (str(unknown.value))
+    )
+    # CreateTopics without an assignment: Kafka's placement leaves the cordoned broker out.
+    admin = AdminClient({"bootstrap.servers": kafka_target.bootstrap_servers, **QUIET})
+    for future in admin.create_topics([NewTopic("spread", 12, 2)]).values():
+        future.result(timeout=30)
+    wait_until(lambda: adapter.read_cluster(with_sizes=False).num_partitions == 12, "topic spread created")
+    placed = adapter.read_cluster()
+    hosts = {b for p in range(placed.num_partitions) for b in placed.replica_ids(p)}
+    assert hosts == {1, 2, 4, 5, 6}, hosts
+
+
+@backends
+def test_eligible_leader_replicas_follow_the_isr_below_min_isr(kafka_target: KafkaTarget) -> None:
+    """KIP-966, on by default in Kafka 4.x KRaft: a replica that leaves an ISR already below
+    min.insync.replicas becomes an eligible leader replica; at min ISR the ELR stays empty, and once
+    the ISR is back at min ISR it is cleared. read_cluster reads it (DescribeTopicPartitions)."""
+    kafka_target.create_topic("e", [[1, 2, 3]], {"min.insync.replicas": "2"})
+    kafka_target.create_topic("f", [[1, 2, 3]], {"min.insync.replicas": "3"})
+    adapter = kafka_target.adapter()
+
+    def elr() -> dict[str, tuple[tuple[int, ...], tuple[int, ...] | None]]:
+        model = adapter.read_cluster(with_sizes=False)
+        out = {}
+        for p in range(model.num_partitions):
+            found = model.elr_ids(p)
+            out[model.topic_name(p)] = (
+                tuple(sorted(model.isr_ids(p))),
+                None if found is None else tuple(sorted(found)),
+            )
+        return out
+
+    assert elr() == {"e": ((1, 2, 3), ()), "f": ((1, 2, 3), ())}  # f is at its min ISR 3: ELR read, empty
+    kafka_target.stop_broker(3)
+    converge(elr, {"e": ((1, 2), ()), "f": ((1, 2), (3,))}, "broker 3 out of the ISRs", timeout_s=60)
+    kafka_target.stop_broker(2)
+    converge(elr, {"e": ((1,), (2,)), "f": ((1,), (2, 3))}, "broker 2 out of the ISRs", timeout_s=60)
+    kafka_target.start_broker(3)
+    converge(elr, {"e": ((1, 3), ()), "f": ((1, 3), (2,))}, "broker 3 back in the ISRs", timeout_s=60)

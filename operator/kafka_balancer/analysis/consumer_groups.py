@@ -32,6 +32,8 @@ METRIC_NAMES: Final = (
     "kafka_balancer_consumer_group_lag",
     "kafka_balancer_consumer_group_members",
     "kafka_balancer_consumer_group_recommended_assignor_info",
+    "kafka_balancer_consumer_groups",
+    "kafka_balancer_consumer_groups_lag",
 )
 
 
@@ -161,12 +163,13 @@ def analyze(
     return analyze_python(data)
 
 
+def ranked(reports: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Reports most imbalanced first: by imbalance ratio, then lag imbalance, then name."""
+    return sorted(reports, key=lambda r: (-r["imbalanceRatio"], -(r["lagImbalanceRatio"] or 0.0), r["group"]))
+
+
 def most_imbalanced(reports: Iterable[dict[str, Any]], top_n: int) -> list[dict[str, Any]]:
     """The ``top_n`` groups by imbalance ratio (then lag imbalance, then name), as status entries."""
-    ranked = sorted(
-        reports,
-        key=lambda r: (-r["imbalanceRatio"], -(r["lagImbalanceRatio"] or 0.0), r["group"]),
-    )
     return [
         {
             "group": r["group"],
@@ -177,14 +180,21 @@ def most_imbalanced(reports: Iterable[dict[str, Any]], top_n: int) -> list[dict[
             "totalLag": r["totalLag"],
             "recommendedAssignor": r["recommendation"]["assignor"],
         }
-        for r in ranked[:top_n]
+        for r in ranked(reports)[:top_n]
     ]
 
 
-def metric_samples(reports: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str, str], float]]:
-    """(metric name, labels, value) for the consumer-group gauges the operator exports."""
-    out: list[tuple[str, dict[str, str], float]] = []
-    for r in reports:
+def metric_samples(reports: Iterable[dict[str, Any]], top_n: int) -> list[tuple[str, dict[str, str], float]]:
+    """(metric name, labels, value) for the consumer-group gauges the operator exports.
+
+    Per group only for the ``top_n`` most imbalanced (the groups status lists), so the series grow with
+    ``top_n``, not with the cluster's groups; the number of groups and their total lag cover them all."""
+    everyone = list(reports)
+    out: list[tuple[str, dict[str, str], float]] = [
+        ("kafka_balancer_consumer_groups", {}, float(len(everyone))),
+        ("kafka_balancer_consumer_groups_lag", {}, float(sum(r["totalLag"] or 0 for r in everyone))),
+    ]
+    for r in ranked(everyone)[:top_n]:
         labels = {"group": r["group"]}
         out.append(("kafka_balancer_consumer_group_imbalance_ratio", labels, float(r["imbalanceRatio"])))
         if r["lagImbalanceRatio"] is not None:

@@ -14,6 +14,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from kafka_balancer.cli.arguments import integer, number
+from kafka_balancer.cli.files import read_json
+from kafka_balancer.model.limits import INT32_MAX, check_amount, shown
+
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -53,8 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", required=True, help="where to write the snapshot JSON")
     parser.add_argument("--window", default="5m", help="rate window (default 5m)")
     parser.add_argument("--statistic", choices=("p95", "avg"), default="p95", help="load statistic (default p95)")
-    parser.add_argument("--min-windows", type=int, default=1, help="windows with rates a partition needs (default 1)")
-    parser.add_argument("--min-completeness", type=float, default=0.0, help="exit 3 when completeness is below")
+    parser.add_argument(
+        "--min-windows", type=integer, default=1, help="windows with rates a partition needs (default 1)"
+    )
+    parser.add_argument("--min-completeness", type=number, default=0.0, help="exit 3 when completeness is below")
     parser.add_argument(
         "--group", action="append", default=[], metavar="NAME=ID,ID", help="resource group for statistics (repeat)"
     )
@@ -76,7 +82,7 @@ def _groups(specs: list[str]) -> dict[str, list[int]]:
             groups[name] = [int(x) for x in ids.split(",") if x.strip()]
         except ValueError:
             raise ValueError(f"--group: must be NAME=ID,ID..., got {spec!r}") from None
-        if not name or not groups[name]:
+        if not name or not groups[name] or not all(0 <= b <= INT32_MAX for b in groups[name]):
             raise ValueError(f"--group: must be NAME=ID,ID..., got {spec!r}")
     return groups
 
@@ -86,10 +92,9 @@ def _capacity(path: str | None) -> tuple[Any, dict[int, Any]]:
 
     if path is None:
         return None, {}
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise ValueError(f"--capacity {path!r}: cannot read JSON: {err}") from None
+    data = read_json(path, "--capacity")
+    if not isinstance(data, dict) or set(data) - {"default", "brokers"}:
+        raise ValueError(f"--capacity {path}: must be an object with fields default, brokers, got {shown(data)}")
     keys = {
         "diskBytes": "disk_bytes",
         "networkInBytesPerSec": "network_in_bytes_per_sec",
@@ -101,13 +106,15 @@ def _capacity(path: str | None) -> tuple[Any, dict[int, Any]]:
         if not isinstance(entry, dict) or set(entry) - set(keys):
             raise ValueError(f"--capacity {where}: must be an object with fields {', '.join(keys)}, got {entry!r}")
         for key, value in entry.items():
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            if check_amount(value, f"--capacity {where}", key) <= 0:
                 raise ValueError(f"--capacity {where}: field '{key}' must be a number > 0, got {value!r}")
         return BrokerCapacity(**{keys[k]: float(v) for k, v in entry.items()})
 
     default = one(data["default"], "default") if "default" in data else None
-    brokers = {int(b): one(e, f"brokers.{b}") for b, e in (data.get("brokers") or {}).items()}
-    return default, brokers
+    brokers = data.get("brokers") or {}
+    if not isinstance(brokers, dict) or not all(b.isdigit() and int(b) <= INT32_MAX for b in brokers):
+        raise ValueError(f"--capacity {path}: field 'brokers' must map broker ids to capacities, got {shown(brokers)}")
+    return default, {int(b): one(e, f"brokers.{b}") for b, e in brokers.items()}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -127,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--min-windows: must be >= 1, got {args.min_windows}")
         if not 0.0 <= args.min_completeness <= 1.0:
             raise ValueError(f"--min-completeness: must be in 0..1, got {args.min_completeness}")
+        default_capacity, capacity = _capacity(args.capacity)  # the inputs first: refused before any work
+        groups = _groups(args.group)
         engine = EngineConfig(type=args.engine, url=args.engine_url)
         store = SampleStore(args.samples)
         cluster = args.cluster
@@ -138,13 +147,12 @@ def run(args: argparse.Namespace) -> int:
                     f" ({', '.join(known) or 'none'}); name one"
                 )
             cluster = known[0]
-        default_capacity, capacity = _capacity(args.capacity)
         options = LoadOptions(
             cluster=cluster,
             statistic=args.statistic,
             window_seconds=int(window),
             min_windows=args.min_windows,
-            groups=_groups(args.group),
+            groups=groups,
             capacity=capacity,
             default_capacity=default_capacity,
         )

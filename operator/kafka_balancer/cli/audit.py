@@ -12,7 +12,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kafka_balancer.cli import CommandError
+from kafka_balancer.cli.arguments import integer
 from kafka_balancer.cli.consumers import add_connection_arguments, open_port, render_table
+from kafka_balancer.cli.files import load_snapshot
 
 if TYPE_CHECKING:
     from kafka_balancer.durability import AuditReport
@@ -24,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--snapshot", type=Path, help="audit a cluster snapshot file instead of a live cluster")
     parser.add_argument(
         "--default-min-insync-replicas",
-        type=int,
+        type=integer,
         default=1,
         help="snapshot: broker default for topics without the setting (Kafka's default: 1)",
     )
@@ -35,28 +38,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kafka_balancer.durability import AuditOptions, audit  # noqa: PLC0415
-    from kafka_balancer.kafka.port import KafkaError  # noqa: PLC0415
-    from kafka_balancer.model.errors import ModelError  # noqa: PLC0415
-    from kafka_balancer.model.snapshot import loads_snapshot  # noqa: PLC0415
 
     if args.default_min_insync_replicas < 1:
-        raise SystemExit(f"audit: --default-min-insync-replicas must be >= 1, got {args.default_min_insync_replicas}")
+        raise CommandError(f"--default-min-insync-replicas must be >= 1, got {args.default_min_insync_replicas}")
     options = AuditOptions(default_min_insync_replicas=args.default_min_insync_replicas)
     if args.snapshot is not None:
-        try:
-            report = audit(loads_snapshot(args.snapshot.read_text(encoding="utf-8")), None, options)
-        except OSError as err:
-            raise SystemExit(f"audit: cannot read {args.snapshot}: {err.strerror}") from None
-        except ModelError as err:
-            raise SystemExit(f"audit: {args.snapshot}: {err}") from None
+        report = audit(load_snapshot(args.snapshot, "--snapshot", "audit"), None, options)
     else:
         from kafka_balancer.analysis.audit import audit_cluster  # noqa: PLC0415
 
-        port = open_port(args, "audit")
+        port = open_port(args)
         try:
             _model, report = audit_cluster(port, options)
-        except (KafkaError, ModelError) as err:
-            raise SystemExit(f"audit: {err}") from None
         finally:
             port.close()
     if args.json:
@@ -79,12 +72,20 @@ def render(report: AuditReport) -> str:
         ]  # fmt: skip
         out.append("\n" + render_table(["TOPIC", "RF", "MIN.ISR", "UNCLEAN", "FLAGS"], rows))
     if report.at_risk:
+        # Listed by ISR state, worst first, then ELR state (KIP-966): "none" where no replica is eligible.
         rows = [
             [f"{p.topic}-{p.partition}", ",".join(map(str, p.replicas)), ",".join(map(str, p.isr)),
-             "none" if p.leader is None else str(p.leader), ", ".join(p.risks)]
+             "none" if p.leader is None else str(p.leader), p.isr_state, _elr(p.elr), ", ".join(p.risks)]
             for p in report.at_risk
         ]  # fmt: skip
-        out.append("\n" + render_table(["PARTITION", "REPLICAS", "ISR", "LEADER", "RISKS"], rows))
+        out.append("\n" + render_table(["PARTITION", "REPLICAS", "ISR", "LEADER", "ISR STATE", "ELR", "RISKS"], rows))
         if report.at_risk_total > len(report.at_risk):
             out.append(f"... and {report.at_risk_total - len(report.at_risk)} more")
     return "\n".join(out)
+
+
+def _elr(elr: tuple[int, ...] | None) -> str:
+    """Eligible leader replicas: their ids, ``none``, or ``-`` where the cluster did not report them."""
+    if elr is None:
+        return "-"
+    return ",".join(map(str, elr)) or "none"

@@ -13,8 +13,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafka_balancer.cli import CommandError
+from kafka_balancer.cli.arguments import integer, number
+from kafka_balancer.cli.files import load_snapshot, read_json
+
 if TYPE_CHECKING:
     from kafka_balancer.analysis.consumer_groups import GroupsInput
+    from kafka_balancer.kafka.connection import ConnectionSpec
     from kafka_balancer.kafka.port import KafkaPort
 
 HELP = "Consumer-group balance: every assignor simulated, churn when members leave or join, a recommendation."
@@ -30,14 +35,27 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
         "--password-env", default="KAFKA_PASSWORD", help="environment variable holding the SASL password"
     )
     parser.add_argument("--ca-file", help="CA certificate (PEM) for SSL")
+    parser.add_argument(
+        "--request-timeout",
+        type=number,
+        default=30.0,
+        help="seconds to wait for the cluster to answer a request (default 30); unreachable, the command exits 1",
+    )
 
 
-def open_port(args: argparse.Namespace, command: str) -> KafkaPort:
+def open_port(args: argparse.Namespace) -> KafkaPort:
+    """A client of the cluster the connection options name."""
     from kafka_balancer.kafka.adapter import KafkaAdapter  # noqa: PLC0415 - loads the client libraries
+
+    port: KafkaPort = KafkaAdapter(connection_spec(args))
+    return port
+
+
+def connection_spec(args: argparse.Namespace) -> ConnectionSpec:
     from kafka_balancer.kafka.connection import ConnectionSpec  # noqa: PLC0415
 
     if not args.bootstrap_servers:
-        raise SystemExit(f"{command}: --bootstrap-servers is required")
+        raise CommandError("--bootstrap-servers is required")
     try:
         spec = ConnectionSpec(
             bootstrap_servers=args.bootstrap_servers,
@@ -46,11 +64,11 @@ def open_port(args: argparse.Namespace, command: str) -> KafkaPort:
             username=args.username,
             password=os.environ.get(args.password_env),
             ca_path=args.ca_file,
+            request_timeout_s=args.request_timeout,
         )
     except ValueError as err:
-        raise SystemExit(f"{command}: {err}") from None
-    port: KafkaPort = KafkaAdapter(spec)
-    return port
+        raise CommandError(str(err)) from None
+    return spec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,16 +77,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--new-member", default="new-member", help="simulate: id of the member that joins")
     parser.add_argument(
         "--max-leavers",
-        type=int,
+        type=integer,
         default=50,
         help="simulate: members whose departure is simulated, evenly spread (default 50; 0 = every member)",
     )
-    parser.add_argument("--top", type=int, default=20, help="live: show the N most imbalanced groups")
+    parser.add_argument("--top", type=integer, default=20, help="live: show the N most imbalanced groups")
     parser.add_argument("--snapshot", type=Path, help="live: analysed snapshot with message rates per partition")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
         "--spark-threshold",
-        type=int,
+        type=integer,
         default=1000,
         help="live: analyse on Spark from this many groups on (default 1000; below it, in-process)",
     )
@@ -86,22 +104,21 @@ def run(args: argparse.Namespace) -> int:
 # ----- offline what-if ----------------------------------------------------------------------------
 def _simulate(args: argparse.Namespace) -> int:
     from kafka_balancer.consumers import parse_group, simulate  # noqa: PLC0415
+    from kafka_balancer.consumers.group import claimed_twice  # noqa: PLC0415
     from kafka_balancer.model.errors import ModelError  # noqa: PLC0415
 
     if args.group is None:
-        raise SystemExit("consumers simulate: --group G.json is required")
+        raise CommandError("simulate: --group G.json is required")
     if args.max_leavers < 0:
-        raise SystemExit(f"consumers simulate: --max-leavers must be >= 0, got {args.max_leavers}")
+        raise CommandError(f"simulate: --max-leavers must be >= 0, got {args.max_leavers}")
+    data = read_json(args.group, "--group")
     try:
-        data = json.loads(args.group.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise SystemExit(f"consumers simulate: cannot read {args.group}: {err.strerror}") from None
-    except json.JSONDecodeError as err:
-        raise SystemExit(f"consumers simulate: {args.group} is not valid JSON: {err}") from None
-    try:
-        result = simulate(parse_group(data), new_member=args.new_member, max_leavers=args.max_leavers)
-    except (ModelError, ValueError) as err:
-        raise SystemExit(f"consumers simulate: {args.group}: {err}") from None
+        spec = parse_group(data)
+    except ModelError as err:
+        raise CommandError(f"simulate: --group {args.group}: {err}") from None
+    for warning in claimed_twice(spec):
+        print(f"consumers: warning: --group {args.group}: {warning}", file=sys.stderr)
+    result = simulate(spec, new_member=args.new_member, max_leavers=args.max_leavers)
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
@@ -164,27 +181,17 @@ def render_simulation(result: dict[str, Any]) -> str:
 # ----- live cluster -------------------------------------------------------------------------------
 def _live(args: argparse.Namespace) -> int:
     from kafka_balancer.analysis.consumer_groups import collect, most_imbalanced  # noqa: PLC0415
-    from kafka_balancer.kafka.port import KafkaError  # noqa: PLC0415
-    from kafka_balancer.model.errors import ModelError  # noqa: PLC0415
-    from kafka_balancer.model.snapshot import loads_snapshot  # noqa: PLC0415
 
     if args.group is not None:
-        raise SystemExit(f"consumers: --group {args.group} is for the offline what-if: `consumers simulate --group`")
+        raise CommandError(f"--group {args.group} is for the offline what-if: `consumers simulate --group`")
     if args.top < 1:
-        raise SystemExit(f"consumers: --top must be >= 1, got {args.top}")
+        raise CommandError(f"--top must be >= 1, got {args.top}")
     if args.spark_threshold < 1:
-        raise SystemExit(f"consumers: --spark-threshold must be >= 1, got {args.spark_threshold}")
-    model = None
-    if args.snapshot is not None:
-        try:
-            model = loads_snapshot(args.snapshot.read_text(encoding="utf-8"))
-        except (OSError, ModelError) as err:
-            raise SystemExit(f"consumers: --snapshot {args.snapshot}: {err}") from None
-    port = open_port(args, "consumers")
+        raise CommandError(f"--spark-threshold must be >= 1, got {args.spark_threshold}")
+    model = None if args.snapshot is None else load_snapshot(args.snapshot, "--snapshot", "consumers")
+    port = open_port(args)
     try:
         data = collect(port, model)
-    except KafkaError as err:
-        raise SystemExit(f"consumers: {err}") from None
     finally:
         port.close()
     reports = _analyze(data, args)
@@ -226,6 +233,6 @@ def _analyze(data: GroupsInput, args: argparse.Namespace) -> list[dict[str, Any]
     try:
         engine = EngineConfig(type=args.engine, url=args.engine_url)
     except EngineError as err:
-        raise SystemExit(f"consumers: {err}") from None
+        raise CommandError(str(err)) from None
     # The session is process-wide (as for `analyze`): it ends with the process.
     return analyze_spark(data, get_session(engine))

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import yaml
 
 from kafka_balancer.cli import demo_view as view
+from kafka_balancer.cli.arguments import number
 from kafka_balancer.cli.demo_kafka import DemoError, EmulatedDemo, RealDemo, emulated, placement, real
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
@@ -59,21 +60,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--time-scale",
-        type=float,
+        type=number,
         default=200.0,
         help="--emulated: emulated seconds per real second; copies run at the policy's throttle in emulated time "
         "(default 200)",
     )
     parser.add_argument(
         "--size-scale",
-        type=float,
+        type=number,
         default=1.0,
         help="--emulated: scale partition sizes (not the cluster's shape) for a quicker run (default 1.0)",
     )
     parser.add_argument(
         "--report-dir", type=Path, default=Path("build/demo"), help="where report.html goes (default build/demo)"
     )
-    parser.add_argument("--timeout", type=float, default=300.0, help="fail if the demo takes longer (seconds)")
+    parser.add_argument("--timeout", type=number, default=300.0, help="fail if the demo takes longer (seconds)")
     parser.add_argument("--examples", type=Path, default=REPO / "examples", help="the examples/ directory")
     parser.add_argument("--crds", type=Path, default=REPO / "crds", help="the crds/ directory")
 

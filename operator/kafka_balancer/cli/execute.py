@@ -21,8 +21,11 @@ from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
+from kafka_balancer.cli.arguments import integer, number
 from kafka_balancer.cli.consumers import add_connection_arguments, open_port
+from kafka_balancer.cli.files import read_json
 from kafka_balancer.executor import (
+    ExecutionRecord,
     ExecutionResult,
     ExecutionState,
     Executor,
@@ -112,21 +115,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--throttle", help="replication throttle per broker, e.g. 50MiB/s (default: none)")
     parser.add_argument("--dry-run", action="store_true", help="show what would run, change nothing")
     parser.add_argument("--state", default=DEFAULT_STATE, help=f"resumable state file (default {DEFAULT_STATE})")
-    parser.add_argument("--concurrent-moves-per-broker", type=int, default=DEFAULT_MOVES_PER_BROKER)
-    parser.add_argument("--concurrent-moves-total", type=int, default=DEFAULT_MOVES_TOTAL)
+    parser.add_argument("--concurrent-moves-per-broker", type=integer, default=DEFAULT_MOVES_PER_BROKER)
+    parser.add_argument("--concurrent-moves-total", type=integer, default=DEFAULT_MOVES_TOTAL)
     parser.add_argument("--strategy", choices=sorted(STRATEGIES), default="helpful-first", help="order of moves")
-    parser.add_argument("--stuck-after", type=float, default=1800.0, help="seconds without progress = stuck")
+    parser.add_argument("--stuck-after", type=number, default=1800.0, help="seconds without progress = stuck")
     parser.add_argument("--cancel-stuck", action="store_true", help="cancel moves that are stuck")
     parser.add_argument(
         "--give-up-blocked-after",
-        type=float,
+        type=number,
         default=None,
         help="seconds a move may wait for an unhealthy partition before it is given up (default: wait)",
     )
     parser.add_argument(
         "--max-bytes-per-run", help="copy at most this much (e.g. 500GB); the rest is left for the next run"
     )
-    parser.add_argument("--poll-interval", type=float, default=1.0, help="seconds between cluster polls")
+    parser.add_argument("--poll-interval", type=number, default=1.0, help="seconds between cluster polls")
     parser.add_argument("--json", action="store_true", help="print the final report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -159,16 +162,22 @@ def report(result: ExecutionResult) -> dict[str, object]:
     }
 
 
-def load_plan(text: bytes) -> tuple[ReassignmentPlan, list[TopicPartition]]:
+def load_plan(path: str) -> tuple[ReassignmentPlan, list[TopicPartition]]:
     """A reassignment JSON, or a proposal (told apart by its 'id'): the plan and the extra elections."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ModelError(f"plan: not valid JSON: {err}") from None
+    data = read_json(path, "--plan")
     if isinstance(data, dict) and "id" in data and "plan" in data:
         proposal = Proposal.from_dict(data)
         return proposal.plan, [TopicPartition(c.topic, c.partition) for c in proposal.leader_changes]
     return ReassignmentPlan.from_dict(data), []
+
+
+def load_record(store: FileExecutionStore) -> ExecutionRecord | None:
+    """The record in the state file, if any; an error names the file."""
+    raw = store.load()
+    try:
+        return None if raw is None else ExecutionRecord.from_dict(raw)
+    except ModelError as err:
+        raise ModelError(f"state file {store.path}: {err}") from None
 
 
 SECONDS_OPTIONS = {"poll_interval": "--poll-interval", "stuck_after": "--stuck-after"}
@@ -188,23 +197,16 @@ def run(args: argparse.Namespace) -> int:
     if not args.bootstrap_servers:
         print("execute: --bootstrap-servers is required", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        check_seconds(args)
-        plan, elections = load_plan(Path(args.plan).read_bytes())
-        options = options_from_args(args)
-    except (OSError, ModelError) as err:
-        print(f"execute: {err}", file=sys.stderr)
-        return EXIT_USAGE
+    check_seconds(args)
+    plan, elections = load_plan(args.plan)
+    options = options_from_args(args)
     store: ExecutionStore
     if options.dry_run:
         store = MemoryExecutionStore()
     else:
         file_store = FileExecutionStore(args.state)
-        try:
-            file_store.lock(f"kafka-balancer execute, pid {os.getpid()} on {socket.gethostname()}")
-        except ModelError as err:
-            print(f"execute: {err}", file=sys.stderr)
-            return EXIT_USAGE
+        file_store.lock(f"kafka-balancer execute, pid {os.getpid()} on {socket.gethostname()}")
+        load_record(file_store)  # a broken record is refused here, before anything is sent
         file_store.clear_stop()  # a stop request left over from an earlier run is not for this one
         store = file_store
     printer = ProgressPrinter(sys.stderr, enabled=not args.quiet and not options.dry_run)
@@ -214,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
         "bootstrapServers": args.bootstrap_servers,
         "plan": str(Path(args.plan).resolve()),
     }
-    port = open_port(args, "execute")
+    port = open_port(args)
     try:
         executor = Executor(
             port, plan, store, options, on_progress=printer.update, context=context, elections=elections
@@ -227,10 +229,9 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, on_signal)
         try:
             result = executor.run()
-        except (ModelError, KafkaError) as err:
-            printer.close()
-            print(f"execute: {err}", file=sys.stderr)
-            return EXIT_USAGE if isinstance(err, ModelError) else EXIT_FAILED
+        except (ModelError, KafkaError):
+            printer.close()  # the line the progress bar was on ends before the error's line
+            raise
         printer.close()
     finally:
         port.close()

@@ -9,12 +9,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 import time
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from kafka_balancer.analysis.report import (
     IncompleteSnapshotError,
@@ -23,22 +19,28 @@ from kafka_balancer.analysis.report import (
     load_report,
     report_path,
 )
+from kafka_balancer.cli import CommandError
+from kafka_balancer.cli.arguments import integer
+from kafka_balancer.cli.files import load_snapshot, read_input, write_output
 from kafka_balancer.model.cluster import ClusterModel
+from kafka_balancer.model.documents import MAX_MANIFEST_BYTES, loads_manifests
 from kafka_balancer.model.errors import ModelError
+from kafka_balancer.model.limits import INT32_MAX, shown
 from kafka_balancer.model.policy import BalancePolicy, ResourceGroup, parse_manifests
-from kafka_balancer.model.snapshot import loads_snapshot
 from kafka_balancer.planner import OPERATIONS, OperationOptions, PlannerOptions, PlanningError, Trace, plan
 from kafka_balancer.planner.policy import options_from_policy
 
 HELP = "Compute a balancing proposal from a cluster snapshot (and a BalancePolicy file)."
-EXIT_INVALID = 2
 
 
 def _ids(text: str) -> tuple[int, ...]:
     try:
-        return tuple(int(x) for x in text.split(",") if x.strip())
+        ids = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated broker ids, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated broker ids, got {shown(text)}") from None
+    if any(not 0 <= b <= INT32_MAX for b in ids):
+        raise argparse.ArgumentTypeError(f"broker ids must be within 0..{INT32_MAX}, got {shown(text)}")
+    return ids
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -52,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--operation", choices=OPERATIONS, help="override the policy's operation type")
     parser.add_argument("--brokers", type=_ids, help="broker ids for add/remove/demote-brokers, e.g. 12,13")
     parser.add_argument("--topics", type=_names, help="topics for change-replication-factor/move-topics/rebalance")
-    parser.add_argument("--replication-factor", type=int, help="new replication factor (change-replication-factor)")
+    parser.add_argument("--replication-factor", type=integer, help="new replication factor (change-replication-factor)")
     parser.add_argument("--target-brokers", type=_ids, help="brokers to move topics onto (move-topics)")
     parser.add_argument("--target-group", help="ResourceGroup to move topics into (move-topics)")
     parser.add_argument("--output", required=True, help="where to write the reassignment JSON")
@@ -71,14 +73,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _policy(args: argparse.Namespace) -> tuple[BalancePolicy | None, list[ResourceGroup]]:
     if not args.policy:
         return None, []
-    docs = list(yaml.safe_load_all(Path(args.policy).read_text(encoding="utf-8")))
-    policies, groups = parse_manifests(docs)
+    policies, groups = parse_manifests(_manifests(args.policy, "--policy"))
     if args.resource_groups:
-        _, more = parse_manifests(list(yaml.safe_load_all(Path(args.resource_groups).read_text(encoding="utf-8"))))
+        _, more = parse_manifests(_manifests(args.resource_groups, "--resource-groups"))
         groups += more
     if len(policies) != 1:
         raise ModelError(f"{args.policy}: expected exactly one BalancePolicy document, found {len(policies)}")
     return policies[0], groups
+
+
+def _manifests(path: str, option: str) -> list[Any]:
+    return loads_manifests(read_input(path, option, limit=MAX_MANIFEST_BYTES), f"{option} {path}")
 
 
 def _operation(args: argparse.Namespace, base: OperationOptions) -> OperationOptions:
@@ -113,8 +118,7 @@ def build_options(args: argparse.Namespace, model: ClusterModel) -> tuple[Planne
 
 def run(args: argparse.Namespace) -> int:
     try:
-        text = Path(args.snapshot).read_text(encoding="utf-8")
-        model = loads_snapshot(text)
+        model = load_snapshot(args.snapshot, "--snapshot", "plan")
         options, min_completeness = build_options(args, model)
         report = report_path(args.snapshot)
         if min_completeness > 0:
@@ -127,16 +131,15 @@ def run(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         proposal = plan(model, options, trace=trace)
         seconds = time.perf_counter() - started
-    except (OSError, ModelError, PlanningError, ReportError, IncompleteSnapshotError, yaml.YAMLError) as err:
-        print(f"kafka-balancer plan: {err}", file=sys.stderr)
-        return EXIT_INVALID
-    Path(args.output).write_text(proposal.plan.dumps(indent=2) + "\n", encoding="utf-8")
+    except (PlanningError, ReportError, IncompleteSnapshotError) as err:
+        raise CommandError(str(err)) from None
+    write_output(args.output, proposal.plan.dumps(indent=2) + "\n", "--output")
     summary = dict(proposal.summary)
     summary["planningSeconds"] = round(seconds, 3)
     if args.summary:
-        Path(args.summary).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        write_output(args.summary, json.dumps(summary, indent=2, sort_keys=True) + "\n", "--summary")
     if args.proposal:
-        Path(args.proposal).write_text(proposal.dumps(indent=2) + "\n", encoding="utf-8")
+        write_output(args.proposal, proposal.dumps(indent=2) + "\n", "--proposal")
     print(
         f"proposal {proposal.id}: {summary['moves']} replica moves, {summary['bytesToMove']:.0f} bytes, "
         f"{summary['leaderChanges']} leader changes, balancedness {summary['balancednessBefore']} -> "
@@ -153,4 +156,4 @@ def _write_trace(trace: Trace, where: str) -> None:
         print(trace.table())
     else:
         steps = [step.to_dict() for step in trace.steps]
-        Path(where).write_text(json.dumps({"stages": steps}, indent=2) + "\n", encoding="utf-8")
+        write_output(where, json.dumps({"stages": steps}, indent=2) + "\n", "--trace")

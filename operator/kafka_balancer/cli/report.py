@@ -8,18 +8,15 @@ plan applied (a dry run: what the plan would do). The summary comes from `kafka-
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from pathlib import Path
 from typing import Any
 
+from kafka_balancer.cli import CommandError
+from kafka_balancer.cli.files import load_snapshot, read_json
 from kafka_balancer.model import ClusterModel, ReassignmentPlan
 from kafka_balancer.model.errors import ModelError
-from kafka_balancer.model.snapshot import loads_snapshot
 from kafka_balancer.report import planned, write_report
 
 HELP = "Write the HTML before/after report of a plan or an execution (per-broker charts)."
-EXIT_INVALID = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,19 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", required=True, help="where to write the HTML file")
 
 
-def _json(path: str, what: str) -> Any:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ModelError(f"{what} {path}: not JSON: {err}") from None
-
-
 def _after(args: argparse.Namespace, before: ClusterModel) -> tuple[ClusterModel, dict[str, Any]]:
     if args.after:
-        return loads_snapshot(Path(args.after).read_text(encoding="utf-8")), {}
+        return load_snapshot(args.after, "--after", "report"), {}
     if args.plan:
-        return planned(before, ReassignmentPlan.from_dict(_json(args.plan, "--plan"))), {}
-    proposal = _json(args.proposal, "--proposal")
+        return planned(before, ReassignmentPlan.from_dict(read_json(args.plan, "--plan"))), {}
+    proposal = read_json(args.proposal, "--proposal")
     if not isinstance(proposal, dict) or "plan" not in proposal:
         raise ModelError(f"--proposal {args.proposal}: expected an object with a 'plan' field")
     summary = proposal.get("summary") or {}
@@ -55,16 +45,15 @@ def _after(args: argparse.Namespace, before: ClusterModel) -> tuple[ClusterModel
 
 
 def run(args: argparse.Namespace) -> int:
+    before = load_snapshot(args.before, "--before", "report")
+    after, summary = _after(args, before)
+    if args.summary:
+        summary = read_json(args.summary, "--summary")
+        if not isinstance(summary, dict):
+            raise ModelError(f"--summary {args.summary}: expected a JSON object, got {type(summary).__name__}")
     try:
-        before = loads_snapshot(Path(args.before).read_text(encoding="utf-8"))
-        after, summary = _after(args, before)
-        if args.summary:
-            summary = _json(args.summary, "--summary")
-            if not isinstance(summary, dict):
-                raise ModelError(f"--summary {args.summary}: expected a JSON object, got {type(summary).__name__}")
         path = write_report(args.output, before, after, summary, title=args.title)
-    except (OSError, ModelError, ValueError) as err:
-        print(f"kafka-balancer report: {err}", file=sys.stderr)
-        return EXIT_INVALID
+    except OSError as err:
+        raise CommandError(f"--output {args.output}: cannot write: {err.strerror or err}") from None
     print(f"report written to {path.resolve()}")
     return 0

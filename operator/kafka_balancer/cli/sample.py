@@ -7,26 +7,22 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from datetime import timedelta
 
 from kafka_balancer.cli.analyze import parse_duration
+from kafka_balancer.cli.arguments import integer
+from kafka_balancer.cli.consumers import add_connection_arguments, connection_spec
 
 HELP = "Sample a Kafka cluster (sizes, offsets, leaders, ISR, optional Prometheus) into the sample store."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-servers", required=True, help="host:port[,host:port...] of the cluster")
-    parser.add_argument("--security-protocol", default="PLAINTEXT", help="PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL")
-    parser.add_argument("--sasl-mechanism", help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512")
-    parser.add_argument("--username", help="SASL user")
-    parser.add_argument("--password-env", help="name of the environment variable holding the SASL password")
-    parser.add_argument("--ca-file", help="CA certificate (PEM) for SSL")
+    add_connection_arguments(parser)
     parser.add_argument("--samples", required=True, help="sample store: a path, file://, s3a://... URL")
     parser.add_argument("--cluster", default="default", help="cluster name in the store (default 'default')")
     parser.add_argument("--interval", default="60s", help="time between samples (default 60s)")
-    parser.add_argument("--count", type=int, help="number of samples to take (default: until interrupted)")
+    parser.add_argument("--count", type=integer, help="number of samples to take (default: until interrupted)")
     parser.add_argument("--retention", default="7d", help="delete samples older than this (default 7d)")
     parser.add_argument("--no-consumer-offsets", action="store_true", help="do not read committed offsets")
     parser.add_argument("--prometheus-url", help="Prometheus base URL for measured rates and CPU")
@@ -41,9 +37,10 @@ def run(args: argparse.Namespace) -> int:
     from kafka_balancer.analysis.sampler import Sampler, SamplerOptions  # noqa: PLC0415
     from kafka_balancer.analysis.store import SampleStore, StoreError  # noqa: PLC0415
     from kafka_balancer.kafka.adapter import KafkaAdapter  # noqa: PLC0415
-    from kafka_balancer.kafka.connection import ConnectionSpec  # noqa: PLC0415
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    # Every line names the cluster sampled: a failed round's reason may not (a timed-out request).
+    cluster = str(args.bootstrap_servers).replace("%", "%%")
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s {cluster}: %(message)s")
     try:
         if args.count is not None and args.count < 1:
             raise ValueError(f"--count: must be >= 1, got {args.count}")
@@ -64,15 +61,7 @@ def run(args: argparse.Namespace) -> int:
             consumer_offsets=not args.no_consumer_offsets,
             retention=timedelta(seconds=parse_duration(args.retention, "--retention")),
         )
-        password = os.environ.get(args.password_env) if args.password_env else None
-        spec = ConnectionSpec(
-            bootstrap_servers=args.bootstrap_servers,
-            security_protocol=args.security_protocol,
-            sasl_mechanism=args.sasl_mechanism,
-            username=args.username,
-            password=password,
-            ca_path=args.ca_file,
-        )
+        spec = connection_spec(args)
         store = SampleStore(args.samples)
     except (ValueError, StoreError) as err:
         print(f"kafka-balancer sample: error: {err}", file=sys.stderr)

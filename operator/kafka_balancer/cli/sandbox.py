@@ -19,7 +19,8 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from kafka_balancer.model import ModelError, loads_snapshot
+from kafka_balancer.cli.arguments import integer, number
+from kafka_balancer.cli.files import load_snapshot
 from kafka_balancer.sandbox import EmulatedCluster, EmulatorOptions
 from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions, SandboxError
 
@@ -30,16 +31,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     kind = parser.add_mutually_exclusive_group(required=True)
     kind.add_argument("--real", action="store_true", help="real Apache Kafka brokers (KRaft), empty")
     kind.add_argument("--snapshot", type=Path, help="cluster snapshot JSON file for the emulator to serve")
-    parser.add_argument("--port-base", required=True, type=int, help="port of broker 1 (lowest id); +1 per broker")
+    parser.add_argument("--port-base", required=True, type=integer, help="port of broker 1 (lowest id); +1 per broker")
     real = parser.add_argument_group("real brokers (--real)")
-    real.add_argument("--brokers", type=int, default=3, help="number of brokers, node ids 1..N (default 3)")
-    real.add_argument("--racks", type=int, default=3, help="racks rack-a, rack-b, ... round robin (default 3)")
-    real.add_argument("--log-dirs", type=int, default=2, help="log directories per broker (default 2)")
+    real.add_argument("--brokers", type=integer, default=3, help="number of brokers, node ids 1..N (default 3)")
+    real.add_argument("--racks", type=integer, default=3, help="racks rack-a, rack-b, ... round robin (default 3)")
+    real.add_argument("--log-dirs", type=integer, default=2, help="log directories per broker (default 2)")
     real.add_argument("--data-dir", type=Path, help="keep the cluster's data here (default: a temporary folder)")
     real.add_argument("--kafka-libs", type=Path, help="folder of Kafka's jars (default: build/kafka/libs)")
     emulated = parser.add_argument_group("emulator (--snapshot)")
     emulated.add_argument(
-        "--time-scale", type=float, default=1.0, help="emulated seconds per real second (copying, growth)"
+        "--time-scale", type=number, default=1.0, help="emulated seconds per real second (copying, growth)"
     )
 
 
@@ -103,18 +104,11 @@ def _run_emulated(args: argparse.Namespace) -> int:
     if args.time_scale <= 0:
         print(f"sandbox: --time-scale must be > 0, got {args.time_scale}", file=sys.stderr)
         return 2
-    try:
-        model = loads_snapshot(args.snapshot.read_bytes())
-    except OSError as err:
-        print(f"sandbox: cannot read --snapshot {args.snapshot}: {err.strerror}", file=sys.stderr)
-        return 2
-    except ModelError as err:
-        print(f"sandbox: invalid snapshot {args.snapshot}: {err}", file=sys.stderr)
-        return 2
-    stop = _stop_on_signals()
+    model = load_snapshot(args.snapshot, "--snapshot", "sandbox")
     options = EmulatorOptions(time_scale=args.time_scale, port_base=args.port_base)
+    cluster = EmulatedCluster(model, options)
+    stop = _stop_on_signals()
     try:
-        cluster = EmulatedCluster(model, options)
         cluster.open()
     except OSError as err:
         print(f"sandbox: cannot listen from port {args.port_base}: {err.strerror}", file=sys.stderr)

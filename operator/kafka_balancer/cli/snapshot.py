@@ -24,7 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
     parser.add_argument("--output", required=True, type=Path, help="where to write the snapshot JSON")
     parser.add_argument(
-        "--no-sizes", action="store_true", help="skip DescribeLogDirs (every partition's size is then 0)"
+        "--no-sizes",
+        action="store_true",
+        help="skip DescribeLogDirs and the brokers' log.dirs (every partition's size is then 0, nothing cordoned)",
     )
 
 
@@ -32,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from kafka_balancer.kafka.port import KafkaError  # noqa: PLC0415 - loads the client libraries
     from kafka_balancer.model import ModelError, dumps_snapshot  # noqa: PLC0415
 
-    port = open_port(args, "snapshot")
+    port = open_port(args)
     try:
         model = port.read_cluster(with_sizes=not args.no_sizes)
     except (KafkaError, ModelError) as err:

@@ -19,10 +19,10 @@ import socket
 import sys
 import time
 
+from kafka_balancer.cli.arguments import number
 from kafka_balancer.cli.consumers import add_connection_arguments, open_port
-from kafka_balancer.cli.execute import DEFAULT_STATE
+from kafka_balancer.cli.execute import DEFAULT_STATE, load_record
 from kafka_balancer.executor import ExecutionRecord, FileExecutionStore, TaskState, abandon
-from kafka_balancer.kafka.port import KafkaError
 from kafka_balancer.model import ModelError
 
 HELP = "Stop a running execution: cancel in-flight moves, remove throttles, report what completed."
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # Used when no executor is running and this command cleans up itself; the bootstrap servers
     # default to those in the state file (credentials are never stored there: pass them again).
     add_connection_arguments(parser)
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for a running executor")
+    parser.add_argument("--timeout", type=number, default=120.0, help="seconds to wait for a running executor")
 
 
 def _alive(record: ExecutionRecord) -> bool:
@@ -74,12 +74,7 @@ def _ask_the_executor_to_stop(store: FileExecutionStore, record: ExecutionRecord
 
 def run(args: argparse.Namespace) -> int:
     store = FileExecutionStore(args.state)
-    try:
-        raw = store.load()
-        record = ExecutionRecord.from_dict(raw) if raw is not None else None
-    except ModelError as err:
-        print(f"stop: {err}", file=sys.stderr)
-        return 2
+    record = load_record(store)
     if record is None:
         print(f"stop: no execution recorded in {args.state}")
         return 0
@@ -101,12 +96,9 @@ def run(args: argparse.Namespace) -> int:
     except ModelError as err:
         print(f"stop: {err}", file=sys.stderr)
         return 1
-    port = open_port(args, "stop")
+    port = open_port(args)
     try:
         final = abandon(port, store, reason="stopped by kafka-balancer stop (no executor was running)")
-    except KafkaError as err:
-        print(f"stop: {err}", file=sys.stderr)
-        return 1
     finally:
         port.close()
     store.clear_stop()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_balancer.model.errors import ModelError
+from kafka_balancer.model.limits import check_amount, check_int32, check_topic_name
 
 # Kafka's protocol names of the built-in assignors, in the order reports list them.
 ASSIGNOR_NAMES = ("range", "roundrobin", "sticky", "cooperative-sticky")
@@ -87,9 +88,7 @@ class GroupSpec:
 
 
 def _int(value: Any, where: str, name: str, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ModelError(f"{where}: field '{name}' must be an integer >= {minimum}, got {value!r}")
-    return value
+    return check_int32(value, where, name, minimum=minimum)
 
 
 def _weights(raw: Any, topics: Mapping[str, int], name: str) -> dict[TopicPartition, float]:
@@ -106,9 +105,7 @@ def _weights(raw: Any, topics: Mapping[str, int], name: str) -> dict[TopicPartit
                 f"group: field '{name}.{topic}' must list one number per partition ({topics[topic]}), got {values!r}"
             )
         for p, v in enumerate(values):
-            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-                raise ModelError(f"group: field '{name}.{topic}[{p}]' must be a number >= 0, got {v!r}")
-            out[(topic, p)] = float(v)
+            out[(topic, p)] = check_amount(v, "group", f"{name}.{topic}[{p}]")
     return out
 
 
@@ -144,14 +141,30 @@ def parse_group(data: Any) -> GroupSpec:
     )
 
 
+def claimed_twice(spec: GroupSpec) -> list[str]:
+    """Partitions in the current assignment of two members. Kafka lets that happen (a member still on
+    an older generation), and its sticky assignors then give such a partition to neither claimant
+    first; in a what-if file it is more likely a typing slip, so callers warn about it."""
+    owner: dict[TopicPartition, str] = {}
+    found = []
+    for member in spec.members:
+        for tp in member.owned:
+            if tp in owner:
+                found.append(
+                    f"partition {tp[0]}-{tp[1]} is in the 'assignment' of both {owner[tp]!r} and {member.id!r} "
+                    "(the sticky assignors give it to neither first)"
+                )
+            owner.setdefault(tp, member.id)
+    return found
+
+
 def _topics(raw_topics: Any) -> dict[str, int]:
     """The ``topics`` field: partitions per topic."""
     if not isinstance(raw_topics, Mapping) or not raw_topics:
         raise ModelError(f"group: field 'topics' must be a non-empty object {{name: partitions}}, got {raw_topics!r}")
     topics: dict[str, int] = {}
     for name, count in raw_topics.items():
-        if not isinstance(name, str) or not name:
-            raise ModelError(f"group: field 'topics' has an invalid topic name {name!r}")
+        check_topic_name(name, "group", "topics")
         topics[name] = _int(count, f"topic {name!r}", "partitions", minimum=1)
     total = sum(topics.values())
     if total > MAX_GROUP_PARTITIONS:

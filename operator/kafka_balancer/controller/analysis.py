@@ -33,7 +33,7 @@ from kafka_balancer.analysis.store import SampleStore
 from kafka_balancer.controller.kubeapi import Credentials
 from kafka_balancer.controller.services import Connector
 from kafka_balancer.controller.spark_defaults import SparkDefaults
-from kafka_balancer.controller.spark_engine import AnalysisFailed, SparkApplications, Waiting
+from kafka_balancer.controller.spark_engine import AnalysisFailed, SparkApplications, Waiting, store_directory
 from kafka_balancer.metrics import Metrics, PolicyKey
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.policy import BalancePolicySpec
@@ -116,7 +116,12 @@ class Analyses:
         credentials: Credentials | None,
         url: str,
     ) -> None:
-        """Start (or restart with new settings) the policy's sampler; a no-op when it already runs as asked."""
+        """Start (or restart with new settings) the policy's sampler; a no-op when it already runs as asked.
+
+        ValueError (SparkSpecError) when the engine is sparkApplication and the store is not on the shared
+        volume: checked before the sampler writes anything there."""
+        if spec.analysis.engine.type == "sparkApplication" and self._spark_applications is not None:
+            store_directory(url, self._spark_applications.settings)
         config = (url, metric_key.cluster, spec.analysis.interval_seconds, spec.cluster, credentials)
         with self._lock:
             running = self._samplers.get(key)

@@ -32,13 +32,24 @@ NOTES: Final = """## How the controller reads a BalancePolicy
   the one stored in the ConfigMap `status.proposal.configMap` when it was proposed, never a recomputed one. An id
   that is not the current proposal is refused (`Stalled=True`, reason `StaleApproval`) and nothing runs.
   `mode: Auto` executes every non-empty proposal (inside `execution.maintenanceWindows` when set).
+- **Where the proposal is kept.** `status.proposal.configMap` (`<policy>-proposal`) holds the whole proposal,
+  compressed: `binaryData.proposal.json.gz`, continued in `<policy>-proposal-2`, ... when `data.parts` says so
+  (768 KiB of compressed JSON each: tens of thousands of changed partitions), and, while they fit in 192 KiB,
+  `plan.json` (Kafka's reassignment JSON) and `summary.json` to read with kubectl. A large one reads
+  `for n in main-proposal main-proposal-2; do kubectl get cm $n -o jsonpath='{.binaryData.proposal\\.json\\.gz}' |
+  base64 -d; done | gunzip`. Before executing, the operator reads it back whole and checks that it is the
+  reviewed proposal (the id is the hash of its content); a copy that is missing or altered is never executed: a
+  new proposal is made in its place (`trigger: ProposalLost`, a Warning event says why). A proposal of more than
+  `KAFKA_BALANCER_PROPOSAL_MAX_BYTES` (128 MiB of JSON) is `Stalled` with reason `ProposalTooLarge`. A ConfigMap
+  of those names that the policy does not own is never written over: `Stalled`, reason `ConfigMapConflict`.
 - **When proposals are made.** A new proposal is made only for a reason, recorded in `status.proposal.trigger`:
   `FirstProposal`; `SpecChanged` (cluster, resourceGroups, goals, operation or analysis changed, or a named
   ResourceGroup's spec changed); `Schedule` (`triggers.schedule`, 5-field cron, UTC); `Imbalance`
   (`triggers.onImbalance`: the watched resource's worst max/avg over groups exceeds the threshold, checked on every
   reconciliation, i.e. every `KAFKA_BALANCER_RECONCILE_SECONDS`, while no proposal waits); `BrokersChanged`
-  (`triggers.onBrokerChange`: the set of live brokers changed). Changing `mode`, `approvedProposal`, `paused`,
-  `triggers` or `execution` does not make a new proposal, so an id under review does not change.
+  (`triggers.onBrokerChange`: the set of live brokers changed); `ProposalLost` (above). Changing `mode`,
+  `approvedProposal`, `paused`, `triggers` or `execution` does not make a new proposal, so an id under review does
+  not change.
 - **Changing the spec during an execution.** The run is never corrupted: `paused: true`, switching to `DryRun`, or
   (in Manual) changing `approvedProposal` away from the running proposal stops it cleanly (in-flight
   reassignments cancelled, throttles removed, `status.lastRun.result: Stopped`). Changing planning inputs
@@ -74,12 +85,16 @@ CONDITIONS: Final = (
             "OverlappingResourceGroups",
             "MissingSecret",
             "SecretNotGranted",
+            "CredentialsNotBound",
             "ClusterUnreachable",
             "DuplicateCluster",
             "UnsatisfiableGoal",
             "StaleApproval",
             "UnknownProposal",
             "ProposalLost",
+            "ProposalTooLarge",
+            "ConfigMapConflict",
+            "AnalysisFailed",
         ),
     ),
     (
@@ -132,8 +147,12 @@ def _rules(node: dict[str, Any]) -> str:
         rules.append(f"pattern `{node['pattern']}`")
     if "items" in node and "pattern" in node["items"]:
         rules.append(f"items match `{node['items']['pattern']}`")
+    if "maxLength" in node:
+        rules.append(f"max length {node['maxLength']}")
     if "items" in node and "minimum" in node["items"]:
         rules.append(f"items ≥ {node['items']['minimum']}")
+    if "items" in node and "maxLength" in node["items"]:
+        rules.append(f"items max length {node['items']['maxLength']}")
     return ", ".join(rules)
 
 

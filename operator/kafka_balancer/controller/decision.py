@@ -272,6 +272,8 @@ def _resuming(nxt: _Next) -> bool:
         return False
     if seen.resumed is None:
         return nxt.ask("resume")
+    if isinstance(seen.resumed, Problem) and seen.resumed.reason == "ProposalLost":
+        return nxt.stalled(Problem("ProposalLost", f"{seen.resumed.message}; the execution cannot resume"))
     if isinstance(seen.resumed, Problem):
         return nxt.stalled(seen.resumed)
     run = seen.resumed
@@ -384,6 +386,8 @@ def _deciding(nxt: _Next) -> bool:
     if decision.execute:
         if seen.started is None:
             return nxt.ask("start")
+        if isinstance(seen.started, Problem) and seen.started.reason == "ProposalLost":
+            return _replace_lost(nxt, seen.started)
         if isinstance(seen.started, Problem):
             return nxt.stalled(seen.started)
         nxt.actions.append(
@@ -399,6 +403,23 @@ def _deciding(nxt: _Next) -> bool:
         status.state = "Completed" if done else "Balanced"
     else:
         status.state = "Paused" if spec.paused else "ProposalReady"
+    return True
+
+
+def _replace_lost(nxt: _Next, lost: Problem) -> bool:
+    """What was reviewed cannot be read back whole, so it is never executed: a new proposal takes its
+    place and the next round decides on it (the same id when nothing changed, so the approval stands
+    and exactly the reviewed plan runs; else Manual mode needs the new id approved)."""
+    seen, status = nxt.seen, nxt.status
+    if seen.proposal is None:
+        return nxt.ask("proposal", trigger="ProposalLost", model=nxt.model)
+    if isinstance(seen.proposal, Problem):
+        return nxt.stalled(seen.proposal)
+    assert status.proposal is not None
+    message = f"proposal {status.proposal.id}: {lost.message}; proposal {seen.proposal.id} replaces it"
+    status.proposal = seen.proposal
+    nxt.actions.append(Event("Warning", "ProposalLost", message))
+    status.state = "ProposalReady"
     return True
 
 
@@ -418,6 +439,14 @@ def _report_running(nxt: _Next, run: RunView, *, stopping: str | None) -> None:
     status = nxt.status
     status.state = "Executing"
     if run.progress is not None:
+        newly_stuck = sorted(set(run.progress.stuck) - set(nxt.before.progress.stuck if nxt.before.progress else ()))
+        if newly_stuck:
+            message = (
+                f"proposal {run.proposal_id}: {run.progress.stuck_moves} move(s) copied nothing for "
+                f"spec.execution.stuckAfterSeconds ({nxt.spec.execution.stuck_after_seconds}s): "
+                + ", ".join(newly_stuck)
+            )
+            nxt.actions.append(Event("Warning", "MovesStuck", message))
         status.progress = run.progress
     why = f"stopping: {stopping}" if stopping else f"executing proposal {run.proposal_id}"
     status.conditions = set_condition(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import kubernetes
@@ -31,11 +31,29 @@ class ForbiddenError(PermissionError):
     """The API server refused the operator's request (403): its RBAC does not grant it."""
 
 
+# The keys of a credentials Secret (spec.cluster.credentialsSecret, docs/security.md): no other key is read.
+USERNAME_KEY: Final = "username"
+PASSWORD_KEY: Final = "password"  # noqa: S105 - the name of a key, not a password
+CA_KEY: Final = "ca.crt"
+SERVERS_KEY: Final = "bootstrapServers"
+
+
 @dataclass(frozen=True)
 class Credentials:
     username: str | None
-    password: str | None
+    password: str | None = field(repr=False)
     ca_pem: str | None
+    servers: str | None = None  # the bootstrap servers the Secret may be used for (its SERVERS_KEY)
+
+
+@dataclass(frozen=True)
+class ConfigMap:
+    """A ConfigMap as the controller reads and writes it: ``binary`` holds binaryData decoded."""
+
+    name: str
+    owners: tuple[str, ...]  # uids of its controller ownerReferences
+    data: dict[str, str]
+    binary: dict[str, bytes]
 
 
 def _data(secret: Any, key: str) -> str | None:
@@ -130,8 +148,8 @@ class KubeApi:
                 raise
 
     # ----- core ---------------------------------------------------------------------------
-    def credentials(self, namespace: str, name: str, keys: tuple[str, str, str]) -> Credentials:
-        """Read a Secret: (username key, password key, CA key). Raises NotFoundError or ForbiddenError
+    def credentials(self, namespace: str, name: str) -> Credentials:
+        """Read a credentials Secret's documented keys (only those). Raises NotFoundError or ForbiddenError
         naming the Secret: the chart grants each Secret by name (rbac.secrets), so 403 is a setting to
         fix, not a passing failure."""
         try:
@@ -144,39 +162,51 @@ class KubeApi:
             raise
         if secret is None:
             raise NotFoundError(f"Secret {namespace}/{name} not found")
-        user_key, password_key, ca_key = keys
-        return Credentials(_data(secret, user_key), _data(secret, password_key), _data(secret, ca_key))
+        return Credentials(
+            _data(secret, USERNAME_KEY), _data(secret, PASSWORD_KEY), _data(secret, CA_KEY), _data(secret, SERVERS_KEY)
+        )
 
-    def put_config_map(self, namespace: str, name: str, data: dict[str, str], owner: dict[str, Any]) -> None:
-        """Create or replace a ConfigMap owned by the policy (deleted with it by the garbage collector)."""
-        body: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "labels": {"app.kubernetes.io/managed-by": "kafka-balancer"},
-                "ownerReferences": [owner],
-            },
-            "data": data,
-        }
-        try:
-            self._core.read_namespaced_config_map(name, namespace)
-        except kubernetes.client.ApiException as err:
-            if err.status != 404:
-                raise
-            self._core.create_namespaced_config_map(namespace, body)  # type: ignore[arg-type] # a dict is accepted
-            return
-        self._core.patch_namespaced_config_map(name, namespace, body)
-
-    def get_config_map(self, namespace: str, name: str) -> dict[str, str]:
+    def read_config_map(self, namespace: str, name: str) -> ConfigMap | None:
+        """The ConfigMap, or None when there is none of that name."""
         try:
             cm = self._core.read_namespaced_config_map(name, namespace)
         except kubernetes.client.ApiException as err:
             if err.status == 404:
-                raise NotFoundError(f"ConfigMap {namespace}/{name} not found") from None
+                return None
             raise
-        return dict(cm.data or {})
+        references = (cm.metadata.owner_references if cm.metadata is not None else None) or []
+        owners = tuple(str(ref.uid) for ref in references if ref.controller and ref.uid is not None)
+        binary = {key: base64.b64decode(value) for key, value in (cm.binary_data or {}).items()}
+        return ConfigMap(name, owners, dict(cm.data or {}), binary)
+
+    def create_config_map(self, namespace: str, config_map: ConfigMap, owner: dict[str, Any]) -> None:
+        """Create a ConfigMap owned by the policy (deleted with it by the garbage collector)."""
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": config_map.name,
+                "namespace": namespace,
+                "labels": {"app.kubernetes.io/managed-by": "kafka-balancer"},
+                "ownerReferences": [owner],
+            },
+            **_contents(config_map),
+        }
+        self._core.create_namespaced_config_map(namespace, body)  # type: ignore[arg-type] # a dict is accepted
+
+    def replace_config_map_data(self, namespace: str, config_map: ConfigMap, before: ConfigMap) -> None:
+        """Give an existing ConfigMap ``config_map``'s data: the keys ``before`` has and it has not are removed."""
+        body: dict[str, Any] = _contents(config_map)
+        for part, old in (("data", before.data), ("binaryData", before.binary)):
+            body[part].update({key: None for key in old if key not in body[part]})  # JSON merge patch: remove
+        self._core.patch_namespaced_config_map(
+            config_map.name, namespace, body, _content_type="application/merge-patch+json"
+        )
+
+
+def _contents(config_map: ConfigMap) -> dict[str, Any]:
+    binary = {key: base64.b64encode(value).decode() for key, value in config_map.binary.items()}
+    return {"data": dict(config_map.data), "binaryData": binary}
 
 
 def owner_reference(body: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka_balancer.analysis import audit as durability
 from kafka_balancer.analysis import consumer_groups
@@ -44,11 +45,23 @@ def observe(port: KafkaPort, model: ClusterModel, spec: BalancePolicySpec) -> Ob
         except Exception as err:
             log.warning("consumer-group analysis failed: %s", err)
         else:
-            top = consumer_groups.most_imbalanced(reports, spec.analysis.consumer_groups.top_n)
+            top_n = spec.analysis.consumer_groups.top_n
+            top = consumer_groups.most_imbalanced(reports, top_n)
             out.consumer_groups = [ConsumerGroupStatus.model_validate(row) for row in top]
-            out.samples += consumer_groups.metric_samples(reports)
+            out.samples += consumer_groups.metric_samples(reports, top_n)
             out.replaces += consumer_groups.METRIC_NAMES
     return out
+
+
+def cordons(model: ClusterModel) -> dict[str, Any]:
+    """The cordons the status shows (ObservedCluster fields): brokers with every log directory
+    cordoned, and each broker's cordoned directories."""
+    ids = model.broker_ids.tolist()
+    dirs = {str(ids[b]): [d.path for d in model.log_dirs(b) if d.cordoned] for b in range(model.num_brokers)}
+    return {
+        "cordoned_brokers": [ids[b] for b in model.broker_cordoned.nonzero()[0].tolist()],
+        "cordoned_log_dirs": {b: paths for b, paths in dirs.items() if paths},
+    }
 
 
 def export(metrics: Metrics, key: PolicyKey, observations: Observations) -> None:

@@ -27,6 +27,9 @@ point). Importing this module registers the handlers. Settings come from the env
   operations planned over the whole cluster, are planned in the operator process. See
   :mod:`kafka_balancer.controller.group_planner`.
 - ``KAFKA_BALANCER_SPARK_NAMESPACE``: namespace of those SparkApplications (else the JSON's ``namespace``)
+- ``KAFKA_BALANCER_PROPOSAL_MAX_BYTES`` (134217728, 128 MiB): the largest proposal (as JSON) the operator
+  stores; it takes ConfigMaps of 768 KiB compressed each (tens of thousands of changed partitions). A larger one
+  makes the policy Stalled/ProposalTooLarge. See :mod:`kafka_balancer.controller.proposal_store`.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import urllib3
 from kafka_balancer.controller.analysis import Analyses
 from kafka_balancer.controller.group_planner import SparkGroupPlanner
 from kafka_balancer.controller.kubeapi import KubeApi
+from kafka_balancer.controller.proposal_store import DEFAULT_MAX_BYTES
 from kafka_balancer.controller.reconcile import Reconciler, ReconcilerOptions
 from kafka_balancer.controller.services import AdapterConnector, Runs
 from kafka_balancer.controller.spark_defaults import SparkDefaults
@@ -68,6 +72,7 @@ class OperatorConfig:
     spark_application: SparkSettings | None = None
     spark_planning_min_groups: int = 8
     spark_defaults: SparkDefaults = field(default_factory=SparkDefaults)
+    proposal_max_bytes: int = DEFAULT_MAX_BYTES
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> OperatorConfig:
@@ -84,6 +89,7 @@ class OperatorConfig:
                 spark_application=SparkSettings.from_env(env),
                 spark_defaults=SparkDefaults.from_env(env),
                 spark_planning_min_groups=_min_groups(env.get("KAFKA_BALANCER_SPARK_PLANNING_MIN_GROUPS", "8")),
+                proposal_max_bytes=_positive("KAFKA_BALANCER_PROPOSAL_MAX_BYTES", env, DEFAULT_MAX_BYTES),
             )
         except ValueError as err:
             raise SystemExit(f"kafka-balancer: bad KAFKA_BALANCER_* environment setting: {err}") from None
@@ -93,6 +99,13 @@ def _min_groups(text: str) -> int:
     value = int(text)
     if value < 2:
         raise ValueError(f"KAFKA_BALANCER_SPARK_PLANNING_MIN_GROUPS must be >= 2, got {value}")
+    return value
+
+
+def _positive(name: str, env: dict[str, str], default: int) -> int:
+    value = int(env.get(name) or default)
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
     return value
 
 
@@ -158,7 +171,9 @@ async def startup(
         planner=SparkGroupPlanner(config.spark_planning_min_groups, spark_defaults=config.spark_defaults),
         runs=memo.runs,
         metrics=metrics,
-        options=ReconcilerOptions(execution_poll_seconds=config.execution_poll_seconds),
+        options=ReconcilerOptions(
+            execution_poll_seconds=config.execution_poll_seconds, proposal_max_bytes=config.proposal_max_bytes
+        ),
         analyses=memo.analyses,
     )
     logger.info("kafka-balancer operator started; metrics on %s", memo.metrics_server.url)

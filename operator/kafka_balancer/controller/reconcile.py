@@ -33,8 +33,16 @@ from kafka_balancer.controller.decision import (
     StopRun,
     next_status,
 )
-from kafka_balancer.controller.kubeapi import Credentials, KubeApi, NotFoundError, owner_reference
-from kafka_balancer.controller.observations import export, observe
+from kafka_balancer.controller.kubeapi import Credentials, KubeApi, owner_reference
+from kafka_balancer.controller.observations import cordons, export, observe
+from kafka_balancer.controller.proposal_store import (
+    DEFAULT_MAX_BYTES,
+    ConfigMapNotOurs,
+    Owner,
+    ProposalLost,
+    ProposalStore,
+    ProposalTooLarge,
+)
 from kafka_balancer.controller.services import (
     Connector,
     DetachablePort,
@@ -89,6 +97,7 @@ class _Ctx:
 @dataclass(frozen=True)
 class ReconcilerOptions:
     execution_poll_seconds: float | None = None  # executor poll interval; None = the executor's default
+    proposal_max_bytes: int = DEFAULT_MAX_BYTES  # the largest proposal (JSON) stored in ConfigMaps
 
 
 class Reconciler:
@@ -110,6 +119,7 @@ class Reconciler:
         self.runs = runs
         self.metrics = metrics
         self.options = options or ReconcilerOptions()
+        self.proposals = ProposalStore(kube, self.options.proposal_max_bytes)
         self._execution_numbers = itertools.count(1)
         # The last run this process finished, per policy. kopf writes the status a handler returns
         # after the handler (and its lock) is done, so the next reconciliation can start from a body
@@ -229,7 +239,8 @@ class Reconciler:
         ctx.live = model
         ctx.metric_key = PolicyKey(ctx.key[1], ctx.key[0], cluster_id)
         export(self.metrics, ctx.metric_key, seen)
-        return ClusterSeen(ObservedCluster(cluster_id=cluster_id, brokers=alive), seen.durability, seen.consumer_groups)
+        observed = ObservedCluster(cluster_id=cluster_id, brokers=alive, **cordons(model))
+        return ClusterSeen(observed, seen.durability, seen.consumer_groups)
 
     def _connect(self, spec: BalancePolicySpec, credentials: Credentials | None) -> KafkaPort:
         try:
@@ -312,18 +323,12 @@ class Reconciler:
                     raise
                 raise Stall("UnsatisfiableGoal", str(err)) from None
         summary = ProposalSummary.of(proposal.summary)
-        config_map = f"{key.policy}-proposal"
-        self.kube.put_config_map(
-            key.namespace,
-            config_map,
-            {
-                "proposal-id": proposal.id,
-                "plan.json": proposal.plan.dumps(indent=1),
-                "proposal.json": proposal.dumps(indent=1),
-                "summary.json": json.dumps(dict(proposal.summary), indent=1, sort_keys=True, default=str),
-            },
-            owner_reference(ctx.body),
-        )
+        try:
+            config_map = self.proposals.save(key.namespace, Owner(owner_reference(ctx.body)), proposal)
+        except ProposalTooLarge as err:
+            raise Stall("ProposalTooLarge", str(err)) from None
+        except ConfigMapNotOurs as err:
+            raise Stall("ConfigMapConflict", str(err)) from None
         moves, bytes_to_move = summary.moves, int(summary.bytes_to_move)
         self.metrics.set_proposal(
             key, moves=moves, bytes_to_move=bytes_to_move, leader_changes=len(proposal.leader_changes)
@@ -347,15 +352,9 @@ class Reconciler:
     def _stored(self, ctx: _Ctx, proposal: ProposalStatus) -> Proposal:
         """The reviewed proposal, exactly as stored when it was proposed (never recomputed)."""
         try:
-            data = self.kube.get_config_map(ctx.key[0], proposal.config_map)
-        except NotFoundError as err:
-            raise Stall("ProposalLost", f"status.proposal.configMap: {err}; a new proposal is needed") from None
-        stored = Proposal.loads(data.get("proposal.json", "{}"))
-        if stored.id != proposal.id:
-            raise Stall(
-                "ProposalLost", f"ConfigMap {proposal.config_map} holds proposal {stored.id}, not {proposal.id}"
-            )
-        return stored
+            return self.proposals.load(ctx.key[0], proposal.config_map, proposal.id)
+        except ProposalLost as err:
+            raise Stall("ProposalLost", f"status.proposal.configMap: {err}") from None
 
     # ----- executions ---------------------------------------------------------------------
     def _resume(self, ctx: _Ctx, status: BalancePolicyStatus) -> RunView:

@@ -196,7 +196,7 @@ class DetachablePort:
 
 @dataclass
 class Run:
-    """One execution running in a worker thread."""
+    """One execution running in its own thread."""
 
     proposal_id: str
     generation: int
@@ -225,10 +225,14 @@ class Run:
 
 
 class Runs:
-    """Executions by policy (namespace, name). One per policy at most."""
+    """Executions by policy (namespace, name). One per policy at most, each on a thread of its own.
 
-    def __init__(self, workers: int = 4) -> None:
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="execution")
+    Not a bounded pool: an execution spends its life waiting on Kafka (polls, throttled copies), so a
+    thread each costs little, while a pool would leave an approved execution queued behind others for
+    their whole length, reported as Executing, and its policy's deletion waiting on it.
+    """
+
+    def __init__(self) -> None:
         self._runs: dict[tuple[str, str], Run] = {}
         self._lock = threading.Lock()
 
@@ -241,9 +245,14 @@ class Runs:
             return self._runs.pop(key, None)
 
     def start(self, key: tuple[str, str], run: Run) -> None:
-        def work() -> ExecutionResult:
+        future: concurrent.futures.Future[ExecutionResult] = concurrent.futures.Future()
+
+        def work() -> None:
+            future.set_running_or_notify_cancel()
             try:
-                return run.executor.run()
+                future.set_result(run.executor.run())
+            except BaseException as err:  # the reconciler reads it from the future (lastRun: Failed)
+                future.set_exception(err)
             finally:
                 run.port.close()
 
@@ -251,7 +260,9 @@ class Runs:
             if key in self._runs and not self._runs[key].done:
                 raise RuntimeError(f"policy {key[0]}/{key[1]} already has an execution running")
             self._runs[key] = run
-        run.future = self._pool.submit(work)
+            run.future = future
+        # A daemon: at exit the operator detaches executions (detach_all) rather than waiting on them.
+        threading.Thread(target=work, name=f"execution-{key[0]}-{key[1]}", daemon=True).start()
 
     def detach_all(self, timeout: float = 30.0) -> None:
         """On operator shutdown: let go of every execution without stopping it (see DetachablePort)."""
@@ -265,7 +276,6 @@ class Runs:
                 # Shutting down: whatever the outcome, the checkpoint in status already records it.
                 with contextlib.suppress(Exception):
                     run.future.result(timeout=max(0.0, deadline - time.monotonic()))
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def make_executor(

@@ -24,6 +24,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -154,21 +155,44 @@ class _Run:
 
 
 def store_directory(url: str, settings: SparkSettings) -> Path:
-    """The store as a local path on the shared volume; SparkSpecError when the Spark pods cannot see it."""
+    """The store as a local path on the shared volume; SparkSpecError when the Spark pods cannot see it.
+
+    The path is resolved (``..``, symbolic links) before it is compared with the mount: the operator writes
+    under it, and a path that only reads as if it were under the mount must not take it elsewhere."""
     parsed = urlparse(url)
     if parsed.scheme not in ("", "file"):
         raise SparkSpecError(
             f"spec.analysis.samples: engine sparkApplication reads the store from the shared volume"
             f" (a path or file:// URL), got {url!r}"
         )
-    path = Path(parsed.path if parsed.scheme else url)
-    mount = Path(settings.mount_path)
+    path = Path(parsed.path if parsed.scheme else url).resolve()
+    mount = Path(settings.mount_path).resolve()
     if settings.volume_claim and not path.is_relative_to(mount):
         raise SparkSpecError(
             f"spec.analysis.samples: must be under {mount} (where the Spark pods mount claim"
-            f" {settings.volume_claim}) for engine sparkApplication, got {url!r}"
+            f" {settings.volume_claim}) for engine sparkApplication, got {url!r} (that is {path})"
         )
     return path
+
+
+# A DNS-1123 label that starts with a letter: the Spark operator names the driver's pod and Service after
+# the application, and a Service name must be such a label (RFC 1035).
+_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def application_name(prefix: str, suffix: str, *, from_spec: bool) -> str:
+    """``<prefix><suffix>``, at most 63 characters, a DNS label.
+
+    A prefix the spec gives (``engine.url``) must be a label itself (SparkSpecError naming the field); one made
+    from the policy's name (a DNS subdomain: it may hold dots or start with a digit) is made into one."""
+    if from_spec and (len(prefix) > 63 or not _LABEL.match(prefix)):
+        raise SparkSpecError(
+            "spec.analysis.engine.url: the SparkApplication name prefix after '/' must be a DNS-1123 label"
+            f" starting with a letter (lower-case letters, digits, '-'), got {prefix!r}"
+        )
+    label = re.sub(r"[^a-z0-9-]", "-", prefix.lower())
+    label = label if label[:1].isalpha() else f"kb-{label}"
+    return label[: 63 - len(suffix)].rstrip("-") + suffix
 
 
 class SparkApplications:
@@ -192,15 +216,18 @@ class SparkApplications:
         self._runs: dict[tuple[str, str], _Run] = {}
         self._lock = threading.Lock()
 
-    def _target(self, key: tuple[str, str], spec: BalancePolicySpec) -> tuple[str, str]:
-        """(namespace, name prefix): ``engine.url`` is ``<namespace>`` or ``<namespace>/<name prefix>``."""
+    def _target(self, spec: BalancePolicySpec) -> tuple[str, str | None]:
+        """(namespace, name prefix or None for the policy's name): ``engine.url`` is ``<namespace>`` or
+        ``<namespace>/<name prefix>``."""
         namespace, _, prefix = (spec.analysis.engine.url or "").partition("/")
         if namespace and namespace != self.settings.namespace:
             raise SparkSpecError(
                 f"spec.analysis.engine.url: the operator creates SparkApplications in namespace"
                 f" {self.settings.namespace!r} (its RBAC allows no other), got {spec.analysis.engine.url!r}"
             )
-        return self.settings.namespace, prefix or key[1]
+        if prefix:
+            application_name(prefix, "", from_spec=True)  # refused now, before anything is written
+        return self.settings.namespace, prefix or None
 
     def analyse(
         self,
@@ -215,7 +242,7 @@ class SparkApplications:
         windows: int,
     ) -> SparkResult:
         """The result of this policy's run; raises Waiting while it runs and AnalysisFailed when it failed."""
-        namespace, prefix = self._target(key, spec)
+        namespace, prefix = self._target(spec)
         store = store_directory(url, self.settings)
         now = self._clock()
         with self._lock:
@@ -250,7 +277,7 @@ class SparkApplications:
         spec: BalancePolicySpec,
         *,
         namespace: str,
-        prefix: str,
+        prefix: str | None,
         store: Path,
         cluster: str,
         groups: Mapping[str, Sequence[int]],
@@ -264,7 +291,7 @@ class SparkApplications:
         window = int(end // analysis.window_seconds)
         digest = hashlib.sha256(f"{key[0]}/{key[1]}/{cluster}".encode()).hexdigest()[:6]
         suffix = f"-{digest}-{window}"
-        name = prefix[: 63 - len(suffix)].rstrip("-.") + suffix
+        name = application_name(prefix or key[1], suffix, from_spec=prefix is not None)
         output = store / "_analyses" / f"{name}.json"
         output.parent.mkdir(parents=True, exist_ok=True)
         start = end - analysis.window_seconds * windows

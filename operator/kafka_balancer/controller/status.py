@@ -39,6 +39,9 @@ def now_iso() -> str:
     return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+STUCK_LISTED: Final = 20  # stuck moves named in status.progress.stuck (all are counted)
+
+
 class StatusModel(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="ignore", use_attribute_docstrings=True
@@ -97,11 +100,13 @@ class ProposalStatus(StatusModel):
     groups: list[GroupImbalance] = Field(default_factory=list)
     """Per-group imbalance."""
     config_map: str
-    """ConfigMap (same namespace) holding plan.json and summary.json."""
+    """ConfigMap (same namespace) holding the proposal (binaryData proposal.json.gz, continued in
+    <name>-2 ... when it has more than one part) and, while they fit, plan.json and summary.json."""
     created_at: str
     """When the proposal was made."""
     trigger: str = ""
-    """Why it was made: FirstProposal, SpecChanged, Schedule, Imbalance, BrokersChanged."""
+    """Why it was made: FirstProposal, SpecChanged, Schedule, Imbalance, BrokersChanged, ProposalLost (the
+    stored copy of the approved proposal could not be read back whole)."""
     fingerprint: str = ""
     """Hash of the planning inputs (cluster, groups, goals, operation, analysis) it was made from."""
 
@@ -121,6 +126,10 @@ class Progress(StatusModel):
     """Bytes moved over bytes total (partitions when no bytes move), 0 to 100."""
     eta_seconds: int | None = None
     """Estimated seconds left at the current rate."""
+    stuck_moves: int = 0
+    """Moves in flight that copied nothing for `spec.execution.stuckAfterSeconds`."""
+    stuck: list[str] = Field(default_factory=list, max_length=STUCK_LISTED)
+    """The first of them (`topic-partition`, sorted), at most 20: the status stays small."""
 
 
 class LastRun(StatusModel):
@@ -149,6 +158,11 @@ class ObservedCluster(StatusModel):
     """Kafka cluster id."""
     brokers: list[int] = Field(default_factory=list)
     """Live broker ids."""
+    cordoned_brokers: list[int] = Field(default_factory=list)
+    """Brokers whose every log directory is cordoned (cordoned.log.dirs, KIP-1066): no plan gives them a
+    new replica."""
+    cordoned_log_dirs: dict[str, list[str]] = Field(default_factory=dict)
+    """Cordoned log directories by broker id, for every broker with one: they take no new replica."""
 
 
 class ConsumerGroupStatus(StatusModel):

@@ -12,6 +12,7 @@ from typing import Any
 from kafka_balancer.controller.status import (
     RECONCILING,
     STALLED,
+    STUCK_LISTED,
     BalancePolicyStatus,
     GroupImbalance,
     Progress,
@@ -58,6 +59,7 @@ def figures(progress: ExecProgress) -> ExecutionFigures:
         partitions_total=progress.partitions_total,
         in_flight=progress.partitions_in_progress,
         eta_seconds=progress.eta_seconds,
+        stuck=len(progress.stuck),
     )
 
 
@@ -69,6 +71,8 @@ def progress(progress: ExecProgress) -> Progress:
         partitions_total=progress.partitions_total,
         percent=round(100.0 * progress.fraction, 1),
         eta_seconds=None if progress.eta_seconds is None else int(progress.eta_seconds),
+        stuck_moves=len(progress.stuck),
+        stuck=list(progress.stuck[:STUCK_LISTED]),
     )
 
 

@@ -11,7 +11,15 @@ import datetime as dt
 from typing import Any
 
 from kafka_balancer.controller import cron, summaries
-from kafka_balancer.controller.kubeapi import Credentials, ForbiddenError, KubeApi, NotFoundError
+from kafka_balancer.controller.kubeapi import (
+    PASSWORD_KEY,
+    SERVERS_KEY,
+    USERNAME_KEY,
+    Credentials,
+    ForbiddenError,
+    KubeApi,
+    NotFoundError,
+)
 from kafka_balancer.controller.services import Groups
 from kafka_balancer.model.policy import (
     BalancePolicySpec,
@@ -95,11 +103,16 @@ def refuse_duplicate(
 
 
 def read_credentials(kube: KubeApi, namespace: str, spec: BalancePolicySpec) -> Credentials | None:
+    """The policy's credentials, only when its Secret names every one of the policy's bootstrap servers.
+
+    Whoever may edit the policy chooses ``bootstrapServers``; whoever may write the Secret chooses where its
+    credentials may go. Checked before any connection, so a refused policy sends nothing anywhere."""
     ref = spec.cluster.credentials_secret
     if ref is None:
         return None
+    where = f"spec.cluster.credentialsSecret: Secret {namespace}/{ref.name}"
     try:
-        creds = kube.credentials(namespace, ref.name, (ref.username_key, ref.password_key, ref.ca_key))
+        creds = kube.credentials(namespace, ref.name)
     except NotFoundError as err:
         raise Stall("MissingSecret", f"spec.cluster.credentialsSecret: {err}") from None
     except ForbiddenError as err:
@@ -108,7 +121,21 @@ def read_credentials(kube: KubeApi, namespace: str, spec: BalancePolicySpec) -> 
             "SecretNotGranted", f"spec.cluster.credentialsSecret: {err}: add {grant} to the chart's rbac.secrets"
         ) from None
     if spec.cluster.security_protocol.startswith("SASL"):
-        for key, value in ((ref.username_key, creds.username), (ref.password_key, creds.password)):
+        for key, value in ((USERNAME_KEY, creds.username), (PASSWORD_KEY, creds.password)):
             if value is None:
-                raise Stall("MissingSecret", f"spec.cluster.credentialsSecret: Secret {ref.name} has no key '{key}'")
+                raise Stall("MissingSecret", f"{where} has no key '{key}'")
+    if creds.servers is None:
+        raise Stall(
+            "CredentialsNotBound",
+            f"{where} has no key '{SERVERS_KEY}': it must list the bootstrap servers its credentials may be sent"
+            f" to (here {spec.cluster.bootstrap_servers})",
+        )
+    allowed = summaries.servers(creds.servers)
+    others = sorted(summaries.servers(spec.cluster.bootstrap_servers) - allowed)
+    if others:
+        raise Stall(
+            "CredentialsNotBound",
+            f"{where} may be used for {', '.join(sorted(allowed)) or 'no server'} (its key '{SERVERS_KEY}'), not for"
+            f" {', '.join(others)} of spec.cluster.bootstrapServers: nothing was sent there",
+        )
     return creds

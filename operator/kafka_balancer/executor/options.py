@@ -10,6 +10,7 @@ from typing import Protocol
 from kafka_balancer.executor.scheduler import DEFAULT_MOVES_PER_BROKER, DEFAULT_MOVES_TOTAL, Limits
 from kafka_balancer.kafka.port import DEFAULT_ELECTION_BATCH
 from kafka_balancer.model import ModelError
+from kafka_balancer.model.limits import LONG_MAX
 from kafka_balancer.model.policy import Execution
 
 
@@ -127,7 +128,8 @@ def _parse_bytes(raw: str, text: str, option: str, example: str) -> int:
         raise ModelError(f"{option}: not {example}, got {text!r}") from None
     if unit not in _UNITS:
         raise ModelError(f"{option}: unknown unit {unit!r} in {text!r} (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)")
-    amount = int(value * _UNITS[unit])
-    if amount < 1:
-        raise ModelError(f"{option}: must be at least 1 byte, got {text!r}")
-    return amount
+    scaled = value * _UNITS[unit]
+    if not (math.isfinite(scaled) and 1 <= scaled <= LONG_MAX):
+        # Kafka's throttle rates are LONG broker configs: a larger value is refused by the broker.
+        raise ModelError(f"{option}: must be between 1 byte and {LONG_MAX} bytes (Kafka's LONG), got {text!r}")
+    return int(scaled)

@@ -72,11 +72,22 @@ def move_blocker(
     # At min ISR, one in-sync follower falling behind under the copy load fails acks=all producers.
     # A lone in-sync leader (replication factor 1, or min ISR 1 with the followers out) has no
     # follower the move could slow down: the move adds no risk there.
+    # Where the cluster reports eligible leader replicas (KIP-966), the reason says whether any
+    # replica outside the ISR could still take over cleanly; at min ISR there is none (Kafka keeps
+    # ELR empty there), so the partition is at risk and stays where it is either way.
     if len(isr) < min_isr or (len(isr) == min_isr and len(isr) > 1):
-        return f"ISR size {len(isr)} is at or below min.insync.replicas={min_isr}"
+        return f"ISR size {len(isr)} is at or below min.insync.replicas={min_isr}{_elr_text(cluster.elr_ids(p))}"
     # Out-of-sync replicas that this very move takes away are the plan's business (moving
     # replicas off a dead broker); any other one is a problem the move must not add load to.
     missing = [b for b in replicas if b not in isr and b not in task.removing]
     if missing:
         return f"under-replicated: replicas {missing} are out of sync"
     return None
+
+
+def _elr_text(elr: tuple[int, ...] | None) -> str:
+    if elr is None:
+        return ""
+    if not elr:
+        return " and no eligible leader replica (KIP-966)"
+    return f" (eligible leader replicas {list(elr)})"

@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from kafka_balancer.model import ModelError, ReassignmentPlan
+from kafka_balancer.model.limits import check_amount, check_int32, shown
 
 RECORD_VERSION = 2  # 2: throttle entries we added (not whole lists), in-flight targets
 
@@ -62,6 +63,7 @@ _BY_CODE = {code: state for state, code in _CODES.items()}
 _RUN = re.compile(r"([a-z])(\d+)")
 _PACKED = "z:"
 _PACK_ABOVE = 512  # characters of run-length form worth keeping as is (readable in the status)
+MAX_TASKS = 1 << 24  # partitions one plan may move: far above any Kafka cluster's partition count
 
 
 def encode_states(states: list[TaskState]) -> str:
@@ -85,20 +87,39 @@ def encode_states(states: list[TaskState]) -> str:
     return packed if len(packed) < len(text) else text
 
 
+def _unpack(text: str) -> str:
+    """The letters of a packed task string, refused when they would exceed ``MAX_TASKS``: a crafted
+    record can compress gigabytes of letters into kilobytes."""
+    try:
+        inflate = zlib.decompressobj()
+        letters = inflate.decompress(base64.b64decode(text[len(_PACKED) :], validate=True), MAX_TASKS + 1)
+        if len(letters) > MAX_TASKS or inflate.unconsumed_tail:
+            raise ModelError(f"execution record: field 'tasks' unpacks to more than {MAX_TASKS} tasks")
+        if not inflate.eof:
+            raise zlib.error("truncated")
+        return letters.decode("ascii")
+    except (ValueError, zlib.error):
+        raise ModelError(f"execution record: field 'tasks' has a corrupt packed form, got {text[:40]!r}") from None
+
+
 def decode_states(text: str, expected: int | None) -> list[TaskState]:
     if text.startswith(_PACKED):
-        try:
-            letters = zlib.decompress(base64.b64decode(text[len(_PACKED) :], validate=True)).decode()
-        except (ValueError, zlib.error):
-            raise ModelError(f"execution record: field 'tasks' has a corrupt packed form, got {text[:40]!r}") from None
-        text = "".join(f"{code}1" for code in letters)
-    if _RUN.sub("", text):
-        raise ModelError(f"execution record: field 'tasks' is not a run-length state string, got {text[:40]!r}")
-    states: list[TaskState] = []
-    for code, count in _RUN.findall(text):
-        if code not in _BY_CODE:
-            raise ModelError(f"execution record: field 'tasks' has unknown state code {code!r}")
-        states.extend([_BY_CODE[code]] * int(count))
+        letters = _unpack(text)
+        unknown = set(letters) - set(_BY_CODE)
+        if unknown:
+            raise ModelError(f"execution record: field 'tasks' has unknown state code {min(unknown)!r}")
+        states = [_BY_CODE[code] for code in letters]
+    else:
+        if _RUN.sub("", text):
+            raise ModelError(f"execution record: field 'tasks' is not a run-length state string, got {text[:40]!r}")
+        total = 0
+        for run in _RUN.finditer(text):
+            total += int(run.group(2))
+            if total > MAX_TASKS:
+                raise ModelError(f"execution record: field 'tasks' covers more than {MAX_TASKS} tasks")
+            if run.group(1) not in _BY_CODE:
+                raise ModelError(f"execution record: field 'tasks' has unknown state code {run.group(1)!r}")
+        states = [_BY_CODE[run.group(1)] for run in _RUN.finditer(text) for _ in range(int(run.group(2)))]
     if expected is not None and len(states) != expected:
         raise ModelError(f"execution record: field 'tasks' covers {len(states)} partitions, the plan has {expected}")
     return states
@@ -154,14 +175,18 @@ class ThrottleRecord:
                 f"execution record: field 'throttles.brokers' must map broker ids to rates, got {brokers!r}"
             )
         topics: dict[str, dict[str, list[str]]] = {}
-        for name, configs in dict(data.get("topics", {})).items():
+        for name, configs in _object(data, "topics").items():
             if not isinstance(configs, dict) or not all(
                 isinstance(v, list) and all(isinstance(e, str) for e in v) for v in configs.values()
             ):
                 raise ModelError(f"execution record: field 'throttles.topics.{name}' must map configs to entry lists")
             topics[str(name)] = {str(k): list(v) for k, v in configs.items()}
-        created = {str(t): [str(k) for k in keys] for t, keys in dict(data.get("created", {})).items()}
-        legacy = cls._legacy_topics(data.get("legacyTopics", {}))
+        created = _object(data, "created")
+        if not all(isinstance(keys, list) and all(isinstance(k, str) for k in keys) for keys in created.values()):
+            raise ModelError(
+                f"{_RECORD}: field 'throttles.created' must map topics to config names, got {shown(created)}"
+            )
+        legacy = cls._legacy_topics(_object(data, "legacyTopics"))
         return cls(
             brokers={int(b): r for b, r in brokers.items()}, topics=topics, created=created, legacy_topics=legacy
         )
@@ -171,16 +196,23 @@ class ThrottleRecord:
         brokers = data.get("brokers", [])
         if not isinstance(brokers, list) or not all(isinstance(b, int) for b in brokers):
             raise ModelError(f"execution record: field 'throttles.brokers' must be a list of ids, got {brokers!r}")
-        return cls(brokers=dict.fromkeys(brokers, ""), legacy_topics=cls._legacy_topics(data.get("topics", {})))
+        return cls(brokers=dict.fromkeys(brokers, ""), legacy_topics=cls._legacy_topics(_object(data, "topics")))
 
     @staticmethod
     def _legacy_topics(data: Any) -> dict[str, tuple[str | None, str | None]]:
         topics: dict[str, tuple[str | None, str | None]] = {}
-        for name, pair in dict(data).items():
-            if not isinstance(pair, list) or len(pair) != 2:
+        for name, pair in data.items():
+            if not isinstance(pair, list) or len(pair) != 2 or not all(v is None or isinstance(v, str) for v in pair):
                 raise ModelError(f"execution record: field 'throttles.topics.{name}' must be [leader, follower]")
             topics[str(name)] = (pair[0], pair[1])
         return topics
+
+
+def _object(data: dict[str, Any], name: str) -> dict[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise ModelError(f"{_RECORD}: field 'throttles.{name}' must be an object, got {shown(value)}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -254,18 +286,39 @@ class ExecutionRecord:
         except ValueError:
             raise ModelError(f"execution record: field 'state' is not a state, got {data.get('state')!r}") from None
         return cls(
-            plan_id=str(data.get("planId")),
+            plan_id=_text(data, "planId", None),
             state=state,
-            tasks=decode_states(str(data.get("tasks", "")), None if plan is None else len(plan)),
+            tasks=decode_states(_text(data, "tasks", ""), None if plan is None else len(plan)),
             throttles=ThrottleRecord.from_dict(data.get("throttles", {}), int(version)),
-            dead_reasons={str(k): str(v) for k, v in dict(data.get("deadReasons", {})).items()},
-            reason=str(data.get("reason", "")),
-            started_at=float(data.get("startedAt", 0.0)),
-            updated_at=float(data.get("updatedAt", 0.0)),
-            context={str(k): str(v) for k, v in dict(data.get("context", {})).items()},
+            dead_reasons=_texts(data, "deadReasons"),
+            reason=_text(data, "reason", ""),
+            started_at=_number(data, "startedAt"),
+            updated_at=_number(data, "updatedAt"),
+            context=_texts(data, "context"),
             in_flight=parse_in_flight(data.get("inFlight", [])),
-            bytes_done=float(data.get("bytesDone", 0.0)),
+            bytes_done=_number(data, "bytesDone"),
         )
+
+
+_RECORD = "execution record"
+
+
+def _text(data: dict[str, Any], name: str, default: str | None) -> str:
+    value = data.get(name, default)
+    if not isinstance(value, str):
+        raise ModelError(f"{_RECORD}: field '{name}' must be a string, got {shown(value)}")
+    return value
+
+
+def _texts(data: dict[str, Any], name: str) -> dict[str, str]:
+    value = data.get(name, {})
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ModelError(f"{_RECORD}: field '{name}' must map names to strings, got {shown(value)}")
+    return dict(value)
+
+
+def _number(data: dict[str, Any], name: str) -> float:
+    return check_amount(data.get(name, 0.0), _RECORD, name)
 
 
 def parse_in_flight(data: Any) -> list[InFlight]:
@@ -274,10 +327,12 @@ def parse_in_flight(data: Any) -> list[InFlight]:
     if not isinstance(data, list) or not all(_in_flight_entry(x) for x in data):
         raise ModelError(
             "execution record: field 'inFlight' must be a list of [topic, partition, bytes, original, target, "
-            f"index], got {str(data)[:80]}"
+            f"index], got {shown(data)}"
         )
     out = []
     for x in data:
+        check_int32(x[1], f"{_RECORD}: inFlight {shown(x[0])}", "partition")
+        check_amount(x[2], f"{_RECORD}: inFlight {x[0]}-{x[1]}", "bytes")
         original, target, index = (x[3], x[4], x[5]) if len(x) == 6 else (None, None, None)
         replicas = (None if original is None else tuple(original), None if target is None else tuple(target))
         out.append(InFlight(str(x[0]), int(x[1]), float(x[2]), *replicas, index))

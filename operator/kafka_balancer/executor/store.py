@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from kafka_balancer.model import ModelError
+from kafka_balancer.model.documents import loads_json
 
 
 @runtime_checkable
@@ -58,6 +59,11 @@ class MemoryExecutionStore:
 
     def stop_requested(self) -> bool:
         return self._stop.is_set()
+
+
+# A record is a few hundred bytes per move in flight or given up (the task list is packed): 16 MiB
+# is far beyond any real one, and bounds what a corrupted or crafted file can make us read.
+MAX_STATE_BYTES = 16 << 20
 
 
 class StateInUseError(ModelError):
@@ -115,13 +121,15 @@ class FileExecutionStore:
 
     def load(self) -> dict[str, Any] | None:
         try:
-            text = self.path.read_text()
+            with self.path.open("rb") as file:
+                text = file.read(MAX_STATE_BYTES + 1)
         except FileNotFoundError:
             return None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ModelError(f"state file {self.path}: not valid JSON: {err}") from None
+        except OSError as err:
+            raise ModelError(f"state file {self.path}: cannot read: {err.strerror or err}") from None
+        if len(text) > MAX_STATE_BYTES:
+            raise ModelError(f"state file {self.path}: larger than {MAX_STATE_BYTES >> 20} MiB, not a record we wrote")
+        data = loads_json(text, f"state file {self.path}")
         if not isinstance(data, dict):
             raise ModelError(f"state file {self.path}: must hold an object, got {type(data).__name__}")
         return data

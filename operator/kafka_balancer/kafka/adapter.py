@@ -44,10 +44,12 @@ from kafka_balancer.kafka.port import (
     ListChange,
     OngoingReassignment,
     TopicPartition,
+    log_dirs_of,
 )
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 
 log = logging.getLogger(__name__)
+_LIBRDKAFKA_LOG = logging.getLogger("kafka_balancer.kafka.librdkafka")
 
 T = TypeVar("T")
 
@@ -145,6 +147,9 @@ class KafkaAdapter:
                 adapter._on_error(err)
 
         config["error_cb"] = on_error
+        # librdkafka's own log lines (a refused connection, every few ms) go to Python logging, not
+        # straight to stderr: the errors that matter reach the caller as KafkaErrors.
+        config["logger"] = _LIBRDKAFKA_LOG
         self._admin_client: AdminClient | None = AdminClient(config)
         self._kp: KafkaAdminClient | None = None
         self._timeout = spec.request_timeout_s
@@ -265,9 +270,12 @@ class KafkaAdapter:
         topics = sorted(t for t in metadata.topics if not t.startswith("__"))
         configs = self._describe_configs(ConfigResource.Type.TOPIC, topics)
         sizes = self._log_dir_sizes(_size_requests(metadata, topics, leaders_only=True)) if with_sizes else {}
+        live = {b.id: b for b in description.brokers}
+        elr = self._eligible_leaders(metadata, configs)
+        # Where the data lives goes with its size: the log directories and their cordons (KIP-1066).
+        log_dirs = {b: log_dirs_of(c) for b, c in self.broker_configs(sorted(live)).items()} if with_sizes else {}
 
         builder = ClusterBuilder(cluster_name=description.cluster_id)
-        live = {b.id: b for b in description.brokers}
         referenced: set[int] = set()
         for name in topics:
             for p in metadata.topics[name].partitions.values():
@@ -275,7 +283,12 @@ class KafkaAdapter:
         for broker_id in sorted(set(live) | referenced):
             # A broker that hosts replicas but is not in the metadata is down (Kafka lists live brokers only).
             endpoint = live.get(broker_id)
-            builder.add_broker(broker_id, rack=endpoint.rack if endpoint else None, alive=endpoint is not None)
+            builder.add_broker(
+                broker_id,
+                rack=endpoint.rack if endpoint else None,
+                alive=endpoint is not None,
+                log_dirs=log_dirs.get(broker_id, ()),
+            )
         for name in topics:
             entries = configs.get(name, {})
             min_isr = entries.get(MIN_INSYNC_REPLICAS)
@@ -303,9 +316,41 @@ class KafkaAdapter:
                     leader=leader,
                     leader_given=True,
                     isr=list(p.isrs),
+                    # Kafka keeps ELR empty where the ISR is at or above min ISR: only those below were read.
+                    elr=None if elr is None else [b for b in elr.get(tp, ()) if b in p.replicas],
                     size_bytes=float(size),
                 )
         return builder.build()
+
+    def _eligible_leaders(
+        self, metadata: Any, configs: Mapping[str, Mapping[str, Any]]
+    ) -> dict[TopicPartition, list[int]] | None:
+        """Eligible leader replicas (KIP-966) of the topics with a partition at or below its min ISR
+        or offline, by DescribeTopicPartitions (API 75, which librdkafka does not expose); None when
+        no partition is there, or the cluster predates the API (Kafka < 3.7)."""
+        wanted = []
+        for name, entries in sorted(configs.items()):
+            min_isr = entries.get(MIN_INSYNC_REPLICAS)
+            floor = int(min_isr.value) if min_isr is not None and min_isr.value else 1
+            if any(len(p.isrs) <= floor or p.leader < 0 for p in metadata.topics[name].partitions.values()):
+                wanted.append(name)
+        if not wanted:
+            return None
+        out: dict[TopicPartition, list[int]] = {}
+        cursor = None
+        while True:
+            try:
+                page = self._kp_call(lambda kp: kp.describe_topic_partitions(wanted, cursor=cursor))  # noqa: B023
+            except KafkaError as err:
+                if err.name in ("UNSUPPORTED_VERSION", "IncompatibleBrokerVersion"):
+                    return None
+                raise
+            for topic in page["topics"]:
+                for p in topic["partitions"]:
+                    out[TopicPartition(topic["name"], p["partition_index"])] = list(p["eligible_leader_replicas"] or [])
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return out
 
     def replica_sizes(self) -> dict[tuple[TopicPartition, int], int]:
         metadata = self._metadata()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from kafka_balancer.model import ClusterModel
+from kafka_balancer.model.cluster import LogDir
 
 # Broker-level and topic-level throttle configs (KIP-73).
 LEADER_THROTTLE_RATE = "leader.replication.throttled.rate"
@@ -19,8 +20,27 @@ LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
+# A broker's log directories, and those of them cordoned (KIP-1066, Kafka 4.3+: a comma-separated
+# list of entries of log.dirs, or * for all of them; a dynamic per-broker config).
+LOG_DIRS = "log.dirs"
+LOG_DIR = "log.dir"
+CORDONED_LOG_DIRS = "cordoned.log.dirs"
 
 DEFAULT_ELECTION_BATCH = 1000
+
+
+def config_list(value: str | None) -> list[str]:
+    """A LIST config's entries as Kafka parses them: split on commas, whitespace around each dropped."""
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+def log_dirs_of(configs: Mapping[str, str]) -> tuple[LogDir, ...]:
+    """A broker's log directories from its effective configs (log.dirs, else log.dir), each marked
+    cordoned when ``cordoned.log.dirs`` lists it or is ``*``."""
+    paths = config_list(configs.get(LOG_DIRS)) or config_list(configs.get(LOG_DIR))
+    cordoned = config_list(configs.get(CORDONED_LOG_DIRS))
+    every = cordoned == ["*"]
+    return tuple(LogDir(path, every or path in cordoned) for path in paths)
 
 
 @dataclass(frozen=True, order=True)
@@ -129,7 +149,8 @@ class KafkaPort(Protocol):
 
     def read_cluster(self, *, with_sizes: bool = True) -> ClusterModel:
         """Brokers (racks, liveness), partitions (replicas, leader, ISR), topic durability settings,
-        and, with ``with_sizes``, each partition's size (its leader's log size from DescribeLogDirs).
+        and, with ``with_sizes``, each partition's size (its leader's log size from DescribeLogDirs)
+        and each live broker's log directories with their cordons (DescribeConfigs).
         Rates are zero: they come from the analysis, not from one read."""
         ...
 

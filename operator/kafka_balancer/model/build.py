@@ -11,17 +11,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, ClusterModel, _frozen
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel, LogDir, _frozen
 from kafka_balancer.model.errors import ModelError
+from kafka_balancer.model.limits import check_amount, check_ids, check_int32, check_topic_name
 
 
-def _check_number(value: object, where: str, field: str, *, minimum: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ModelError(f"{where}: field '{field}' must be a number, got {value!r}")
-    number = float(value)
-    if math.isnan(number) or math.isinf(number) or number < minimum:
-        raise ModelError(f"{where}: field '{field}' must be >= {minimum:g}, got {value!r}")
-    return number
+def _mark(where: str, field: str, members: Sequence[int], replicas: Sequence[int], slots: BoolArray) -> None:
+    """Set the replica slots of ``members`` (an ISR or ELR, which must be replicas) in ``slots``."""
+    slot = {b: k for k, b in enumerate(replicas)}
+    for b in members:
+        if b not in slot:
+            raise ModelError(f"{where}: field '{field}' names broker {b!r}, which is not a replica {list(replicas)!r}")
+        slots[slot[b]] = True
 
 
 class ClusterBuilder:
@@ -31,12 +32,15 @@ class ClusterBuilder:
         self.cluster_name = cluster_name
         self.captured_at = captured_at
         self._brokers: dict[int, tuple[str | None, bool, tuple[float, float, float, float]]] = {}
+        self._log_dirs: dict[int, tuple[LogDir, ...]] = {}
         self._topic_settings: dict[str, tuple[int, int]] = {}
         self._seen: set[tuple[str, int]] = set()
+        self._topic_names: set[str] = set()
         self._topic: list[str] = []
         self._partition: list[int] = []
         self._replicas: list[Sequence[int]] = []
         self._isr: list[Sequence[int] | None] = []
+        self._elr: dict[int, Sequence[int]] = {}  # by insertion position, where given
         self._leader: list[int | None] = []
         self._loads: list[tuple[float, float, float, float, float]] = []
 
@@ -51,10 +55,10 @@ class ClusterBuilder:
         network_in_bytes_per_sec: float | None = None,
         network_out_bytes_per_sec: float | None = None,
         cpu_cores: float | None = None,
+        log_dirs: Sequence[LogDir] = (),
     ) -> None:
+        check_int32(broker_id, "brokers", "id")
         where = f"broker {broker_id}"
-        if isinstance(broker_id, bool) or not isinstance(broker_id, int) or broker_id < 0:
-            raise ModelError(f"brokers: field 'id' must be a non-negative integer, got {broker_id!r}")
         if broker_id in self._brokers:
             raise ModelError(f"{where}: duplicate broker id {broker_id}")
         caps = []
@@ -67,11 +71,16 @@ class ClusterBuilder:
             if value is None:
                 caps.append(math.nan)
             else:
-                number = _check_number(value, where, name)
+                number = check_amount(value, where, name)
                 if number <= 0:
                     raise ModelError(f"{where}: field '{name}' must be > 0, got {value!r}")
                 caps.append(number)
+        paths = [d.path for d in log_dirs]
+        if any(not isinstance(p, str) or not p for p in paths) or len(set(paths)) != len(paths):
+            raise ModelError(f"{where}: field 'logDirs' must name distinct non-empty paths, got {paths!r}")
         self._brokers[broker_id] = (rack, bool(alive), (caps[0], caps[1], caps[2], caps[3]))
+        if log_dirs:
+            self._log_dirs[broker_id] = tuple(log_dirs)
 
     def set_topic(
         self,
@@ -80,14 +89,11 @@ class ClusterBuilder:
         min_insync_replicas: int | None = None,
         unclean_leader_election: bool | None = None,
     ) -> None:
-        if not name:
-            raise ModelError("topics: field 'name' must be a non-empty string")
-        if min_insync_replicas is not None and (
-            isinstance(min_insync_replicas, bool) or not isinstance(min_insync_replicas, int) or min_insync_replicas < 1
-        ):
-            raise ModelError(
-                f"topic '{name}': field 'minInsyncReplicas' must be an integer >= 1, got {min_insync_replicas!r}"
-            )
+        check_topic_name(name, "topics", "name")
+        if name in self._topic_settings:
+            raise ModelError(f"topics: topic {name!r} is listed twice")
+        if min_insync_replicas is not None:
+            check_int32(min_insync_replicas, f"topic '{name}'", "minInsyncReplicas", minimum=1)
         unclean = -1 if unclean_leader_election is None else int(bool(unclean_leader_election))
         self._topic_settings[name] = (min_insync_replicas or 0, unclean)
 
@@ -101,6 +107,7 @@ class ClusterBuilder:
         leader: int | None = None,
         leader_given: bool = False,
         isr: Sequence[int] | None = None,
+        elr: Sequence[int] | None = None,
         size_bytes: float = 0.0,
         bytes_in_per_sec: float = 0.0,
         bytes_out_per_sec: float = 0.0,
@@ -108,31 +115,41 @@ class ClusterBuilder:
         cpu_cores_leader: float | None = None,
     ) -> None:
         """Add a partition; ``leader_given`` tells an explicit ``None`` (offline) from absent."""
+        if topic not in self._topic_names:  # checked once per topic, not once per partition
+            self._topic_names.add(check_topic_name(topic, "partitions"))
+        check_int32(partition, f"topic '{topic}'", "partition")
         where = f"partition {topic}-{partition}"
-        if not isinstance(topic, str) or not topic:
-            raise ModelError(f"partitions: field 'topic' must be a non-empty string, got {topic!r}")
-        if isinstance(partition, bool) or not isinstance(partition, int) or partition < 0:
-            raise ModelError(f"topic '{topic}': field 'partition' must be a non-negative integer, got {partition!r}")
         key = (topic, partition)
         if key in self._seen:
             raise ModelError(f"{where}: duplicate partition")
         if not replicas:
             raise ModelError(f"{where}: field 'replicas' must not be empty, got {list(replicas)!r}")
+        check_ids(replicas, where, "replicas")
+        if isr is not None:
+            check_ids(isr, where, "isr")
+        if leader is not None:
+            check_ids([leader], where, "leader")
+        if isr is not None and not isr and leader is not None:
+            raise ModelError(
+                f"{where}: field 'isr' is empty but field 'leader' is {leader}: Kafka's leader is always in the ISR"
+            )
         if len(set(replicas)) != len(replicas):
             raise ModelError(f"{where}: field 'replicas' has a duplicate broker, got {list(replicas)!r}")
         if isr is not None and len(set(isr)) != len(isr):
             raise ModelError(f"{where}: field 'isr' has a duplicate broker, got {list(isr)!r}")
         loads = (
-            _check_number(size_bytes, where, "sizeBytes"),
-            _check_number(bytes_in_per_sec, where, "bytesInPerSec"),
-            _check_number(bytes_out_per_sec, where, "bytesOutPerSec"),
-            _check_number(messages_in_per_sec, where, "messagesInPerSec"),
-            math.nan if cpu_cores_leader is None else _check_number(cpu_cores_leader, where, "cpuCoresLeader"),
+            check_amount(size_bytes, where, "sizeBytes"),
+            check_amount(bytes_in_per_sec, where, "bytesInPerSec"),
+            check_amount(bytes_out_per_sec, where, "bytesOutPerSec"),
+            check_amount(messages_in_per_sec, where, "messagesInPerSec"),
+            math.nan if cpu_cores_leader is None else check_amount(cpu_cores_leader, where, "cpuCoresLeader"),
         )
         self._seen.add(key)
         self._topic.append(topic)
         self._partition.append(partition)
         self._replicas.append(replicas)
+        if elr is not None:
+            self._elr[len(self._isr)] = elr
         self._isr.append(isr)
         self._leader.append(leader if leader_given or leader is not None else replicas[0])
         self._loads.append(loads)
@@ -161,6 +178,7 @@ class ClusterBuilder:
         max_rf = max((len(r) for r in self._replicas), default=1)
         replicas = np.full((count, max_rf), NO_BROKER, dtype=np.int32)
         isr_mask = np.zeros((count, max_rf), dtype=np.bool_)
+        elr_mask = np.zeros((count, max_rf), dtype=np.bool_)
         leader = np.full(count, NO_BROKER, dtype=np.int32)
         partition_topic = np.empty(count, dtype=np.int32)
         partition_id = np.empty(count, dtype=np.int32)
@@ -176,18 +194,10 @@ class ClusterBuilder:
                     f" (known brokers: {ids})"
                 ) from None
             replicas[row, : len(indices)] = indices
+            where = f"partition {topic}-{part}"
             isr = self._isr[i]
-            if isr is None:
-                isr_mask[row, : len(indices)] = True
-            else:
-                slot = {b: k for k, b in enumerate(reps)}
-                for b in isr:
-                    if b not in slot:
-                        raise ModelError(
-                            f"partition {topic}-{part}: field 'isr' names broker {b!r}, "
-                            f"which is not a replica {list(reps)!r}"
-                        )
-                    isr_mask[row, slot[b]] = True
+            _mark(where, "isr", reps if isr is None else isr, reps, isr_mask[row])
+            _mark(where, "elr", self._elr.get(i, ()), reps, elr_mask[row])
             lead = self._leader[i]
             if lead is not None:
                 if lead not in position or lead not in reps:
@@ -220,4 +230,6 @@ class ClusterBuilder:
             cpu_leader=_frozen(np.ascontiguousarray(loads[:, 4])),
             cluster_name=self.cluster_name,
             captured_at=self.captured_at,
+            broker_log_dirs=tuple(self._log_dirs.get(b, ()) for b in ids) if self._log_dirs else (),
+            elr_mask=_frozen(elr_mask) if self._elr else None,
         )

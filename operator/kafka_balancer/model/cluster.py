@@ -35,6 +35,21 @@ def _frozen(array: _Array) -> _Array:
 
 
 @dataclass(frozen=True)
+class LogDir:
+    """One log directory of a broker (``log.dirs``); ``cordoned`` when it is listed in the broker's
+    ``cordoned.log.dirs`` (KIP-1066, Kafka 4.3+): it takes no new replica, it keeps what it holds."""
+
+    path: str
+    cordoned: bool = False
+
+
+def all_cordoned(log_dirs: tuple[LogDir, ...]) -> bool:
+    """A broker is cordoned when every one of its (known) log directories is: Kafka then places no
+    new replica on it. With some left uncordoned Kafka puts a new replica in one of those."""
+    return bool(log_dirs) and all(d.cordoned for d in log_dirs)
+
+
+@dataclass(frozen=True)
 class BrokerInfo:
     """One broker as a plain record, for code that walks brokers one at a time."""
 
@@ -45,6 +60,12 @@ class BrokerInfo:
     network_in_bytes_per_sec: float | None = None
     network_out_bytes_per_sec: float | None = None
     cpu_cores: float | None = None
+    log_dirs: tuple[LogDir, ...] = ()  # empty: not known
+
+    @property
+    def cordoned(self) -> bool:
+        """Every log directory cordoned: the broker takes no new replica (Kafka places none there)."""
+        return all_cordoned(self.log_dirs)
 
 
 @dataclass(frozen=True)
@@ -105,6 +126,13 @@ class ClusterModel:
 
     cluster_name: str | None = None
     captured_at: str | None = None
+    # Per broker (in broker order) its log directories; empty where not known (a snapshot without
+    # them, a broker that is down). ``()`` for the whole cluster when none are known.
+    broker_log_dirs: tuple[tuple[LogDir, ...], ...] = ()
+    # (P, max_rf) eligible leader replicas (KIP-966) over the replica slots, where the cluster reported
+    # them (DescribeTopicPartitions); None when not read. Kafka keeps ELR empty while the ISR is at
+    # or above min.insync.replicas.
+    elr_mask: BoolArray | None = None
     _index: dict[tuple[str, int], int] | None = field(default=None, repr=False, compare=False)
 
     # ----- sizes ---------------------------------------------------------------------------
@@ -148,6 +176,18 @@ class ClusterModel:
     def topic_name(self, p: int) -> str:
         return self.topics[int(self.partition_topic[p])]
 
+    def log_dirs(self, b: int) -> tuple[LogDir, ...]:
+        return self.broker_log_dirs[b] if self.broker_log_dirs else ()
+
+    @property
+    def broker_cordoned(self) -> BoolArray:
+        """Brokers whose every log directory is cordoned (KIP-1066): no new replica may land there."""
+        out: BoolArray = np.array(
+            [all_cordoned(self.log_dirs(b)) for b in range(self.num_brokers)],
+            dtype=np.bool_,
+        )
+        return out
+
     def replica_ids(self, p: int) -> tuple[int, ...]:
         row = self.replicas[p]
         return tuple(int(self.broker_ids[b]) for b in row[row != NO_BROKER])
@@ -155,6 +195,14 @@ class ClusterModel:
     def isr_ids(self, p: int) -> tuple[int, ...]:
         row = self.replicas[p]
         mask = (row != NO_BROKER) & self.isr_mask[p]
+        return tuple(int(self.broker_ids[b]) for b in row[mask])
+
+    def elr_ids(self, p: int) -> tuple[int, ...] | None:
+        """The partition's eligible leader replicas, or None when the cluster did not report them."""
+        if self.elr_mask is None:
+            return None
+        row = self.replicas[p]
+        mask = (row != NO_BROKER) & self.elr_mask[p]
         return tuple(int(self.broker_ids[b]) for b in row[mask])
 
     def leader_id(self, p: int) -> int | None:
@@ -171,6 +219,7 @@ class ClusterModel:
             network_in_bytes_per_sec=cap[NETWORK_IN],
             network_out_bytes_per_sec=cap[NETWORK_OUT],
             cpu_cores=cap[CPU],
+            log_dirs=self.log_dirs(b),
         )
 
     def brokers(self) -> list[BrokerInfo]:
@@ -251,4 +300,5 @@ class ClusterModel:
             cpu_leader=self.cpu_leader,
             cluster_name=self.cluster_name,
             captured_at=self.captured_at,
+            broker_log_dirs=self.broker_log_dirs,
         )

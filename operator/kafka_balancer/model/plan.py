@@ -13,7 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_balancer.model.documents import loads_json
 from kafka_balancer.model.errors import ModelError
+from kafka_balancer.model.limits import INT32_MAX, check_int32, check_topic_name, shown
 
 PLAN_VERSION = 1
 
@@ -64,40 +66,57 @@ class ReassignmentPlan:
             raise ModelError(f"plan: must be an object, got {type(data).__name__}")
         extra = sorted(set(data) - {"version", "partitions"})
         if extra:
-            raise ModelError(f"plan: unknown field '{extra[0]}'")
+            raise ModelError(f"plan: unknown field {shown(extra[0])}")
         if data.get("version") != PLAN_VERSION:
-            raise ModelError(f"plan: field 'version' must be {PLAN_VERSION}, got {data.get('version')!r}")
+            raise ModelError(f"plan: field 'version' must be {PLAN_VERSION}, got {shown(data.get('version'))}")
         rows = data.get("partitions")
         if not isinstance(rows, list):
-            raise ModelError(f"plan: field 'partitions' must be a list, got {rows!r}")
+            raise ModelError(f"plan: field 'partitions' must be a list, got {shown(rows)}")
         targets = []
         for i, row in enumerate(rows):
             if not isinstance(row, dict):
-                raise ModelError(f"plan: partitions[{i}] must be an object, got {row!r}")
-            where = f"plan: partitions[{i}] ({row.get('topic')!r}-{row.get('partition')!r})"
+                raise ModelError(f"plan: partitions[{i}] must be an object, got {shown(row)}")
+            where = f"plan: partitions[{i}] ({shown(row.get('topic'))}-{shown(row.get('partition'))})"
             extra = sorted(set(row) - {"topic", "partition", "replicas", "log_dirs"})
             if extra:
-                raise ModelError(f"{where}: unknown field '{extra[0]}'")
+                raise ModelError(f"{where}: unknown field {shown(extra[0])}")
             topic, partition, replicas = row.get("topic"), row.get("partition"), row.get("replicas")
-            if not isinstance(topic, str) or not topic:
-                raise ModelError(f"{where}: field 'topic' must be a non-empty string, got {topic!r}")
-            if isinstance(partition, bool) or not isinstance(partition, int) or partition < 0:
-                raise ModelError(f"{where}: field 'partition' must be a non-negative integer, got {partition!r}")
+            topic = check_topic_name(topic, where)
+            partition = check_int32(partition, where, "partition")
             if (
                 not isinstance(replicas, list)
                 or not replicas
-                or any(isinstance(b, bool) or not isinstance(b, int) or b < 0 for b in replicas)
+                or any(isinstance(b, bool) or not isinstance(b, int) or not 0 <= b <= INT32_MAX for b in replicas)
             ):
-                raise ModelError(f"{where}: field 'replicas' must be a non-empty list of broker ids, got {replicas!r}")
+                raise ModelError(
+                    f"{where}: field 'replicas' must be a non-empty list of broker ids in 0..{INT32_MAX}, "
+                    f"got {shown(replicas)}"
+                )
             if len(set(replicas)) != len(replicas):
-                raise ModelError(f"{where}: field 'replicas' has a duplicate broker, got {replicas!r}")
+                raise ModelError(f"{where}: field 'replicas' has a duplicate broker, got {shown(replicas)}")
+            _check_log_dirs(row, where)
             targets.append(PartitionTarget(topic, partition, tuple(replicas)))
         return cls.of(targets)
 
     @classmethod
     def loads(cls, text: str | bytes) -> ReassignmentPlan:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ModelError(f"plan: not valid JSON: {err}") from None
-        return cls.from_dict(data)
+        return cls.from_dict(loads_json(text, "plan"))
+
+
+def _check_log_dirs(row: dict[str, Any], where: str) -> None:
+    """``log_dirs`` as kafka-reassign-partitions.sh writes it: one entry per replica. Only ``any`` is
+    accepted: the executor moves replicas between brokers and never between a broker's log directories,
+    so a named directory would be silently ignored."""
+    if "log_dirs" not in row:
+        return
+    dirs, replicas = row["log_dirs"], row["replicas"]
+    if not isinstance(dirs, list) or len(dirs) != len(replicas):
+        raise ModelError(
+            f"{where}: field 'log_dirs' must list one entry per replica ({len(replicas)}), got {shown(dirs)}"
+        )
+    named = [d for d in dirs if d != "any"]
+    if named:
+        raise ModelError(
+            f"{where}: field 'log_dirs' names {shown(named[0])}; only \"any\" is accepted (execute moves replicas "
+            "between brokers, not between a broker's log directories)"
+        )

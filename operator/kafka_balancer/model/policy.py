@@ -11,14 +11,15 @@ two groups) live in validators here and are reported by the controller as ``Stal
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Final, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from kafka_balancer.model.errors import ModelError
+from kafka_balancer.model.limits import shown
+from kafka_balancer.model.topic_patterns import MAX_PATTERN_LENGTH, MAX_PATTERNS, compile_pattern, matches_any
 
 GROUP: Final = "kafkabalancer.io"
 VERSION: Final = "v1alpha1"
@@ -33,6 +34,7 @@ HardGoal = Literal[
     "cpu-capacity",
     "resource-group-confinement",
     "excluded-brokers",
+    "cordoned-log-dirs",
 ]
 DistributionGoal = Literal[
     "replica-distribution",
@@ -95,20 +97,29 @@ class SpecModel(BaseModel):
 
 
 class SecretReference(SpecModel):
-    """A Secret in the policy's namespace holding the Kafka credentials."""
+    """A Secret in the policy's namespace holding the Kafka credentials, under fixed keys: `username` and
+    `password` (SASL), `ca.crt` (PEM CA bundle for SSL; without it the system CAs), and `bootstrapServers`
+    (required: the comma-separated host:port list these credentials may be sent to; every server of
+    `bootstrapServers` must be in it). No other key is read."""
 
     name: K8sName
     """Name of the Secret."""
-    username_key: str = "username"
-    """Key of the SASL username in the Secret."""
-    password_key: str = "password"  # noqa: S105 - the name of a key, not a password
-    """Key of the SASL password in the Secret."""
-    ca_key: str = "ca.crt"
-    """Key of the PEM CA bundle that signs the brokers' certificates (SSL, SASL_SSL)."""
 
 
 class ClusterConnection(SpecModel):
     """How the operator reaches the Kafka cluster."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self.securityProtocol != 'SASL_PLAINTEXT' || self.allowPlaintextCredentials",
+                    "message": "securityProtocol SASL_PLAINTEXT sends the credentials without TLS: use SASL_SSL,"
+                    " or set allowPlaintextCredentials: true",
+                }
+            ]
+        }
+    )
 
     bootstrap_servers: Annotated[str, Field(pattern=BOOTSTRAP_PATTERN)]
     """Comma-separated host:port list, e.g. `kafka-0.kafka:9092,kafka-1.kafka:9092`."""
@@ -117,7 +128,12 @@ class ClusterConnection(SpecModel):
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
     """Kafka `sasl.mechanism`; required with SASL_PLAINTEXT and SASL_SSL."""
     credentials_secret: SecretReference | None = None
-    """Secret with the SASL username/password and the CA bundle; required with SASL."""
+    """Secret (same namespace) with the keys `username` and `password` (SASL), `ca.crt` (PEM CA bundle; else the
+    system CAs) and `bootstrapServers` (the servers these credentials may be sent to: every server of
+    bootstrapServers must be listed); required with SASL. No other key is read."""
+    allow_plaintext_credentials: bool = False
+    """Allow SASL_PLAINTEXT: the SASL login without TLS (PLAIN sends the password in clear; SCRAM exposes it to
+    offline guessing). Refused unless true."""
 
     @model_validator(mode="after")
     def _sasl_needs_credentials(self) -> ClusterConnection:
@@ -126,6 +142,11 @@ class ClusterConnection(SpecModel):
                 raise ValueError(f"saslMechanism is required with securityProtocol {self.security_protocol}")
             if self.credentials_secret is None:
                 raise ValueError(f"credentialsSecret is required with securityProtocol {self.security_protocol}")
+        if self.security_protocol == "SASL_PLAINTEXT" and not self.allow_plaintext_credentials:
+            raise ValueError(
+                "securityProtocol SASL_PLAINTEXT sends the credentials without TLS: use SASL_SSL,"
+                " or set allowPlaintextCredentials: true"
+            )
         return self
 
 
@@ -282,8 +303,8 @@ class ConsumerGroupAnalysis(SpecModel):
 
     enabled: bool = False
     """Analyse consumer-group assignments and lag (status.consumerGroups and the consumer_group metrics)."""
-    top_n: Annotated[int, Field(ge=1)] = 10
-    """How many consumer groups status lists, the most imbalanced first."""
+    top_n: Annotated[int, Field(ge=1, le=100)] = 10
+    """How many consumer groups status lists and the metrics export, the most imbalanced first."""
 
 
 class Analysis(SpecModel):
@@ -373,26 +394,29 @@ class BrokerSelector(SpecModel):
         return self
 
 
+def _linear_time(pattern: str) -> str:
+    compile_pattern(pattern)  # PatternError is a ValueError: pydantic reports it at the pattern's index
+    return pattern
+
+
+TopicPattern = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_PATTERN_LENGTH),
+    AfterValidator(_linear_time),
+]
+
+
 class TopicSelector(SpecModel):
     """The topics of a group: exact names and regular expressions (full match)."""
 
     names: list[TopicName] = Field(default_factory=list)
     """Topic names."""
-    patterns: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
-    """Regular expressions matched against the whole topic name."""
-
-    @field_validator("patterns")
-    @classmethod
-    def _compiles(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as err:
-                raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {err}") from None
-        return patterns
+    patterns: list[TopicPattern] = Field(default_factory=list, max_length=MAX_PATTERNS)
+    """Regular expressions in RE2 syntax, matched against the whole topic name in linear time (no
+    backreferences or look-around)."""
 
     def matches(self, topic: str) -> bool:
-        return topic in self.names or any(re.fullmatch(p, topic) for p in self.patterns)
+        return topic in self.names or matches_any(self.patterns, topic)
 
 
 class ResourceGroupSpec(SpecModel):
@@ -486,7 +510,11 @@ def parse_manifests(documents: Sequence[Any]) -> tuple[list[BalancePolicy], list
         if not isinstance(doc, Mapping) or doc.get("apiVersion") != API_VERSION:
             continue
         kind = doc.get("kind")
-        where = f"document[{i}] ({kind} {doc.get('metadata', {}).get('name')!r})"
+        if kind not in ("BalancePolicy", "ResourceGroup"):
+            continue
+        metadata = doc.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, Mapping) else None
+        where = f"document[{i}] ({kind} {shown(name)})"
         try:
             if kind == "BalancePolicy":
                 policies.append(BalancePolicy.model_validate(doc))

@@ -14,13 +14,16 @@ from importlib import resources
 from typing import Any
 
 from kafka_balancer.model.build import ClusterBuilder
-from kafka_balancer.model.cluster import CPU, DISK, NETWORK_IN, NETWORK_OUT, ClusterModel
+from kafka_balancer.model.cluster import CPU, DISK, NETWORK_IN, NETWORK_OUT, ClusterModel, LogDir
+from kafka_balancer.model.documents import loads_json
 from kafka_balancer.model.errors import ModelError
+from kafka_balancer.model.limits import shown
 
 SNAPSHOT_VERSION = 1
 
 _TOP_FIELDS = {"version", "cluster", "capturedAt", "brokers", "partitions", "topics"}
-_BROKER_FIELDS = {"id", "rack", "alive", "capacity"}
+_BROKER_FIELDS = {"id", "rack", "alive", "capacity", "logDirs"}
+_LOG_DIR_FIELDS = {"path", "cordoned"}
 _CAPACITY_FIELDS = {
     "diskBytes": "disk_bytes",
     "networkInBytesPerSec": "network_in_bytes_per_sec",
@@ -53,14 +56,30 @@ def _unknown(where: str, item: Mapping[str, Any], allowed: set[str]) -> None:
 
 def _object(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise ModelError(f"{where}: must be an object, got {type(value).__name__} {value!r}")
+        raise ModelError(f"{where}: must be an object, got {type(value).__name__} {shown(value)}")
     return value
 
 
 def _int_list(value: Any, where: str, field: str) -> list[int]:
     if not isinstance(value, list) or any(isinstance(b, bool) or not isinstance(b, int) or b < 0 for b in value):
-        raise ModelError(f"{where}: field '{field}' must be a list of broker ids, got {value!r}")
+        raise ModelError(f"{where}: field '{field}' must be a list of broker ids, got {shown(value)}")
     return value
+
+
+def _log_dirs(value: Any, where: str) -> list[LogDir]:
+    if not isinstance(value, list):
+        raise ModelError(f"{where}: field 'logDirs' must be a list, got {value!r}")
+    out = []
+    for k, raw in enumerate(value):
+        entry = _object(raw, f"{where}.logDirs[{k}]")
+        _unknown(f"{where}.logDirs[{k}]", entry, _LOG_DIR_FIELDS)
+        path, cordoned = entry.get("path"), entry.get("cordoned", False)
+        if not isinstance(path, str) or not path:
+            raise ModelError(f"{where}.logDirs[{k}]: field 'path' must be a non-empty string, got {path!r}")
+        if not isinstance(cordoned, bool):
+            raise ModelError(f"{where}.logDirs[{k}]: field 'cordoned' must be true or false, got {cordoned!r}")
+        out.append(LogDir(path, cordoned))
+    return out
 
 
 def parse_snapshot(data: Any) -> ClusterModel:
@@ -68,49 +87,50 @@ def parse_snapshot(data: Any) -> ClusterModel:
     doc = _object(data, "snapshot")
     _unknown("snapshot", doc, _TOP_FIELDS)
     if doc.get("version") != SNAPSHOT_VERSION:
-        raise ModelError(f"snapshot: field 'version' must be {SNAPSHOT_VERSION}, got {doc.get('version')!r}")
+        raise ModelError(f"snapshot: field 'version' must be {SNAPSHOT_VERSION}, got {shown(doc.get('version'))}")
     for name in ("cluster", "capturedAt"):
         if name in doc and not isinstance(doc[name], str):
-            raise ModelError(f"snapshot: field '{name}' must be a string, got {doc[name]!r}")
+            raise ModelError(f"snapshot: field '{name}' must be a string, got {shown(doc[name])}")
     builder = ClusterBuilder(cluster_name=doc.get("cluster"), captured_at=doc.get("capturedAt"))
 
     brokers = doc.get("brokers")
     if not isinstance(brokers, list) or not brokers:
-        raise ModelError(f"snapshot: field 'brokers' must be a non-empty list, got {brokers!r}")
+        raise ModelError(f"snapshot: field 'brokers' must be a non-empty list, got {shown(brokers)}")
     for i, raw in enumerate(brokers):
         broker = _object(raw, f"brokers[{i}]")
-        where = f"brokers[{i}] (id {broker.get('id')!r})"
+        where = f"brokers[{i}] (id {shown(broker.get('id'))})"
         _unknown(where, broker, _BROKER_FIELDS)
         if "id" not in broker:
             raise ModelError(f"brokers[{i}]: missing required field 'id'")
         rack = broker.get("rack")
         if rack is not None and not isinstance(rack, str):
-            raise ModelError(f"{where}: field 'rack' must be a string or null, got {rack!r}")
+            raise ModelError(f"{where}: field 'rack' must be a string or null, got {shown(rack)}")
         alive = broker.get("alive", True)
         if not isinstance(alive, bool):
-            raise ModelError(f"{where}: field 'alive' must be true or false, got {alive!r}")
+            raise ModelError(f"{where}: field 'alive' must be true or false, got {shown(alive)}")
         capacity = _object(broker.get("capacity", {}), f"{where}.capacity")
         _unknown(f"{where}.capacity", capacity, set(_CAPACITY_FIELDS))
         builder.add_broker(
             broker["id"],
             rack=rack,
             alive=alive,
+            log_dirs=_log_dirs(broker.get("logDirs", []), where),
             **{_CAPACITY_FIELDS[k]: v for k, v in capacity.items()},
         )
 
     topics = doc.get("topics", [])
     if not isinstance(topics, list):
-        raise ModelError(f"snapshot: field 'topics' must be a list, got {topics!r}")
+        raise ModelError(f"snapshot: field 'topics' must be a list, got {shown(topics)}")
     for i, raw in enumerate(topics):
         topic = _object(raw, f"topics[{i}]")
-        where = f"topics[{i}] ({topic.get('name')!r})"
+        where = f"topics[{i}] ({shown(topic.get('name'))})"
         _unknown(where, topic, _TOPIC_FIELDS)
         unclean = topic.get("uncleanLeaderElection")
         if unclean is not None and not isinstance(unclean, bool):
-            raise ModelError(f"{where}: field 'uncleanLeaderElection' must be true or false, got {unclean!r}")
+            raise ModelError(f"{where}: field 'uncleanLeaderElection' must be true or false, got {shown(unclean)}")
         topic_name = topic.get("name")
         if not isinstance(topic_name, str) or not topic_name:
-            raise ModelError(f"{where}: field 'name' must be a non-empty string, got {topic_name!r}")
+            raise ModelError(f"{where}: field 'name' must be a non-empty string, got {shown(topic_name)}")
         builder.set_topic(
             topic_name,
             min_insync_replicas=topic.get("minInsyncReplicas"),
@@ -119,10 +139,10 @@ def parse_snapshot(data: Any) -> ClusterModel:
 
     partitions = doc.get("partitions")
     if not isinstance(partitions, list):
-        raise ModelError(f"snapshot: field 'partitions' must be a list, got {partitions!r}")
+        raise ModelError(f"snapshot: field 'partitions' must be a list, got {shown(partitions)}")
     for i, raw in enumerate(partitions):
         part = _object(raw, f"partitions[{i}]")
-        where = f"partitions[{i}] ({part.get('topic')!r}-{part.get('partition')!r})"
+        where = f"partitions[{i}] ({shown(part.get('topic'))}-{shown(part.get('partition'))})"
         if not _PARTITION_FIELDS.issuperset(part):
             _unknown(where, part, _PARTITION_FIELDS)
         for required in ("topic", "partition", "replicas"):
@@ -134,7 +154,7 @@ def parse_snapshot(data: Any) -> ClusterModel:
             isr = _int_list(isr, where, "isr")
         leader = part.get("leader")
         if leader is not None and (isinstance(leader, bool) or not isinstance(leader, int)):
-            raise ModelError(f"{where}: field 'leader' must be a broker id or null, got {leader!r}")
+            raise ModelError(f"{where}: field 'leader' must be a broker id or null, got {shown(leader)}")
         numbers = {_PARTITION_NUMBERS[k]: part[k] for k in _PARTITION_NUMBERS if k in part}
         builder.add_partition(
             part["topic"],
@@ -149,11 +169,7 @@ def parse_snapshot(data: Any) -> ClusterModel:
 
 
 def loads_snapshot(text: str | bytes) -> ClusterModel:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ModelError(f"snapshot: not valid JSON: {err}") from None
-    return parse_snapshot(data)
+    return parse_snapshot(loads_json(text, "snapshot"))
 
 
 def _number(value: float) -> float | int:
@@ -179,6 +195,8 @@ def snapshot_to_dict(model: ClusterModel) -> dict[str, Any]:
         }
         if capacity:
             entry["capacity"] = capacity
+        if model.log_dirs(b):
+            entry["logDirs"] = [{"path": d.path, "cordoned": d.cordoned} for d in model.log_dirs(b)]
         brokers.append(entry)
 
     ids = model.broker_ids.tolist()

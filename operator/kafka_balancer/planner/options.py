@@ -7,11 +7,11 @@ spec lives in :mod:`kafka_balancer.planner.policy`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from kafka_balancer.model.policy import OPERATIONS
+from kafka_balancer.model.topic_patterns import PatternError, compile_pattern, matches_any
 from kafka_balancer.planner.catalogue import CATALOGUE, Catalogue
 
 
@@ -44,14 +44,14 @@ class GroupOptions:
     def __post_init__(self) -> None:
         if not self.name:
             raise _invalid("resourceGroups[].name", "must be a non-empty string", self.name)
-        for pattern in self.topic_patterns:
+        for i, pattern in enumerate(self.topic_patterns):
             try:
-                re.compile(pattern)
-            except re.error:
-                raise _invalid(f"resourceGroups[{self.name}].topics.patterns", "must be a regex", pattern) from None
+                compile_pattern(pattern)
+            except PatternError as err:
+                raise _invalid(f"resourceGroups[{self.name}].topics.patterns[{i}]", str(err), pattern) from None
 
     def matches(self, topic: str) -> bool:
-        return topic in self.topic_names or any(re.fullmatch(p, topic) for p in self.topic_patterns)
+        return topic in self.topic_names or matches_any(self.topic_patterns, topic)
 
 
 @dataclass(frozen=True)
@@ -161,5 +161,7 @@ class PlannerOptions:
                 value = asdict(value)
             elif f.name == "resource_groups":
                 value = tuple(asdict(g) for g in value)
+            elif f.name == "hard_goals":
+                value = tuple(g for g in value if not self.catalogue.goal(g).id_neutral)
             out[f.name] = value
         return out

@@ -13,7 +13,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
-from kafka_balancer.model.proposal import LeaderChange, Proposal, model_fingerprint, proposal_id
+from kafka_balancer.model.proposal import LeaderChange, Proposal, content_id, model_fingerprint, planning_basis
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.measures import balancedness, goal_violation, hard_goal_status, quantity_stats
 from kafka_balancer.planner.base.state import State, arrived_replicas, resolve_groups
@@ -113,7 +113,8 @@ def _changes(model: ClusterModel, rep: Ints) -> _Changes:
 def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, st: State) -> Proposal:
     """The proposal taking the placement of ``before`` to that of ``st`` (summary and id included)."""
     changes = _changes(model, st.rep)
-    pid = proposal_id(model_fingerprint(model), options.to_dict(), changes.plan, changes.leaders)
+    basis = planning_basis(model_fingerprint(model), options.to_dict())
+    pid = content_id(basis, changes.plan, changes.leaders)
     ev_before = evaluate_state(before, model.replicas)
     ev_after = evaluate_state(st, model.replicas)
     summary = {
@@ -136,7 +137,7 @@ def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, 
             for name, stats in ev_after.groups.items()
         },
     }
-    return Proposal(pid, changes.plan, changes.leaders, summary)
+    return Proposal(pid, changes.plan, changes.leaders, summary, basis)
 
 
 def _goal_summary(before: Evaluation, after: Evaluation, goal: str, options: PlannerOptions) -> dict[str, Any]:

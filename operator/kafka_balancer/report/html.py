@@ -43,6 +43,7 @@ th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: right; }
 th { background: #f4f4f4; }
 td.l, th.l { text-align: left; }
 .dead { color: #b00; }
+.cordoned { color: #a60; }
 .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
 """
 
@@ -139,6 +140,20 @@ def _spread(values: list[float]) -> str:
     return "n/a" if mean == 0 else f"{max(values) / mean:.2f}"
 
 
+def _cordon_note(model: ClusterModel, broker_id: int) -> str:
+    """``(cordoned)`` for a broker with every log directory cordoned (it takes no new replica),
+    ``(k of n log dirs cordoned)`` for one with some (KIP-1066); nothing otherwise."""
+    try:
+        dirs = model.log_dirs(model.broker_index(broker_id))
+    except KeyError:
+        return ""
+    cordoned = sum(d.cordoned for d in dirs)
+    if not cordoned:
+        return ""
+    text = "cordoned" if cordoned == len(dirs) else f"{cordoned} of {len(dirs)} log dirs cordoned"
+    return f' <span class="cordoned">({text})</span>'
+
+
 def render_report(
     before: ClusterModel,
     after: ClusterModel,
@@ -176,6 +191,7 @@ def render_report(
                 value = loads.metric(key)[position[b]] if b in position else None
                 cells.append("<td>-</td>" if value is None else f"<td>{escape(human(value, unit))}</td>")
         state = "" if alive.get(b, True) else ' <span class="dead">(offline)</span>'
+        state += _cordon_note(after, b)
         body_rows.append(f'<tr data-broker="{b}"><td class="l">{escape(label)}{state}</td>{"".join(cells)}</tr>')
 
     headline, used = _headline(summary)

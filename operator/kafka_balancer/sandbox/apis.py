@@ -28,6 +28,7 @@ TABLE: dict[int, tuple[int, int, HandlerFn]] = {
     44: (0, 1, apis_cluster.incremental_alter_configs),
     45: (0, 0, apis_replicas.alter_reassignments),
     46: (0, 0, apis_replicas.list_reassignments),
+    75: (0, 0, apis_replicas.describe_topic_partitions),
     43: (0, 2, apis_replicas.elect_leaders),
     35: (1, 4, apis_replicas.describe_log_dirs),
     2: (1, 7, apis_replicas.list_offsets),

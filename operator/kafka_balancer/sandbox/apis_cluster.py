@@ -16,12 +16,15 @@ from kafka.protocol.metadata.metadata import MetadataResponse
 
 from kafka_balancer.kafka.errors import error_code
 from kafka_balancer.kafka.port import (
+    CORDONED_LOG_DIRS,
     FOLLOWER_THROTTLE_RATE,
     FOLLOWER_THROTTLED_REPLICAS,
     LEADER_THROTTLE_RATE,
     LEADER_THROTTLED_REPLICAS,
+    LOG_DIRS,
     MIN_INSYNC_REPLICAS,
     UNCLEAN_LEADER_ELECTION,
+    config_list,
 )
 from kafka_balancer.sandbox.protocol import Call
 from kafka_balancer.sandbox.state import NO_LEADER, ClusterState, TopicState
@@ -232,7 +235,8 @@ def find_coordinator(call: Call) -> Any:
 
 # ----- topics -----------------------------------------------------------------------------------
 def _spread(state: ClusterState, name: str, partitions: int, rf: int) -> list[list[int]]:
-    alive = state.alive_ids()
+    # Like Kafka's placement, onto live brokers that have a log directory left uncordoned (KIP-1066).
+    alive = sorted(b.id for b in state.brokers.values() if b.takes_new_replicas)
     start = zlib.crc32(name.encode()) % len(alive)
     return [[alive[(start + p + k) % len(alive)] for k in range(rf)] for p in range(partitions)]
 
@@ -315,6 +319,8 @@ def _config_entries(state: ClusterState, rtype: int, name: str) -> dict[str, tup
         broker = state.brokers[int(name)]
         entries = dict(defaults)
         entries["broker.id"] = (str(broker.id), STATIC_BROKER)
+        entries[LOG_DIRS] = (",".join(broker.log_dirs), STATIC_BROKER)
+        entries[CORDONED_LOG_DIRS] = ("", DEFAULT)
         if broker.rack is not None:
             entries["broker.rack"] = (broker.rack, STATIC_BROKER)
         entries.update({k: (v, DYNAMIC_BROKER) for k, v in broker.configs.items()})
@@ -389,6 +395,19 @@ def _check_value(name: str, value: str | None) -> tuple[str, str] | None:
     return None
 
 
+def _check_cordons(name: str, value: str | None, log_dirs: list[str] | None) -> tuple[str, str] | None:
+    """``cordoned.log.dirs`` of a broker lists entries of its log.dirs, or is ``*`` (Kafka 4.3's check and message)."""
+    if name != CORDONED_LOG_DIRS or value is None or log_dirs is None:
+        return None
+    missing = [d for d in config_list(value) if d != "*" and d not in log_dirs]
+    if missing:
+        return "INVALID_REQUEST", (
+            "requirement failed: All entries in cordoned.log.dirs must be present in log.dirs or log.dir. "
+            f"Missing entries : {','.join(missing)}"
+        )
+    return None
+
+
 def _list_items(value: str) -> list[str]:
     """A LIST config's entries as Kafka parses them: split on commas, whitespace around each dropped."""
     return re.split(r"\s*,\s*", value.strip()) if value.strip() else []
@@ -418,8 +437,14 @@ def incremental_alter_configs(call: Call) -> Any:
             message = f"unknown resource {res.resource_name!r}"
         else:
             updated = dict(target)
+            broker = (
+                state.brokers.get(int(res.resource_name))
+                if res.resource_type == BROKER and target is not state.broker_defaults
+                else None
+            )
+            log_dirs = broker.log_dirs if broker is not None else None
             for c in res.configs:
-                problem = _check_value(c.name, c.value)
+                problem = _check_value(c.name, c.value) or _check_cordons(c.name, c.value, log_dirs)
                 if problem is not None:
                     err, message = error_code(problem[0]), problem[1]
                     break

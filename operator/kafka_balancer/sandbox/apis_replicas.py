@@ -10,6 +10,7 @@ from typing import Any
 from kafka.protocol.admin.cluster import DescribeLogDirsResponse
 from kafka.protocol.admin.topics import (
     AlterPartitionReassignmentsResponse,
+    DescribeTopicPartitionsResponse,
     ElectLeadersResponse,
     ListPartitionReassignmentsResponse,
 )
@@ -231,3 +232,40 @@ def list_offsets(call: Call) -> Any:
             )
         topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts))
     return ListOffsetsResponse(version=call.version, throttle_time_ms=0, topics=topics)
+
+
+def describe_topic_partitions(call: Call) -> Any:
+    """DescribeTopicPartitions (KIP-966): each partition with its ISR and eligible leader replicas,
+    for the topics asked, at most ``response_partition_limit`` partitions, from ``cursor`` on."""
+    state, req = call.state, call.body
+    resp = DescribeTopicPartitionsResponse
+    start = (req.cursor.topic_name, req.cursor.partition_index) if req.cursor is not None else ("", -1)
+    topics, listed, next_cursor = [], 0, None
+    for name in sorted({t.name for t in req.topics}):
+        topic = state.topics.get(name)
+        if topic is None:
+            topics.append(resp.DescribeTopicPartitionsResponseTopic(
+                error_code=error_code("UNKNOWN_TOPIC_OR_PARTITION"), name=name, topic_id=None, is_internal=False,
+                partitions=[], topic_authorized_operations=-2147483648,
+            ))  # fmt: skip
+            continue
+        parts = []
+        for part in topic.partitions:
+            if (name, part.index) < start:
+                continue
+            if listed == req.response_partition_limit:
+                next_cursor = resp.Cursor(topic_name=name, partition_index=part.index)
+                break
+            listed += 1
+            parts.append(resp.DescribeTopicPartitionsResponseTopic.DescribeTopicPartitionsResponsePartition(
+                error_code=0, partition_index=part.index, leader_id=part.leader, leader_epoch=part.leader_epoch,
+                replica_nodes=list(part.replicas), isr_nodes=list(part.isr), eligible_leader_replicas=list(part.elr),
+                last_known_elr=[], offline_replicas=[b for b in part.replicas if not state.brokers[b].alive],
+            ))  # fmt: skip
+        topics.append(resp.DescribeTopicPartitionsResponseTopic(
+            error_code=0, name=name, topic_id=topic.topic_id, is_internal=False, partitions=parts,
+            topic_authorized_operations=-2147483648,
+        ))  # fmt: skip
+        if next_cursor is not None:
+            break
+    return resp(version=call.version, throttle_time_ms=0, topics=topics, next_cursor=next_cursor)

@@ -24,6 +24,7 @@ from kafka_balancer.model import ClusterModel
 from kafka_balancer.sandbox import operations
 from kafka_balancer.sandbox.apis import build_router
 from kafka_balancer.sandbox.apis_cluster import coordinator_for
+from kafka_balancer.sandbox.ports import check_port_range
 from kafka_balancer.sandbox.replication import ReplicationOptions, tick
 from kafka_balancer.sandbox.sasl import MECHANISMS, SaslServer
 from kafka_balancer.sandbox.server import BrokerListener
@@ -57,6 +58,8 @@ class EmulatorOptions:
 class EmulatedCluster:
     def __init__(self, model: ClusterModel, options: EmulatorOptions | None = None):
         self.options = options or EmulatorOptions()
+        if self.options.port_base is not None:
+            check_port_range(self.options.port_base, model.num_brokers, "port base")
         self.state = ClusterState.from_model(model)
         users = self.options.sasl_users
         sasl = SaslServer(users, self.options.sasl_mechanisms) if users is not None else None

@@ -9,6 +9,12 @@ person with kubectl:
   finalizer patch needs them); only spec changes bump ``generation``, and a patch to ``/status``
   cannot change ``spec``, as with a real status subresource.
 - ConfigMaps, Secrets and Events (the core resources the operator writes) are served.
+- Object names must be DNS-1123 subdomains (422 Invalid otherwise).
+- The API server's size limits hold: a ConfigMap's or Secret's data (``data`` plus decoded
+  ``binaryData``, keys included) at most 1 MiB (422 Invalid, "Too long"), and any object as stored
+  at most 1.5 MiB, etcd's default request limit (413, "etcdserver: request is too large"). The stored
+  size is taken as the object's compact JSON, binary data counted decoded (etcd keeps core objects in
+  protobuf and custom resources in JSON).
 
 :class:`KubeClient` is the demo's kubectl: create, get, list (items) and merge-patch over HTTP (stdlib only); with a
 bearer token and a CA it talks to a real API server too (the tests' kube-apiserver, tests/kube_apiserver.py).
@@ -18,10 +24,14 @@ The controller tests serve a subclass that records every request (tests/controll
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
+import copy
 import datetime as dt
 import itertools
 import json
+import re
 import ssl
 import threading
 import urllib.error
@@ -31,14 +41,26 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import aiohttp.test_utils
+import aiohttp.web
+import aiohttp.web_request
+import aiohttp.web_server
 import attrs
 import kmock
 import yaml
-from kmock._internal import enums, rendering  # the request model, for the stamping hook
+from kmock._internal import dicts, enums, rendering  # the request model, for the stamping hook; merge patches
 
 CRD_RESOURCE = "apiextensions.k8s.io/v1/customresourcedefinitions"
 _CORE = (("events", "Event"), ("configmaps", "ConfigMap"), ("secrets", "Secret"))
 _VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
+
+
+# The API server's limits (k8s.io/api core/v1 MaxSecretSize for ConfigMaps and Secrets; etcd's
+# --max-request-bytes default for every object).
+DATA_LIMIT_BYTES = 1024 * 1024
+REQUEST_LIMIT_BYTES = 3 * 1024 * 1024  # a request body (aiohttp's own default is 1 MiB)
+OBJECT_LIMIT_BYTES = 1024 * 1024 * 3 // 2
+_DATA_KINDS = frozenset({"configmaps", "secrets"})
 
 
 class KubeError(RuntimeError):
@@ -47,6 +69,73 @@ class KubeError(RuntimeError):
     def __init__(self, message: str, code: int | None = None) -> None:
         super().__init__(message)
         self.code = code
+
+
+@attrs.frozen
+class _TooLong(kmock.KubernetesError):
+    status: int = 422
+    reason: str = "Invalid"
+    message: str = ""
+    details: Any = attrs.field(factory=lambda: {"causes": [{"reason": "FieldValueTooLong", "field": "[]"}]})
+
+
+@attrs.frozen
+class _Unprocessable(kmock.KubernetesError):
+    status: int = 422
+    reason: str = "Invalid"
+    message: str = ""
+    details: Any = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class _TooLarge(kmock.KubernetesError):
+    status: int = 413
+    reason: str = "RequestEntityTooLarge"
+    message: str = "etcdserver: request is too large"
+    details: Any = attrs.field(factory=lambda: {"causes": []})
+
+
+def _decoded_size(value: Any) -> int:
+    try:
+        return len(base64.b64decode(str(value), validate=True))
+    except (binascii.Error, ValueError):
+        return len(str(value))
+
+
+def data_size(obj: Mapping[str, Any]) -> int:
+    """A ConfigMap's or Secret's data as the API server counts it: keys plus values, binary values decoded."""
+    total = sum(len(k) + len(str(v).encode()) for k, v in (obj.get("data") or {}).items())
+    total += sum(len(k) + len(str(v).encode()) for k, v in (obj.get("stringData") or {}).items())
+    return total + sum(len(k) + _decoded_size(v) for k, v in (obj.get("binaryData") or {}).items())
+
+
+def stored_size(obj: Mapping[str, Any]) -> int:
+    """The object's size as stored (see the module docstring)."""
+    binary = obj.get("binaryData") or {}
+    text = json.dumps({k: v for k, v in obj.items() if k != "binaryData"}, separators=(",", ":"))
+    return len(text.encode()) + sum(len(k) + _decoded_size(v) for k, v in binary.items())
+
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def check_name(kind: str, name: Any) -> None:
+    """Refuse a name that is not a DNS-1123 subdomain, as the API server does for the objects served here."""
+    if not isinstance(name, str) or len(name) > 253 or not _SUBDOMAIN.match(name):
+        raise _Unprocessable(
+            message=f'{kind} "{name}" is invalid: metadata.name: Invalid value: "{name}": a lowercase RFC 1123'
+            " subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end"
+            " with an alphanumeric character"
+        )
+
+
+def check_size(plural: str, name: str, obj: Mapping[str, Any]) -> None:
+    """Refuse an object over the API server's limits, with the API server's status and message."""
+    if plural in _DATA_KINDS and data_size(obj) > DATA_LIMIT_BYTES:
+        kind = "ConfigMap" if plural == "configmaps" else "Secret"
+        raise _TooLong(message=f'{kind} "{name}" is invalid: []: Too long: must have at most {DATA_LIMIT_BYTES} bytes')
+    if stored_size(obj) > OBJECT_LIMIT_BYTES:
+        raise _TooLarge()
 
 
 def _now() -> str:
@@ -95,6 +184,7 @@ class KubeEmulator(kmock.KubernetesEmulator):
                     raise kmock.KubernetesResourceNotFoundError
                 if not meta.get("name") and meta.get("generateName"):  # kopf's Events
                     meta["name"] = f"{meta['generateName']}{uuid.uuid4().hex[:5]}"
+                check_name(str(data.get("kind") or request.resource.plural), meta.get("name"))
                 meta.setdefault("uid", str(uuid.uuid4()))
                 meta["generation"] = 1
                 meta.setdefault("creationTimestamp", _now())
@@ -103,6 +193,7 @@ class KubeEmulator(kmock.KubernetesEmulator):
                 meta["resourceVersion"] = str(next(self._rv))
                 if request.resource.plural == "customresourcedefinitions":
                     self.install_crd(data)
+                check_size(request.resource.plural or "", str(meta.get("name")), data)
             elif request.action == enums.action.UPDATE and request.name is not None:
                 key = (request.resource, request.namespace, request.name)
                 current = self.objects[key].raw if key in self.objects and not self.objects[key].deleted else {}
@@ -112,7 +203,50 @@ class KubeEmulator(kmock.KubernetesEmulator):
                 if request.subresource == "status":
                     data.pop("spec", None)  # the status subresource ignores spec changes
                 meta["resourceVersion"] = str(next(self._rv))
+                if current:  # the object this patch would make, before it is made
+                    merged = dicts.patch_dict(copy.deepcopy(dict(current)), data)
+                    check_size(request.resource.plural or "", request.name, merged)
+        elif (
+            request.resource is not None
+            and request.name is not None
+            and isinstance(data, list)
+            and request.action == enums.action.UPDATE
+        ):
+            self._check_json_patch(request.resource, request.namespace, request.name, data)
         return await super()._handle(request)
+
+    def _check_json_patch(self, resource: Any, namespace: str | None, name: str, patch: list[Any]) -> None:
+        """A JSON patch (RFC 6902) that does not apply is refused with 422, as the API server does, not 500:
+        kopf retries a 5xx with the same body (a stale resourceVersion ``test`` then fails nine times over
+        a minute) while after a 4xx it reads the object again. One that applies bumps resourceVersion."""
+        key = (resource, namespace, name)
+        if key not in self.objects or self.objects[key].deleted:
+            return  # kmock answers 404
+        try:
+            merged = dicts.patch_dict(copy.deepcopy(dict(self.objects[key].raw)), patch)
+        except Exception as err:  # jsonpatch's errors: a failed "test", a path that is not there
+            raise _Unprocessable(
+                message=f"the server rejected our request due to an error in our request: {err}"
+            ) from None
+        check_size(resource.plural or "", name, merged)
+        patch.append({"op": "replace", "path": "/metadata/resourceVersion", "value": str(next(self._rv))})
+
+
+class _HttpServer(aiohttp.test_utils.RawTestServer):
+    """kmock's HTTP server, taking request bodies up to the API server's limit."""
+
+    async def _make_runner(self, debug: bool = True, **kwargs: Any) -> aiohttp.web.ServerRunner:
+        loop = self._loop or asyncio.get_running_loop()
+
+        def request(
+            message: Any, payload: Any, protocol: Any, writer: Any, task: Any
+        ) -> aiohttp.web_request.BaseRequest:
+            return aiohttp.web_request.BaseRequest(
+                message, payload, protocol, writer, task, loop, client_max_size=REQUEST_LIMIT_BYTES
+            )
+
+        server = aiohttp.web_server.Server(self._handler, loop=loop, debug=debug, request_factory=request, **kwargs)
+        return aiohttp.web.ServerRunner(server, debug=debug, **kwargs)
 
 
 class KubeApiServer:
@@ -140,7 +274,9 @@ class KubeApiServer:
 
     async def _start(self) -> None:
         self.emulator = await self._stack.enter_async_context(self.make_emulator())
-        server = await self._stack.enter_async_context(kmock.Server(self.emulator, host="127.0.0.1"))
+        server = await self._stack.enter_async_context(
+            kmock.Server(self.emulator, host="127.0.0.1", server_cls=_HttpServer)
+        )
         self.url = str(server.url).rstrip("/")
 
     def stop(self) -> None:

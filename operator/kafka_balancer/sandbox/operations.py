@@ -59,6 +59,7 @@ def _cancel(state: ClusterState, part: PartitionState, current: Reassignment) ->
     # original replicas come back in that list's order, not always in their original order.
     part.replicas = [b for b in part.replicas if b not in current.adding]
     part.isr = [b for b in part.isr if b in part.replicas]
+    part.elr = [b for b in part.elr if b in part.replicas]
     part.reassignment = None
     if part.leader not in part.replicas or part.leader not in part.isr:
         state.elect_from_isr(part)
@@ -73,6 +74,7 @@ def maybe_complete(state: ClusterState, part: PartitionState) -> bool:
         return False
     part.replicas = list(r.target)
     part.isr = [b for b in part.isr if b in r.target]
+    part.elr = [b for b in part.elr if b in r.target]
     part.reassignment = None
     if part.leader not in r.target:
         # The old leader is being removed: leadership moves to the first target replica in sync.
@@ -104,6 +106,7 @@ def elect(state: ClusterState, part: PartitionState, election_type: int) -> str 
                 part.leader_epoch += 1
                 # An unclean leader truncates the others: it alone is in sync.
                 part.isr = [b]
+                part.elr = []
                 state.refresh_partition(part)
                 state.version += 1
                 return None
@@ -121,7 +124,7 @@ def stop_broker(state: ClusterState, broker_id: int) -> None:
         if broker_id not in part.replicas:
             continue
         if broker_id in part.isr and len(part.isr) > 1:
-            part.isr.remove(broker_id)
+            state.leave_isr(part, broker_id)
             # The replica keeps the log it had; on restart it catches up from there.
             part.lagging[broker_id] = float(state.size[part.row])
         if part.leader == broker_id:

@@ -12,6 +12,7 @@ import random
 import socket
 from pathlib import Path
 
+MAX_PORT = 65535
 _RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _LOWEST = 10_000
 
@@ -52,3 +53,11 @@ def free_port_range(count: int = 1, host: str = "127.0.0.1") -> int:
 def free_port(host: str = "127.0.0.1") -> int:
     """A port that is free now, below the ephemeral range."""
     return free_port_range(1, host)
+
+
+def check_port_range(base: int, count: int, what: str = "port base", *, lowest: int = 1) -> None:
+    """``count`` consecutive ports from ``base`` must lie in ``lowest..65535`` (bind() overflows beyond)."""
+    if not lowest <= base <= MAX_PORT or base + count - 1 > MAX_PORT:
+        raise ValueError(
+            f"{what} {base}: {count} port(s) from it need {base}..{base + count - 1}, outside {lowest}..{MAX_PORT}"
+        )

@@ -29,6 +29,7 @@ from pathlib import Path
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.port import KafkaError
+from kafka_balancer.sandbox.ports import check_port_range
 
 KAFKA_VERSION = "4.3.1"
 CONTROLLER_ID = 0
@@ -74,10 +75,10 @@ class RealClusterOptions:
             raise SandboxError(f"--racks must be between 1 and 26, got {self.racks}")
         if not 1 <= self.log_dirs <= 16:
             raise SandboxError(f"--log-dirs must be between 1 and 16, got {self.log_dirs}")
-        if self.port_base < 1024 or self.port_base + self.brokers > 65535:
-            raise SandboxError(
-                f"--port-base must leave room for {self.brokers + 1} ports between 1024 and 65535, got {self.port_base}"
-            )
+        try:  # N brokers and the controller, above the privileged ports
+            check_port_range(self.port_base, self.brokers + 1, "--port-base", lowest=1024)
+        except ValueError as err:
+            raise SandboxError(str(err)) from None
 
     def broker_port(self, broker_id: int) -> int:
         return self.port_base + broker_id - 1

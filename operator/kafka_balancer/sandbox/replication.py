@@ -150,7 +150,7 @@ def tick(state: ClusterState, dt: float, options: ReplicationOptions) -> None:
         target = float(state.size[part.row])
         if done >= target:
             del part.lagging[flow.follower]
-            part.isr.append(flow.follower)
+            state.join_isr(part, flow.follower)
             changed.add(part)
         else:
             part.lagging[flow.follower] = done

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from kafka_balancer.kafka.port import CORDONED_LOG_DIRS, LOG_DIRS, MIN_INSYNC_REPLICAS, log_dirs_of
 from kafka_balancer.model import DISK, NETWORK_IN, NETWORK_OUT, ClusterModel
+from kafka_balancer.model.cluster import LogDir, all_cordoned
 
 NO_LEADER = -1
 
@@ -42,6 +44,7 @@ class PartitionState:
     """Metadata of one partition. ``lagging`` holds the log size of replicas outside the ISR."""
 
     __slots__ = (
+        "elr",
         "hw_epoch",
         "index",
         "isr",
@@ -60,6 +63,9 @@ class PartitionState:
         self.row = row
         self.replicas = replicas
         self.isr = isr
+        # Eligible leader replicas (KIP-966, on in Kafka 4.x): replicas that left the ISR while it was
+        # below min.insync.replicas, so hold every acknowledged write; cleared once the ISR is back at it.
+        self.elr: list[int] = []
         self.leader = leader
         self.leader_epoch = 0
         # The leader epoch whose leader knows its high watermark. A new leader learns it from its
@@ -78,6 +84,10 @@ class TopicState:
     configs: dict[str, str] = field(default_factory=dict)
 
 
+# A broker's log.dirs when the snapshot does not name them (one directory, as a default install).
+DEFAULT_LOG_DIR = "/var/lib/kafka/data"
+
+
 @dataclass
 class BrokerState:
     id: int
@@ -88,7 +98,17 @@ class BrokerState:
     disk: float = math.nan  # bytes
     network_out: float = math.nan
     slow_rate: float | None = None  # fault injection: cap on this broker's replication bytes/s
-    configs: dict[str, str] = field(default_factory=dict)
+    configs: dict[str, str] = field(default_factory=dict)  # dynamic per-broker configs
+    log_dirs: list[str] = field(default_factory=lambda: [DEFAULT_LOG_DIR])  # its static log.dirs
+
+    def log_dir_entries(self) -> tuple[LogDir, ...]:
+        """Its log directories, each cordoned when its ``cordoned.log.dirs`` says so (as a real broker reads it)."""
+        return log_dirs_of({LOG_DIRS: ",".join(self.log_dirs), **self.configs})
+
+    @property
+    def takes_new_replicas(self) -> bool:
+        """Up and not every log directory cordoned: Kafka's placement of new topics skips it otherwise."""
+        return self.alive and not all_cordoned(self.log_dir_entries())
 
 
 @dataclass(frozen=True)
@@ -174,6 +194,11 @@ class ClusterState:
                 network_out=float(model.capacity[b, NETWORK_OUT]),
                 disk=float(model.capacity[b, DISK]),
             )
+            dirs = model.log_dirs(b)
+            if dirs:
+                state.brokers[info.id].log_dirs = [d.path for d in dirs]
+            if any(d.cordoned for d in dirs):
+                state.brokers[info.id].configs[CORDONED_LOG_DIRS] = ",".join(d.path for d in dirs if d.cordoned)
         for settings in model.topic_settings():
             configs: dict[str, str] = {}
             if settings.min_insync_replicas is not None:
@@ -272,6 +297,25 @@ class ClusterState:
             self.reassigning.pop(key, None)
         else:
             self.reassigning[key] = part
+
+    def min_isr(self, topic: str) -> int:
+        """The topic's effective min.insync.replicas: its own, else the cluster default, else 1."""
+        configs = self.topics[topic].configs if topic in self.topics else {}
+        return int(configs.get(MIN_INSYNC_REPLICAS) or self.broker_defaults.get(MIN_INSYNC_REPLICAS) or 1)
+
+    def leave_isr(self, part: PartitionState, broker_id: int) -> None:
+        """``broker_id`` drops out of the ISR; below min ISR it becomes an eligible leader replica (KIP-966)."""
+        part.isr.remove(broker_id)
+        if len(part.isr) < self.min_isr(part.topic) and broker_id not in part.elr:
+            part.elr.append(broker_id)
+
+    def join_isr(self, part: PartitionState, broker_id: int) -> None:
+        """``broker_id`` caught up; at min ISR again the ELR is cleared (KIP-966)."""
+        part.isr.append(broker_id)
+        if broker_id in part.elr:
+            part.elr.remove(broker_id)
+        if len(part.isr) >= self.min_isr(part.topic):
+            part.elr.clear()
 
     def elect_from_isr(self, part: PartitionState, prefer: Sequence[int] | None = None) -> None:
         """Make the first live ISR member (in replica order, or ``prefer`` order) the leader."""

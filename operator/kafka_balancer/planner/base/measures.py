@@ -17,6 +17,7 @@ from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.state import State, arrived_replicas
 from kafka_balancer.planner.catalogue import (
+    CORDONED_LOG_DIRS,
     EXCLUDED_BROKERS,
     GROUP_CONFINEMENT,
     RACK_AWARENESS,
@@ -176,6 +177,10 @@ def hard_goal_status(st: State, original: Ints, scope: BoolArray | None = None) 
             status[goal] = not outside.any()
         elif goal == EXCLUDED_BROKERS:
             status[goal] = _excluded_hold(st, original)
+        elif goal == CORDONED_LOG_DIRS:
+            status[goal] = not bool(
+                np.any(arrived_replicas(st.rep, original) & st.model.broker_cordoned[np.maximum(st.rep, 0)])
+            )
     return status
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.scope import Scope, ScopeChanges
-from kafka_balancer.planner.catalogue import CATALOGUE, Catalogue
+from kafka_balancer.planner.catalogue import CATALOGUE, CORDONED_LOG_DIRS, Catalogue
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
 
 # A copy of the placement and its totals: (rep, load, tcount, tlead).
@@ -144,6 +144,10 @@ class State:
                 self.can_host[self.index_of(b, "goals.excludedBrokersForReplicas")] = False
             for b in options.excluded_brokers_for_leadership:
                 self.can_lead[self.index_of(b, "goals.excludedBrokersForLeadership")] = False
+        if options.hard(CORDONED_LOG_DIRS):
+            # A broker whose every log directory is cordoned (KIP-1066) takes no new replica; one
+            # with some left takes them there (Kafka picks the directory). Both keep what they hold.
+            self.can_host &= ~model.broker_cordoned
         if op.type == "demote-brokers":
             for b in op.brokers:
                 self.can_lead[self.index_of(b, "operation.brokers")] = False

@@ -43,10 +43,16 @@ def precheck(st: State) -> None:
         worst = int(np.argmax(rf[parts] - on_kept))
         max_rf, short = int(rf[parts[worst]]), int(rf[parts[worst]] - on_kept[worst]) - hosts.size
         if short > 0:
+            closed = np.flatnonzero(kept)
+            why = (
+                f"; {ids_text(st, closed)} take no new ones (excludedBrokersForReplicas, every log directory cordoned)"
+                if closed.size
+                else ""
+            )
             raise PlanningError(
                 "replica-capacity",
                 f"group '{name}' has partitions with replication factor {max_rf} but only {hosts.size} brokers "
-                f"can host replicas ({ids_text(st, hosts)}); add {short} broker(s) to the group",
+                f"can host replicas ({ids_text(st, hosts)}{why}); add {short} broker(s) to the group",
             )
         for goal, q in st.catalogue.capacity_goals:
             if not st.options.hard(goal):

@@ -85,7 +85,8 @@ def _place(st: State, parts: Ints, slots: Ints, targets: BoolArray | None, nrack
             raise PlanningError(
                 "excluded-brokers",
                 f"group '{st.groups.names[g]}' has {gp.size} replicas to re-place but none of {among} can host "
-                f"them (dead, being removed, or in excludedBrokersForReplicas); add a broker to the group",
+                f"them (dead, being removed, in excludedBrokersForReplicas or every log directory cordoned); "
+                "add a broker to the group",
             )
         chunk = CHUNK_PER_BROKER * dests.size
         for start in range(0, gp.size, chunk):

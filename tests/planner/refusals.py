@@ -1,0 +1,224 @@
+"""An independent judge of a planning refusal: each refusal docs/goals.md describes, recognised by its
+shape, and its claim recomputed from the snapshot and the policy (which group lacks what, which
+broker is over which limit, which partition has no rack left). A refusal of another shape, or one whose
+numbers or brokers do not hold, is a defect: in particular "the plan would still break hard goal ...",
+which is the planner's own final check catching a plan it made, never a fact about the cluster.
+
+What is not recomputed: that a packing really does not exist (the capacity repair's "broker N would
+carry ... and no broker of group G can take the excess"); only its broker, limit and group are checked.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+import numpy as np
+from independent import CAPACITY_GOALS, Layout, broker_loads, partition_loads, replica_array
+from kafka_balancer.model import ClusterModel
+from kafka_balancer.planner import PlannerOptions, PlanningError
+
+NUMBER = r"[-+0-9.e]+"
+IDS = r"\[[-0-9, ]*\]"
+QUANTITY_GOAL = {quantity: goal for goal, (quantity, _) in CAPACITY_GOALS.items()}
+
+
+def parse_ids(text: str) -> set[int]:
+    """``[0, 2-6, 9]`` (the planner's way of naming brokers) as a set of ids."""
+    out: set[int] = set()
+    for item in filter(None, (s.strip() for s in text.strip("[]").split(","))):
+        first, _, last = item.partition("-")
+        out.update(range(int(first), int(last or first) + 1))
+    return out
+
+
+def _close(printed: str, value: float) -> bool:
+    return math.isclose(float(printed), value, rel_tol=2e-5, abs_tol=1e-6)
+
+
+class Judge:
+    def __init__(self, model: ClusterModel, options: PlannerOptions) -> None:
+        self.model, self.options = model, options
+        self.layout = Layout(model, options)
+        self.current = {(p.topic, p.partition): p.replicas for p in model.partitions()}
+        self.rep = replica_array(self.layout, self.current)
+
+    def group_index(self, name: str) -> int:
+        return self.layout.names.index(name)
+
+    def ids(self, mask: np.ndarray) -> set[int]:
+        return set(self.layout.ids[mask].tolist())
+
+    def hosts(self, g: int) -> np.ndarray:
+        return self.layout.may_host & (self.layout.broker_group == g)
+
+    def target_rf(self) -> np.ndarray:
+        """Each partition's replication factor after the operation."""
+        rf = (self.rep >= 0).sum(axis=1)
+        op = self.options.operation
+        if op.type == "change-replication-factor" and op.replication_factor is not None:
+            rf = np.where(
+                np.isin(np.array(self.model.topics)[self.model.partition_topic], op.topics), op.replication_factor, rf
+            )
+        return rf
+
+    # Each refusal's shape: (reason predicate, pattern, check of the claim).
+    def group_total(self, reason: str, m: re.Match[str]) -> str | None:
+        g, quantity = self.group_index(m["group"]), m["what"]
+        if QUANTITY_GOAL.get(quantity) != reason:
+            return f"reason {reason} names quantity {quantity}"
+        lay, goal = self.layout, reason
+        parts = lay.topic_group[self.model.partition_topic] == g
+        rf = self.target_rf().astype(float)
+        lead, follow = partition_loads(lay, self.rep)[quantity]
+        if quantity == "network-out":
+            lead = self.model.bytes_out + (rf - 1) * self.model.bytes_in
+        total = float((lead[parts] + follow[parts] * (rf[parts] - 1)).sum())
+        limit = self.options.capacity_threshold * lay.capacity[goal]
+        hosts = self.hosts(g)
+        kept = lay.active & ~lay.may_host & (lay.broker_group == g)
+        load = broker_loads(lay, self.rep)[quantity]
+        room = float(limit[hosts].sum() + np.minimum(limit[kept], load[kept]).sum())
+        if parse_ids(m["ids"]) != self.ids(hosts):
+            return f"brokers {m['ids']} are not group {m['group']}'s hosts {sorted(self.ids(hosts))}"
+        if not (_close(m["total"], total) and _close(m["room"], room) and total > room):
+            return f"recomputed {total:.6g} needed, {room:.6g} room"
+        return None
+
+    def packing(self, reason: str, m: re.Match[str]) -> str | None:
+        lay = self.layout
+        b = lay.index.get(int(m["broker"]))
+        if b is None or QUANTITY_GOAL.get(m["what"]) != reason:
+            return f"unknown broker or quantity for {reason}"
+        limit = self.options.capacity_threshold * lay.capacity[reason][b]
+        group = lay.group_name(int(lay.broker_group[b]))
+        if not _close(m["limit"], limit) or float(m["load"]) <= limit:
+            return f"broker {m['broker']}'s limit is {limit:.6g}"
+        if m["group"] != group and not (group is None and m["group"] == "cluster"):
+            return f"broker {m['broker']} is in group {group}, not {m['group']}"
+        return None
+
+    def too_few_hosts(self, reason: str, m: re.Match[str]) -> str | None:
+        g = self.group_index(m["group"])
+        hosts = self.hosts(g)
+        if reason != "replica-capacity" or parse_ids(m["ids"]) != self.ids(hosts) or int(m["n"]) != hosts.sum():
+            return f"group {m['group']}'s hosts are {sorted(self.ids(hosts))}"
+        lay = self.layout
+        parts = lay.topic_group[self.model.partition_topic] == g
+        kept = lay.active & ~lay.may_host
+        on_kept = (kept[np.maximum(self.rep, 0)] & (self.rep >= 0)).sum(axis=1)
+        short = self.target_rf()[parts] - on_kept[parts]
+        if short.size == 0 or short.max() <= hosts.sum() or int(m["rf"]) not in self.target_rf()[parts]:
+            return f"group {m['group']} needs at most {short.max(initial=0)} hosts"
+        return None
+
+    def too_few_targets(self, reason: str, m: re.Match[str]) -> str | None:
+        op, lay = self.options.operation, self.layout
+        if m["group"] is not None:
+            targets = lay.broker_group == self.group_index(m["group"])
+        else:
+            targets = np.isin(lay.ids, op.target_brokers)
+        hosts = targets & lay.may_host
+        topics = np.isin(np.array(self.model.topics)[self.model.partition_topic], op.topics)
+        rf = int(self.target_rf()[topics].max(initial=0))
+        if reason != "replica-capacity" or parse_ids(m["ids"]) != self.ids(hosts) or int(m["rf"]) != rf:
+            return f"targets that may host are {sorted(self.ids(hosts))}, rf {rf}"
+        return None if hosts.sum() < rf else f"{hosts.sum()} hosts suffice for rf {rf}"
+
+    def rf_beyond_hosts(self, reason: str, m: re.Match[str]) -> str | None:
+        hosts = self.hosts(self.group_index(m["group"]))
+        if reason != "replica-capacity" or parse_ids(m["ids"]) != self.ids(hosts):
+            return f"group {m['group']}'s hosts are {sorted(self.ids(hosts))}"
+        wanted = self.options.operation.replication_factor
+        return None if int(m["rf"]) == wanted and hosts.sum() < wanted else f"{hosts.sum()} hosts, rf {wanted}"
+
+    def no_rack_left(self, reason: str, m: re.Match[str]) -> str | None:
+        lay, key = self.layout, (m["topic"], int(m["partition"]))
+        if reason != "rack-awareness" or key not in self.current:
+            return "not a rack-awareness refusal of a known partition"
+        # The replicas named are the plan's at that point (a replica crowding a rack or outside its group
+        # is re-placed first); one of them is still on a broker it must leave.
+        replicas = [int(x) for x in m["replicas"].split(",")]
+        leaving = {b for b in self.current[key] if not lay.active[lay.index[b]]}
+        if replicas != list(self.current[key]) and (
+            not leaving & set(replicas) or len(replicas) != len(leaving) + len(set(self.current[key]) - leaving)
+        ):
+            return f"{key} holds {self.current[key]}, none of it on a broker it must leave"
+        g = int(lay.topic_group[self.model.topics.index(key[0])])
+        hosts = lay.may_host & ((lay.broker_group == g) if g >= 0 else True)
+        kept = [lay.index[b] for b in replicas if lay.active[lay.index[b]]]
+        racks = set(lay.rack[hosts].tolist()) | {int(lay.rack[b]) for b in kept}
+        allowed = math.ceil(self.target_rf()[self.model.partition_index(*key)] / max(len(racks), 1))
+        for d in parse_ids(m["ids"]):
+            crowd = sum(lay.rack[b] == lay.rack[lay.index[d]] for b in kept)
+            if d not in replicas and crowd + 1 <= allowed:
+                return f"broker {d} keeps {key}'s racks spread"
+        return None
+
+    def outside_group(self, reason: str, m: re.Match[str]) -> str | None:
+        g = self.group_index(m["group"])
+        members = self.ids(self.layout.broker_group == g)
+        named = parse_ids(m["ids"])
+        outside = set(self.options.operation.target_brokers) - members
+        return None if reason == "invalid-options" and named and named <= outside else f"outside: {outside}"
+
+    def nowhere_to_go(self, reason: str, m: re.Match[str]) -> str | None:
+        hosts = self.hosts(self.group_index(m["group"]))
+        if m["targets"]:
+            hosts &= np.isin(self.layout.ids, self.options.operation.target_brokers)
+        return None if reason == "excluded-brokers" and not hosts.any() else f"{sorted(self.ids(hosts))} may host"
+
+
+SHAPES: tuple[tuple[str, Callable[[Judge, str, re.Match[str]], str | None]], ...] = (
+    (
+        rf"group '(?P<group>[^']+)' needs (?P<total>{NUMBER}) (?P<what>\S+) but \d+% of its brokers' capacity "
+        rf"(?P<ids>{IDS}) is (?P<room>{NUMBER}); add ",
+        Judge.group_total,
+    ),
+    (
+        rf"broker (?P<broker>\d+) would carry (?P<load>{NUMBER}) (?P<what>\S+) above its limit (?P<limit>{NUMBER}) "
+        rf"and no broker of group '(?P<group>[^']+)' \((?P<ids>{IDS})\) can take the excess",
+        Judge.packing,
+    ),
+    (
+        rf"group '(?P<group>[^']+)' has partitions with replication factor (?P<rf>\d+) but only (?P<n>\d+) brokers "
+        rf"can host replicas \((?P<ids>{IDS})\)",
+        Judge.too_few_hosts,
+    ),
+    (
+        rf"topics \[[^\]]*\] have replication factor (?P<rf>\d+) but (the target brokers|group '(?P<group>[^']+)') "
+        rf"offer only \d+ brokers that can host replicas \((?P<ids>{IDS})\)",
+        Judge.too_few_targets,
+    ),
+    (
+        rf"field 'operation.replicationFactor' (?P<rf>\d+) needs \d+ brokers that can host replicas in resource "
+        rf"group '(?P<group>[^']+)' of topics \[[^\]]*\], which has \d+ \((?P<ids>{IDS})\)",
+        Judge.rf_beyond_hosts,
+    ),
+    (
+        rf"partition (?P<topic>.+)-(?P<partition>\d+) \(replicas \[(?P<replicas>[-0-9, ]*)\]\) has no broker among "
+        rf"(?P<ids>{IDS}) that keeps its racks spread",
+        Judge.no_rack_left,
+    ),
+    (
+        rf"field 'operation.targetBrokers' names brokers (?P<ids>{IDS}) outside resource group '(?P<group>[^']+)'",
+        Judge.outside_group,
+    ),
+    (
+        r"group '(?P<group>[^']+)' has \d+ replicas to re-place but none of "
+        r"(?P<targets>the target brokers)?.* can host them",
+        Judge.nowhere_to_go,
+    ),
+)
+
+
+def refusal_problem(model: ClusterModel, options: PlannerOptions, error: PlanningError) -> str | None:
+    """None when ``error`` is a documented refusal whose claim holds on this cluster, else what is wrong."""
+    judge = Judge(model, options)
+    for pattern, verify in SHAPES:
+        match = re.match(pattern, error.details)
+        if match:
+            problem = verify(judge, error.reason, match)
+            return None if problem is None else f"{error.reason}: {error.details} -- but {problem}"
+    return f"not a documented refusal: {error.reason}: {error.details}"

@@ -1,0 +1,109 @@
+"""Cordoned log directories (KIP-1066): a broker whose every log directory is cordoned gets no new
+replica from any plan, while what it holds may move away; a broker with some directories left
+uncordoned still takes replicas (Kafka puts them in those). The goal is `cordoned-log-dirs`."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+from checks import placement_after
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kafka_balancer.model import ClusterBuilder, ClusterModel
+from kafka_balancer.model.cluster import LogDir
+from kafka_balancer.planner import CATALOGUE, OperationOptions, PlannerOptions, PlanningError, plan
+
+from bench.random_operations import OPERATIONS, random_case
+
+GOAL = "cordoned-log-dirs"
+
+
+def with_cordons(model: ClusterModel, full: set[int], partial: frozenset[int] | set[int] = frozenset()) -> ClusterModel:
+    """The model with two log directories per broker: both cordoned on ``full``, the first on ``partial``."""
+    dirs = []
+    for b in model.broker_ids.tolist():
+        dirs.append((LogDir(f"/data/{b}/0", b in full or b in partial), LogDir(f"/data/{b}/1", b in full)))
+    return dataclasses.replace(model, broker_log_dirs=tuple(dirs))
+
+
+def new_broker_cluster() -> ClusterModel:
+    """Brokers 1-3 hold 12 partitions of rf 2, broker 4 (rack of its own) holds nothing."""
+    builder = ClusterBuilder()
+    for b in (1, 2, 3, 4):
+        builder.add_broker(b, rack=f"r{b}")
+    for p in range(12):
+        builder.add_partition("t", p, [1 + p % 3, 1 + (p + 1) % 3], size_bytes=1000.0)
+    return builder.build()
+
+
+def arrivals(model: ClusterModel, proposal_plan: object) -> set[int]:
+    before = {(p.topic, p.partition): set(p.replicas) for p in model.partitions()}
+    after = placement_after(model, proposal_plan)  # type: ignore[arg-type]
+    return {b for key, replicas in after.items() for b in set(replicas) - before[key]}
+
+
+def test_a_cordoned_new_broker_gets_nothing_where_it_would_get_its_share() -> None:
+    model = new_broker_cluster()
+    open_plan = plan(with_cordons(model, full=set()))
+    assert 4 in arrivals(model, open_plan.plan)  # the check below is not vacuous
+    cordoned = plan(with_cordons(model, full={4}))
+    assert 4 not in arrivals(model, cordoned.plan)
+    assert cordoned.summary["hardGoals"][GOAL] is True
+    # One directory of two cordoned: Kafka places the replica in the other, so the broker takes its share.
+    partial = plan(with_cordons(model, full=set(), partial={4}))
+    assert 4 in arrivals(model, partial.plan)
+
+
+def test_what_a_cordoned_broker_holds_may_move_away() -> None:
+    builder = ClusterBuilder()
+    for b in (1, 2, 3, 4):
+        builder.add_broker(b, rack=f"r{b}")
+    for p in range(16):  # broker 1 holds every partition
+        builder.add_partition("t", p, [1, 2 + p % 3], size_bytes=1000.0)
+    model = with_cordons(builder.build(), full={1})
+    proposal = plan(model)
+    after = placement_after(model, proposal.plan)
+    assert sum(1 in r for r in after.values()) < 16  # replicas left broker 1
+    assert 1 not in arrivals(model, proposal.plan)
+    assert proposal.summary["hardGoals"][GOAL] is True
+
+
+def test_removing_a_broker_when_only_cordoned_brokers_could_host_names_the_cordon() -> None:
+    builder = ClusterBuilder()
+    for b in (1, 2, 3):
+        builder.add_broker(b, rack="r")
+    builder.add_partition("t", 0, [1, 2], size_bytes=1.0)
+    model = with_cordons(builder.build(), full={3})
+    with pytest.raises(PlanningError, match=r"\[3\] take no new ones .*every log directory cordoned"):
+        plan(model, PlannerOptions(operation=OperationOptions("remove-brokers", brokers=(1,))))
+
+
+def test_nothing_cordoned_leaves_the_proposal_id_as_without_log_dirs() -> None:
+    model = new_broker_cluster()
+    assert plan(with_cordons(model, full=set(), partial={1})).id == plan(model).id
+    assert plan(with_cordons(model, full={4})).id != plan(model).id
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1), st.sampled_from(OPERATIONS))
+def test_no_operation_places_a_replica_on_a_cordoned_broker(seed: int, kind: str) -> None:
+    model, options = random_case(seed, kind)
+    rng = random.Random(seed)
+    ids = model.broker_ids.tolist()
+    full = set(rng.sample(ids, k=rng.randint(1, max(1, len(ids) // 4))))
+    partial = set(rng.sample(ids, k=rng.randint(0, len(ids) // 4))) - full
+    cordoned = with_cordons(model, full, partial)
+    try:
+        proposal = plan(cordoned, options)
+    except PlanningError as error:
+        failed: PlanningError | None = error
+    else:
+        failed = None
+    if failed is not None:
+        assert "would still break" not in failed.details, failed
+        return
+    assert not arrivals(cordoned, proposal.plan) & full, (full, proposal.plan)
+    assert proposal.summary["hardGoals"][GOAL] is True
+    assert GOAL in CATALOGUE.hard_goals
