@@ -54,6 +54,7 @@ class ForkServer:
             stdout=subprocess.PIPE,
             text=True,
             env=env,
+            cwd=workdir,  # a command's default output (execute's state file and its lock) lands here
         )
         assert self.proc.stdout is not None
         assert json.loads(self.proc.stdout.readline()) == {"ready": True}
