@@ -284,8 +284,8 @@ class Metrics:
             series: tuple[Gauge | Counter, ...] = (
                 self.balancedness, self.proposal_moves, self.proposal_bytes, self.proposal_leaders,
                 self.exec_bytes_moved, self.exec_bytes_total, self.exec_parts_moved, self.exec_parts_total,
-                self.exec_in_flight, self.exec_eta, self.moved_bytes, self.moved_partitions, self.samples,
-                self.completeness, self.throttled_brokers,
+                self.exec_in_flight, self.exec_stuck, self.exec_eta, self.moved_bytes, self.moved_partitions,
+                self.samples, self.completeness, self.throttled_brokers,
             )  # fmt: skip
             for metric in series:
                 _remove(metric, (policy, namespace, cluster))

@@ -113,7 +113,9 @@ class Layout:
         removed = np.isin(self.ids, op.brokers) if op.type == "remove-brokers" else np.zeros(len(brokers), bool)
         self.alive = np.array([b.alive for b in brokers])
         self.active = self.alive & ~removed
-        self.may_host = self.active & ~np.isin(self.ids, options.excluded_brokers_for_replicas)
+        # A broker whose every log directory is cordoned takes no new replica (docs/goals.md, cordoned-log-dirs).
+        cordoned = np.array([bool(b.log_dirs) and all(d.cordoned for d in b.log_dirs) for b in brokers], dtype=bool)
+        self.may_host = self.active & ~np.isin(self.ids, options.excluded_brokers_for_replicas) & ~cordoned
         self.capacity = {
             goal: np.array([np.nan if getattr(b, name) is None else getattr(b, name) for b in brokers])
             for goal, (_, name) in CAPACITY_GOALS.items()

@@ -107,6 +107,8 @@ class Judge:
         lay = self.layout
         parts = lay.topic_group[self.model.partition_topic] == g
         kept = lay.active & ~lay.may_host
+        if m["kept"] is not None and parse_ids(m["kept"]) != self.ids(kept & (lay.broker_group == g)):
+            return f"group {m['group']}'s live brokers that take no new replicas are {sorted(self.ids(kept))}"
         on_kept = (kept[np.maximum(self.rep, 0)] & (self.rep >= 0)).sum(axis=1)
         short = self.target_rf()[parts] - on_kept[parts]
         if short.size == 0 or short.max() <= hosts.sum() or int(m["rf"]) not in self.target_rf()[parts]:
@@ -183,7 +185,7 @@ SHAPES: tuple[tuple[str, Callable[[Judge, str, re.Match[str]], str | None]], ...
     ),
     (
         rf"group '(?P<group>[^']+)' has partitions with replication factor (?P<rf>\d+) but only (?P<n>\d+) brokers "
-        rf"can host replicas \((?P<ids>{IDS})\)",
+        rf"can host replicas \((?P<ids>{IDS})(?:; (?P<kept>{IDS}) take no new ones \([^)]*\))?\)",
         Judge.too_few_hosts,
     ),
     (
