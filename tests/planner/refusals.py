@@ -139,23 +139,30 @@ class Judge:
         lay, key = self.layout, (m["topic"], int(m["partition"]))
         if reason != "rack-awareness" or key not in self.current:
             return "not a rack-awareness refusal of a known partition"
-        # The replicas named are the plan's at that point (a replica crowding a rack or outside its group
-        # is re-placed first); one of them is still on a broker it must leave.
         replicas = [int(x) for x in m["replicas"].split(",")]
-        leaving = {b for b in self.current[key] if not lay.active[lay.index[b]]}
-        if replicas != list(self.current[key]) and (
-            not leaving & set(replicas) or len(replicas) != len(leaving) + len(set(self.current[key]) - leaving)
-        ):
-            return f"{key} holds {self.current[key]}, none of it on a broker it must leave"
+        if replicas != list(self.current[key]):
+            return f"{key} holds {self.current[key]}, not {replicas}"
+        # The claim: the replicas that must move (off a dead or removed broker, out of another group,
+        # out of a crowded rack) cannot all land on the named brokers with every rack within its share.
         g = int(lay.topic_group[self.model.topics.index(key[0])])
         hosts = lay.may_host & ((lay.broker_group == g) if g >= 0 else True)
-        kept = [lay.index[b] for b in replicas if lay.active[lay.index[b]]]
+        confined = g >= 0 and "resource-group-confinement" in self.options.hard_goals
+        kept = [
+            lay.index[b]
+            for b in replicas
+            if lay.active[lay.index[b]] and not (confined and lay.broker_group[lay.index[b]] != g)
+        ]
         racks = set(lay.rack[hosts].tolist()) | {int(lay.rack[b]) for b in kept}
-        allowed = math.ceil(self.target_rf()[self.model.partition_index(*key)] / max(len(racks), 1))
-        for d in parse_ids(m["ids"]):
-            crowd = sum(lay.rack[b] == lay.rack[lay.index[d]] for b in kept)
-            if d not in replicas and crowd + 1 <= allowed:
-                return f"broker {d} keeps {key}'s racks spread"
+        rf = int(self.target_rf()[self.model.partition_index(*key)])
+        allowed = math.ceil(rf / max(len(racks), 1))
+        crowd = {r: min(sum(lay.rack[b] == r for b in kept), allowed) for r in racks}
+        need = rf - sum(crowd.values())
+        named = [lay.index[d] for d in parse_ids(m["ids"]) if d in lay.index and d not in replicas]
+        free = {
+            r: min(allowed - crowd[r], sum(bool(lay.may_host[d]) and lay.rack[d] == r for d in named)) for r in racks
+        }
+        if sum(free.values()) >= need:
+            return f"{need} of {key}'s replicas must move; the named brokers take {sum(free.values())} spread"
         return None
 
     def outside_group(self, reason: str, m: re.Match[str]) -> str | None:

@@ -20,13 +20,14 @@ from refusals import refusal_problem
 from bench.random_operations import OPERATIONS, random_case
 
 
-# Derandomized: the same 100 cases in every run, so that a red run names a change, not a draw. Drawn
-# at random, seed 78201498 add-brokers found a planner defect (a rack-awareness refusal for a
-# partition whose replicas the plan had moved itself), reported in issue 37's note.
+# Derandomized (tests/conftest.py): the same 100 cases in every run, so that a red run names a change.
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(st.integers(0, 2**32 - 1), st.sampled_from(OPERATIONS))
 # A refusal naming the live brokers that take no new replicas ("[1] take no new ones (...)").
 @example(seed=94476, kind="add-brokers")
+# A rack-awareness refusal of a partition with one replica on a dead broker and one outside its group,
+# where the group has one broker left in the second rack: it named the stage's placement, not the cluster's.
+@example(seed=78201498, kind="add-brokers")
 def test_every_operation_plans_or_names_what_the_cluster_lacks(seed: int, kind: str) -> None:
     model, options = random_case(seed, kind)
     try:

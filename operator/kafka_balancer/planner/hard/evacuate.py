@@ -152,7 +152,9 @@ def choose_destinations(
 def _no_spread_error(st: State, p: int, dests: Ints, racks: Ints, allowed: float) -> None:
     """Partition ``p`` (its other replicas in ``racks``) fits on none of ``dests``: name the brokers
     outside them that would keep it spread (``dests`` were the brokers the user named), if any."""
-    replicas = [int(st.model.broker_ids[b]) for b in st.rep[p][st.rep[p] >= 0]]
+    # The cluster's placement, not this stage's: the user sees that one (the stage may already have
+    # re-placed another replica of the partition).
+    replicas = [int(b) for b in st.model.partition(p).replicas]
     hosts = np.flatnonzero(st.hosts_of_group(int(st.groups.partition[p])))
     crowded = (racks[None, :] == st.rack[hosts][:, None]).sum(axis=1) + 1 > allowed
     spread = hosts[~crowded & ~np.isin(hosts, st.rep[p]) & ~np.isin(hosts, dests)]
