@@ -1,6 +1,5 @@
 """Is a planning failure the cluster's or the planner's? An exact check of the hard goals.
 
-    .venv/bin/pip install scipy      # once; only this check needs it
     .venv/bin/python -m bench.feasibility --seeds 0-2999
     .venv/bin/python -m bench.feasibility --seeds 0-2999 --show 10   # and list the first 10 misses
 

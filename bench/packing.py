@@ -28,6 +28,7 @@ from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
 
+from bench.planner import SEARCH_TO_THE_END
 from bench.synthetic import seed_range
 
 # Share of the partitions (with a replica in the dead broker's rack) that have a replica offline.
@@ -91,7 +92,8 @@ def main() -> None:
     outcomes: Counter[str] = Counter()
     extra: list[int] = []
     started = time.perf_counter()
-    options = PlannerOptions(operation=OperationOptions("fix-offline-replicas")) if args.offline else PlannerOptions()
+    operation = OperationOptions("fix-offline-replicas") if args.offline else OperationOptions()
+    options = PlannerOptions(operation=operation, max_planning_seconds=SEARCH_TO_THE_END)
     for seed in args.seeds:
         model = packed_cluster(seed, dead=args.dead or args.offline, valid_start=args.valid_start, offline=args.offline)
         try:

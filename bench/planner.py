@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 import numpy as np
+from kafka_balancer.model.policy import MAX_PLANNING_SECONDS_LIMIT
 from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
 
 from bench.synthetic import (
@@ -43,6 +44,11 @@ def _spread(summary: dict[str, Any]) -> dict[str, tuple[float, float]]:
     return {k: (round(v["maxOverAvg"], 3), round(v["minOverAvg"], 3)) for k, v in after.items() if k != "brokers"}
 
 
+# The benches measure the search to its end, so that their figures do not depend on the machine's
+# speed; goals.maxPlanningSeconds's default (60 s) would cut the largest rows (scale --max-seconds).
+SEARCH_TO_THE_END = MAX_PLANNING_SECONDS_LIMIT
+
+
 def run_case(
     *,
     brokers: int,
@@ -54,6 +60,7 @@ def run_case(
     max_replicas: int = 4000,
     disk_capacity: float | None = None,
     racks: int = 3,
+    budget: float = SEARCH_TO_THE_END,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     model = skewed_cluster(
@@ -65,7 +72,8 @@ def run_case(
     op = OperationOptions("add-brokers", brokers=tuple(range(brokers - new, brokers))) if new else OperationOptions()
     started, cpu = time.perf_counter(), time.process_time()
     try:
-        proposal = plan(model, PlannerOptions(operation=op, max_replicas_per_broker=max_replicas))
+        options = PlannerOptions(operation=op, max_replicas_per_broker=max_replicas, max_planning_seconds=budget)
+        proposal = plan(model, options)
     except PlanningError as error:
         return {
             "brokers": brokers,
@@ -97,6 +105,7 @@ def run_case(
         "bytesOverBound": round(summary["bytesToMove"] / bound, 3) if bound else None,
         "balancedness": [summary["balancednessBefore"], summary["balancednessAfter"]],
         "goalsViolated": summary["goalsViolated"],
+        "timeBudgetReached": summary.get("timeBudgetReached"),
         # Out-of-band distance (replica/leader slots) of the per-topic goals, before -> after.
         "topicSpread": {
             g: [summary["goals"][g]["violationBefore"], summary["goals"][g]["violationAfter"]]
@@ -140,6 +149,7 @@ def scale(args: argparse.Namespace) -> None:
         max_replicas=args.max_replicas,
         disk_capacity=args.disk_capacity,
         racks=args.racks,
+        budget=args.max_seconds,
     )
     print(json.dumps(result))
 
@@ -274,7 +284,9 @@ def offline(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     try:
         options = PlannerOptions(
-            operation=OperationOptions("fix-offline-replicas"), max_replicas_per_broker=args.max_replicas
+            operation=OperationOptions("fix-offline-replicas"),
+            max_replicas_per_broker=args.max_replicas,
+            max_planning_seconds=SEARCH_TO_THE_END,
         )
         proposal = plan(model, options)
     except PlanningError as error:
@@ -310,6 +322,7 @@ def main() -> None:
     s.add_argument("--max-replicas", type=int, default=12000)
     s.add_argument("--disk-capacity", type=float, default=None, help="x the average broker's disk use")
     s.add_argument("--racks", type=int, default=3)
+    s.add_argument("--max-seconds", type=float, default=SEARCH_TO_THE_END, help="the planner's time budget")
     s.set_defaults(func=scale)
     e = sub.add_parser("seeds")
     e.add_argument("--shape", choices=sorted(SHAPES), default="mixed-rf")

@@ -90,23 +90,7 @@ def skewed_cluster(
     low_rf = int(np.floor(rf))
     wide = int(np.ceil(rf))
     part_rf = np.where(rng.random(partitions) < rf - low_rf, wide, low_rf)
-    rf = wide
-    replicas = np.full((partitions, rf), NO_BROKER, dtype=np.int32)
-    first_rack = rng.integers(0, racks, size=partitions)
-    for k in range(min(rf, racks)):
-        rack = (first_rack + k) % racks
-        for r in range(racks):
-            members = np.flatnonzero((rack_of == r) & (weight > 0))
-            rows = np.flatnonzero(rack == r)
-            cum = np.cumsum(weight[members])
-            pick = np.searchsorted(cum, rng.random(rows.size) * cum[-1], side="right")
-            replicas[rows, k] = members[np.minimum(pick, members.size - 1)]
-    for k in range(racks, rf):  # more replicas than racks: any broker not yet used
-        for p in range(partitions):
-            free = np.setdiff1d(np.flatnonzero(weight > 0), replicas[p, :k])
-            replicas[p, k] = rng.choice(free)
-
-    replicas[np.arange(rf)[None, :] >= part_rf[:, None]] = NO_BROKER
+    replicas = place_replicas(rng, weight, rack_of, part_rf)
     alive = np.ones(brokers, dtype=np.bool_)
     if dead_brokers:
         alive[rng.choice(old, size=dead_brokers, replace=False)] = False
@@ -135,6 +119,31 @@ def skewed_cluster(
         cpu_leader=_frozen(np.full(partitions, np.nan)),
         cluster_name=f"synthetic-{brokers}b-{partitions}p-seed{seed}",
     )
+
+
+def place_replicas(
+    rng: np.random.Generator, weight: np.ndarray, rack_of: np.ndarray, part_rf: np.ndarray
+) -> np.ndarray:  # type: ignore[type-arg]
+    """Each partition's replicas (``part_rf`` of them, -1 padded): replica k in rack ``first + k``
+    (racks in turn, so the racks are spread), on a broker of that rack drawn with probability
+    proportional to ``weight`` (0: never); beyond the racks, on any broker not yet used."""
+    partitions, racks, rf = part_rf.size, int(rack_of.max()) + 1, int(part_rf.max())
+    replicas = np.full((partitions, rf), NO_BROKER, dtype=np.int32)
+    first_rack = rng.integers(0, racks, size=partitions)
+    for k in range(min(rf, racks)):
+        rack = (first_rack + k) % racks
+        for r in range(racks):
+            members = np.flatnonzero((rack_of == r) & (weight > 0))
+            rows = np.flatnonzero(rack == r)
+            cum = np.cumsum(weight[members])
+            pick = np.searchsorted(cum, rng.random(rows.size) * cum[-1], side="right")
+            replicas[rows, k] = members[np.minimum(pick, members.size - 1)]
+    for k in range(racks, rf):  # more replicas than racks: any broker not yet used
+        for p in range(partitions):
+            free = np.setdiff1d(np.flatnonzero(weight > 0), replicas[p, :k])
+            replicas[p, k] = rng.choice(free)
+    replicas[np.arange(rf)[None, :] >= part_rf[:, None]] = NO_BROKER
+    return replicas
 
 
 def disk_lower_bound(model: ClusterModel, removed: tuple[int, ...] = (), threshold: float = 1.10) -> float:

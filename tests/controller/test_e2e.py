@@ -213,6 +213,30 @@ def test_dry_run_never_changes_the_cluster(kube: Cluster, operator: Operator, sk
     assert "lastRun" not in _status(kube, "dry") or _status(kube, "dry")["lastRun"] is None
 
 
+def test_a_planning_time_budget_spent_is_shown_in_status(
+    kube: Cluster, operator: Operator, skewed: EmulatedCluster
+) -> None:
+    _groups(kube)
+    kube.apply(_policy("budget", skewed.bootstrap_servers, mode="Manual", goals={"maxPlanningSeconds": 0.000001}))
+    # The budget ran out before the first move: nothing to execute, and the cluster is not balanced.
+    status = kube.wait_for("a stall", lambda: (s := _status(kube, "budget")).get("state") == "Stalled" and s)
+    proposal = status["proposal"]
+    # Nothing to evacuate, no broker above a limit: the budget ran out before the first distribution goal.
+    assert "distribution goals" in proposal["timeBudgetReached"]
+    assert proposal["moves"] == 0
+    assert "disk-distribution" in proposal["goalsViolated"]
+    stalled = kube.condition("budget", "Stalled")
+    assert stalled is not None
+    assert stalled["reason"] == "TimeBudgetReached"
+    assert "goals.maxPlanningSeconds ran out in stage distribution goals before any move" in stalled["message"]
+    kube.patch_policy("budget", {"goals": {"maxPlanningSeconds": 600}})
+    replanned = kube.wait_for(
+        "a proposal with time", lambda: (s := _status(kube, "budget")).get("proposal", {}).get("moves") and s
+    )
+    assert "timeBudgetReached" not in replanned["proposal"]
+    assert len(replanned["proposal"]["goalsViolated"]) < len(proposal["goalsViolated"])
+
+
 def test_auto_executes_without_approval(kube: Cluster, operator: Operator, skewed: EmulatedCluster) -> None:
     _groups(kube)
     kube.apply(_policy("auto", skewed.bootstrap_servers, mode="Auto"))

@@ -17,7 +17,8 @@ from collections.abc import Callable
 import numpy as np
 from independent import CAPACITY_GOALS, Layout, broker_loads, partition_loads, replica_array
 from kafka_balancer.model import ClusterModel
-from kafka_balancer.planner import PlannerOptions, PlanningError
+from kafka_balancer.model.proposal import Proposal
+from kafka_balancer.planner import PlannerOptions, PlanningError, plan
 
 NUMBER = r"[-+0-9.e]+"
 IDS = r"\[[-0-9, ]*\]"
@@ -84,6 +85,52 @@ class Judge:
             return f"brokers {m['ids']} are not group {m['group']}'s hosts {sorted(self.ids(hosts))}"
         if not (_close(m["total"], total) and _close(m["room"], room) and total > room):
             return f"recomputed {total:.6g} needed, {room:.6g} room"
+        return None
+
+    def _loads(self, quantity: str) -> tuple[np.ndarray, np.ndarray]:
+        """Each partition's (leader, follower) load after the operation (its replication factor)."""
+        lead, follow = partition_loads(self.layout, self.rep)[quantity]
+        if quantity == "network-out":
+            lead = self.model.bytes_out + (self.target_rf() - 1) * self.model.bytes_in
+        return lead, follow
+
+    def largest_item(self, reason: str, m: re.Match[str]) -> str | None:
+        lay, quantity, key = self.layout, m["what"], (m["topic"], int(m["partition"]))
+        if QUANTITY_GOAL.get(quantity) != reason or key not in self.current:
+            return f"reason {reason} names quantity {quantity} of {key}"
+        p = self.model.partition_index(*key)
+        lead, follow = self._loads(quantity)
+        brokers = self.hosts(self.group_index(m["group"]))
+        if m["where"] == "its leader":
+            need = float(lead[p])
+            brokers = brokers & ~np.isin(lay.ids, self.options.excluded_brokers_for_leadership)
+        else:
+            need = float(follow[p]) if self.target_rf()[p] > 1 else 0.0
+        best = float((self.options.capacity_threshold * lay.capacity[reason])[brokers].max())
+        if not (_close(m["need"], need) and _close(m["best"], best) and need > best):
+            return f"recomputed {need:.6g} needed on {m['where']}, at most {best:.6g} allowed"
+        return None
+
+    def rack_share(self, reason: str, m: re.Match[str]) -> str | None:
+        lay, quantity = self.layout, m["what"]
+        if {**QUANTITY_GOAL, "replicas": "replica-capacity"}.get(quantity) != reason:
+            return f"reason {reason} names quantity {quantity}"
+        g = self.group_index(m["group"])
+        hosts = self.hosts(g)
+        racks = np.unique(lay.rack[hosts])
+        members = hosts & (lay.rack == lay.rack[lay.index[min(parse_ids(m["ids"]))]])
+        if racks.size != int(m["racks"]) or parse_ids(m["ids"]) != self.ids(members):
+            return f"group {m['group']} has {racks.size} racks; that rack's hosts are {sorted(self.ids(members))}"
+        parts = lay.topic_group[self.model.partition_topic] == g
+        rf = self.target_rf()[parts]
+        least = np.maximum(rf - (racks.size - 1) * np.ceil(rf / racks.size), 0)
+        need = float((least * self._loads(quantity)[1][parts]).sum())
+        if quantity == "replicas":
+            room = float(self.options.max_replicas_per_broker * members.sum())
+        else:
+            room = float((self.options.capacity_threshold * lay.capacity[reason])[members].sum())
+        if not (_close(m["need"], need) and _close(m["room"], room) and need > room):
+            return f"recomputed {need:.6g} needed in the rack, {room:.6g} room"
         return None
 
     def packing(self, reason: str, m: re.Match[str]) -> str | None:
@@ -186,6 +233,18 @@ SHAPES: tuple[tuple[str, Callable[[Judge, str, re.Match[str]], str | None]], ...
         Judge.group_total,
     ),
     (
+        rf"partition (?P<topic>.+)-(?P<partition>\d+) needs (?P<need>{NUMBER}) (?P<what>\S+) on "
+        rf"(?P<where>each replica|its leader) but no broker of group '(?P<group>[^']+)' that may (host|lead) it "
+        rf"allows more than (?P<best>{NUMBER})",
+        Judge.largest_item,
+    ),
+    (
+        rf"rack '[^']+' of group '(?P<group>[^']+)' must hold at least (?P<need>{NUMBER}) (?P<what>\S+) "
+        rf"\(rack-awareness keeps \d+ replica\(s\) of a partition in each of its (?P<racks>\d+) racks\) but its "
+        rf"brokers (?P<ids>{IDS}) allow (?P<room>{NUMBER})",
+        Judge.rack_share,
+    ),
+    (
         rf"broker (?P<broker>\d+) would carry (?P<load>{NUMBER}) (?P<what>\S+) above its limit (?P<limit>{NUMBER}) "
         rf"and no broker of group '(?P<group>[^']+)' \((?P<ids>{IDS})\) can take the excess",
         Judge.packing,
@@ -231,3 +290,13 @@ def refusal_problem(model: ClusterModel, options: PlannerOptions, error: Plannin
             problem = verify(judge, error.reason, match)
             return None if problem is None else f"{error.reason}: {error.details} -- but {problem}"
     return f"not a documented refusal: {error.reason}: {error.details}"
+
+
+def planned_or_refused(model: ClusterModel, options: PlannerOptions) -> Proposal | None:
+    """The plan, or None after checking that the refusal is one the docs describe, true of this cluster."""
+    try:
+        return plan(model, options)
+    except PlanningError as error:
+        refused = error
+    assert refusal_problem(model, options, refused) is None, refusal_problem(model, options, refused)
+    return None

@@ -152,3 +152,41 @@ def test_plan_trace_shows_where_the_moves_and_bytes_come_from(tmp_path: Path) ->
     assert "distribution goals" in table.stdout
     operation = next(line for line in table.stdout.splitlines() if line.startswith("operation "))
     assert "replica, disk, network-in" in operation  # goals out of band, named without "-distribution"
+
+
+BUDGETED = """\
+apiVersion: kafkabalancer.io/v1alpha1
+kind: BalancePolicy
+metadata: {{name: balance, namespace: kafka}}
+spec:
+  cluster: {{bootstrapServers: "kafka:9092"}}
+  goals: {{maxPlanningSeconds: {seconds}}}
+"""
+
+
+def test_plan_max_seconds_bounds_the_search_and_the_output_says_so(tmp_path: Path) -> None:
+    model = skewed_cluster(brokers=9, new_brokers=3, partitions=300, seed=11)
+    snapshot = tmp_path / "snapshot.json"
+    snapshot.write_text(dumps_snapshot(model))
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(BUDGETED.format(seconds="0.000001"))
+    out, summary = tmp_path / "plan.json", tmp_path / "summary.json"
+    done = run("--snapshot", snapshot, "--policy", policy, "--output", out, "--summary", summary)
+    assert done.returncode == 0, done.stderr
+    reached = json.loads(summary.read_text())["timeBudgetReached"]
+    assert reached == {"seconds": 1e-06, "stage": "distribution goals"}
+    assert "time budget of 1e-06 s reached in stage distribution goals: every hard goal holds" in done.stdout
+    # --max-seconds overrides the policy's budget: given time, the plan runs to its end.
+    done = run(
+        "--snapshot", snapshot, "--policy", policy, "--max-seconds", "600", "--output", out, "--summary", summary
+    )
+    assert done.returncode == 0, done.stderr
+    assert "timeBudgetReached" not in json.loads(summary.read_text())
+    for bad, said in (("0", "--max-seconds must be in (0, 3600], got 0"), ("nan", "must be a finite number")):
+        done = run("--snapshot", snapshot, "--max-seconds", bad, "--output", out)
+        assert done.returncode != 0
+        assert said in done.stderr
+    policy.write_text(BUDGETED.format(seconds="0"))
+    done = run("--snapshot", snapshot, "--policy", policy, "--output", out)
+    assert done.returncode != 0
+    assert "maxPlanningSeconds" in done.stderr

@@ -118,7 +118,7 @@ def test_a_group_planned_alone_gets_the_same_detours_as_in_the_whole_cluster() -
     options = PlannerOptions(resource_groups=groups)
     whole = plan(model, options)
     assert whole.summary["goals"]["topic-replica-distribution"]["holdsAfter"]
-    targets = [t for job in split(model, options) for t in plan_group(job)]
+    targets = [t for job in split(model, options) for t in plan_group(job).targets]
     merged = merge(model, options, targets)
     assert merged.plan == whole.plan
     assert merged.id == whole.id

@@ -80,7 +80,7 @@ def test_groups_planned_separately_merge_into_the_same_proposal() -> None:
     options = PlannerOptions(resource_groups=GROUPS)
     jobs = split(model, options)
     assert [j.name for j in jobs] == ["payments", "search", "logs"]
-    targets = [t for job in jobs for t in plan_group(job)]
+    targets = [t for job in jobs for t in plan_group(job).targets]
     merged = merge(model, options, targets)
     whole = plan(model, options)
     assert merged.plan == whole.plan

@@ -100,7 +100,7 @@ def _two_skewed_groups() -> tuple[ClusterModel, PlannerOptions]:
 def test_each_group_is_rebuilt_as_when_it_is_planned_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     model, options = _two_skewed_groups()
     whole = plan(model, options)
-    merged = merge(model, options, [t for job in split(model, options) for t in plan_group(job)])
+    merged = merge(model, options, [t for job in split(model, options) for t in plan_group(job).targets])
     assert merged.plan == whole.plan
     assert merged.id == whole.id
     # The rounds ran (and paid) in each group: without them each group moves more.

@@ -32,7 +32,7 @@ from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner import PlannerOptions, PlanningError
 from kafka_balancer.planner.groups import GroupJob, merge, plan_group, split
 
-_OUTPUT_SCHEMA = "idx int, task int, seconds double, error string, targets string"
+_OUTPUT_SCHEMA = "idx int, task int, seconds double, error string, targets string, cut_short string"
 
 
 @dataclass(frozen=True)
@@ -60,8 +60,11 @@ def _plan_batches(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             started = time.perf_counter()
             error: str | None = None
             targets: list[list[object]] = []
+            cut_short: str | None = None
             try:
-                targets = [[t.topic, t.partition, list(t.replicas)] for t in plan_group(job)]
+                planned = plan_group(job)
+                targets = [[t.topic, t.partition, list(t.replicas)] for t in planned.targets]
+                cut_short = planned.cut_short
             except PlanningError as exc:
                 error = json.dumps({"reason": exc.reason, "details": exc.details})
             rows.append(
@@ -71,9 +74,10 @@ def _plan_batches(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
                     "seconds": time.perf_counter() - started,
                     "error": error,
                     "targets": json.dumps(targets),
+                    "cut_short": cut_short,
                 }
             )
-        yield pd.DataFrame(rows, columns=["idx", "task", "seconds", "error", "targets"])
+        yield pd.DataFrame(rows, columns=["idx", "task", "seconds", "error", "targets", "cut_short"])
 
 
 def plan_groups(
@@ -108,7 +112,8 @@ def plan_groups(
     targets: list[PartitionTarget] = []
     tasks: dict[str, int] = {}
     seconds: dict[str, float] = {}
-    for idx, task, elapsed, error, encoded in results.itertuples(index=False, name=None):
+    cut: dict[str, str] = {}
+    for idx, task, elapsed, error, encoded, cut_short in results.itertuples(index=False, name=None):
         name = jobs[int(idx)].name
         if isinstance(error, str):
             failure = json.loads(error)
@@ -119,4 +124,6 @@ def plan_groups(
             )
         tasks[name] = int(task)
         seconds[name] = float(elapsed)
-    return ParallelPlan(merge(model, options, targets), tasks, seconds)
+        if isinstance(cut_short, str):
+            cut[name] = cut_short
+    return ParallelPlan(merge(model, options, targets, cut), tasks, seconds)

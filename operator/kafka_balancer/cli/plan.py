@@ -20,13 +20,19 @@ from kafka_balancer.analysis.report import (
     report_path,
 )
 from kafka_balancer.cli import CommandError
-from kafka_balancer.cli.arguments import integer
+from kafka_balancer.cli.arguments import integer, number
 from kafka_balancer.cli.files import load_snapshot, read_input, write_output
 from kafka_balancer.model.cluster import ClusterModel
 from kafka_balancer.model.documents import MAX_MANIFEST_BYTES, loads_manifests
 from kafka_balancer.model.errors import ModelError
 from kafka_balancer.model.limits import INT32_MAX, shown
-from kafka_balancer.model.policy import BalancePolicy, ResourceGroup, parse_manifests
+from kafka_balancer.model.policy import (
+    DEFAULT_MAX_PLANNING_SECONDS,
+    MAX_PLANNING_SECONDS_LIMIT,
+    BalancePolicy,
+    ResourceGroup,
+    parse_manifests,
+)
 from kafka_balancer.planner import OPERATIONS, OperationOptions, PlannerOptions, PlanningError, Trace, plan
 from kafka_balancer.planner.policy import options_from_policy
 
@@ -60,6 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", required=True, help="where to write the reassignment JSON")
     parser.add_argument("--summary", help="where to write the summary JSON")
     parser.add_argument("--proposal", help="where to write the whole proposal (plan, leader changes, summary)")
+    parser.add_argument(
+        "--max-seconds",
+        type=number,
+        help="the planner's time budget (overrides the policy's goals.maxPlanningSeconds, default "
+        f"{DEFAULT_MAX_PLANNING_SECONDS:g}): then the best plan found that holds every hard goal",
+    )
     parser.add_argument(
         "--trace",
         nargs="?",
@@ -113,7 +125,11 @@ def build_options(args: argparse.Namespace, model: ClusterModel) -> tuple[Planne
     topics = options.topics
     if operation.type == "rebalance" and args.topics:
         topics, operation = args.topics, dataclasses.replace(operation, topics=())
-    return dataclasses.replace(options, operation=operation, topics=topics), min_completeness
+    budget = options.max_planning_seconds if args.max_seconds is None else args.max_seconds
+    if not 0 < budget <= MAX_PLANNING_SECONDS_LIMIT:
+        raise CommandError(f"--max-seconds must be in (0, {MAX_PLANNING_SECONDS_LIMIT:g}], got {budget:g}")
+    replaced = dataclasses.replace(options, operation=operation, topics=topics, max_planning_seconds=budget)
+    return replaced, min_completeness
 
 
 def run(args: argparse.Namespace) -> int:
@@ -145,6 +161,12 @@ def run(args: argparse.Namespace) -> int:
         f"{summary['leaderChanges']} leader changes, balancedness {summary['balancednessBefore']} -> "
         f"{summary['balancednessAfter']} in {seconds:.2f} s"
     )
+    reached = summary.get("timeBudgetReached")
+    if reached is not None:
+        print(
+            f"time budget of {reached['seconds']:g} s reached in stage {reached['stage']}: every hard goal holds; "
+            f"out of band: {', '.join(summary['goalsViolated']) or 'none'}"
+        )
     if trace is not None:
         _write_trace(trace, args.trace)
     return 0

@@ -29,8 +29,10 @@ def decide(
     proposal_empty: bool,
     executed_ids: frozenset[str],
     now: dt.datetime,
+    cut_short: str | None = None,
 ) -> Decision:
-    """``executed_ids``: proposals already executed to completion (never run twice)."""
+    """``executed_ids``: proposals already executed to completion (never run twice); ``cut_short``:
+    the planning stage the time budget stopped (status.proposal.timeBudgetReached)."""
     approved = spec.approved_proposal
     if spec.paused:
         return Decision(False, "Paused", "spec.paused is true: no proposal is executed")
@@ -40,6 +42,15 @@ def decide(
                 False, "UnknownProposal", f"approvedProposal '{approved}' names no current proposal", stalled=True
             )
         return Decision(False, "NoProposal", "no proposal yet")
+    if proposal_empty and cut_short is not None:
+        # Not balanced: the planner stopped before its first move. A human raises the budget.
+        return Decision(
+            False,
+            "TimeBudgetReached",
+            f"proposal {proposal_id} changes nothing: goals.maxPlanningSeconds ran out in stage {cut_short} "
+            "before any move (status.proposal.goalsViolated lists what is out of band); raise it",
+            stalled=True,
+        )
     if proposal_empty:
         return Decision(False, "NothingToDo", f"proposal {proposal_id} changes nothing: the cluster is balanced")
     if proposal_id in executed_ids:

@@ -372,7 +372,14 @@ def _deciding(nxt: _Next) -> bool:
     assert proposal is not None  # _pending ran before
     executed = summaries.executed_ids(status)
     empty = proposal.moves + proposal.leader_changes == 0
-    decision = decide(spec, proposal.id, proposal_empty=empty, executed_ids=executed, now=seen.now)
+    decision = decide(
+        spec,
+        proposal.id,
+        proposal_empty=empty,
+        executed_ids=executed,
+        now=seen.now,
+        cut_short=proposal.time_budget_reached,
+    )
     status.conditions = set_condition(
         status.conditions,
         PROPOSAL_READY,

@@ -343,6 +343,8 @@ class Reconciler:
             balancedness_before=summary.balancedness_before,
             balancedness_after=summary.balancedness_after,
             groups=summaries.group_rows(summary, spec),
+            goals_violated=summary.goals_violated,
+            time_budget_reached=None if summary.time_budget_reached is None else summary.time_budget_reached.stage,
             config_map=config_map,
             created_at=now_iso(),
             trigger=ask.trigger,

@@ -99,6 +99,11 @@ class ProposalStatus(StatusModel):
     """0 to 100, after."""
     groups: list[GroupImbalance] = Field(default_factory=list)
     """Per-group imbalance."""
+    goals_violated: list[str] = Field(default_factory=list)
+    """Goals out of band (or broken) after the plan: the summary's goalsViolated."""
+    time_budget_reached: str | None = None
+    """The planning stage that goals.maxPlanningSeconds cut short (absent: the planner ran to the end);
+    the plan holds every hard goal, and the distribution goals it did not finish are in goalsViolated."""
     config_map: str
     """ConfigMap (same namespace) holding the proposal (binaryData proposal.json.gz, continued in
     <name>-2 ... when it has more than one part) and, while they fit, plan.json and summary.json."""

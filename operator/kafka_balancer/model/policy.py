@@ -79,6 +79,10 @@ BOOTSTRAP_PATTERN: Final = r"^[^,\s:]+:[0-9]{1,5}(,[^,\s:]+:[0-9]{1,5})*$"
 CRON_PATTERN: Final = r"^\s*\S+(\s+\S+){4}\s*$"
 HHMM_PATTERN: Final = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
 PROPOSAL_ID_PATTERN: Final = r"^[a-z0-9-]{4,63}$"
+# The planner's time budget (goals.maxPlanningSeconds): its default, and the most a policy may give it
+# (a reconciliation waits for the plan; an hour is beyond any cluster this planner was measured on).
+DEFAULT_MAX_PLANNING_SECONDS: Final = 60.0
+MAX_PLANNING_SECONDS_LIMIT: Final = 3600.0
 
 
 class SpecModel(BaseModel):
@@ -171,6 +175,11 @@ class Goals(SpecModel):
     """Brokers that receive no new replicas."""
     excluded_brokers_for_leadership: list[BrokerId] = Field(default_factory=list)
     """Brokers that receive no new leaders."""
+    max_planning_seconds: Annotated[float, Field(gt=0.0, le=MAX_PLANNING_SECONDS_LIMIT)] = DEFAULT_MAX_PLANNING_SECONDS
+    """Seconds the planner may search for balance: it then returns the best plan found so far that holds
+    every hard goal, with the distribution goals still out of band listed (status.proposal.goalsViolated,
+    status.proposal.timeBudgetReached). The hard goals are not cut short: a capacity repair still
+    unfinished when it is spent fails the plan."""
     min_completeness: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
     """Share of partitions that must have load samples in the window before a proposal is made."""
 

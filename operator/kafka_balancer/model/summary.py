@@ -67,6 +67,13 @@ class GoalSummary(_SummaryModel):
     violation_after: float
 
 
+class TimeBudgetReached(_SummaryModel):
+    """The planner's time budget ran out (goals.maxPlanningSeconds): the stage it cut short."""
+
+    seconds: float
+    stage: str
+
+
 class ProposalSummary(_SummaryModel):
     """The summary of a proposal (docs/goals.md, "The proposal")."""
 
@@ -83,6 +90,7 @@ class ProposalSummary(_SummaryModel):
     goals: dict[str, GoalSummary] = Field(default_factory=dict)
     hard_goals: dict[str, bool] = Field(default_factory=dict)
     groups: dict[str, GroupSummary] = Field(default_factory=dict)
+    time_budget_reached: TimeBudgetReached | None = None
 
     @classmethod
     def of(cls, summary: Mapping[str, Any]) -> ProposalSummary:

@@ -9,7 +9,7 @@ the whole model and builds the one proposal (summary and id over the whole clust
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +18,7 @@ from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget
 from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.budget import Budget
 from kafka_balancer.planner.base.state import State, resolve_groups
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
 from kafka_balancer.planner.pipeline import plan
@@ -66,13 +67,30 @@ def split(model: ClusterModel, options: PlannerOptions) -> list[GroupJob]:
     return jobs
 
 
-def plan_group(job: GroupJob) -> list[PartitionTarget]:
-    """Plan one group; the targets are the group's partitions whose replicas or order change."""
-    return list(plan(job.model, job.options).plan.partitions)
+@dataclass(frozen=True)
+class GroupPlan:
+    """One group's plan: its partitions whose replicas or order change, and the stage its time budget
+    cut short (None: it ran to the end)."""
+
+    targets: list[PartitionTarget]
+    cut_short: str | None
 
 
-def merge(model: ClusterModel, options: PlannerOptions, targets: Iterable[PartitionTarget]) -> Proposal:
-    """The whole-cluster proposal from every group's targets."""
+def plan_group(job: GroupJob) -> GroupPlan:
+    """Plan one group (with the whole time budget: the groups are planned side by side)."""
+    proposal = plan(job.model, job.options)
+    reached = proposal.summary.get("timeBudgetReached")
+    return GroupPlan(list(proposal.plan.partitions), None if reached is None else str(reached["stage"]))
+
+
+def merge(
+    model: ClusterModel,
+    options: PlannerOptions,
+    targets: Iterable[PartitionTarget],
+    cut_short: Mapping[str, str] | None = None,
+) -> Proposal:
+    """The whole-cluster proposal from every group's targets (``cut_short``: group -> the stage its
+    time budget cut short)."""
     groups = resolve_groups(model, options)
     after = State(model, options, groups)
     rows: list[list[int]] = []
@@ -89,4 +107,7 @@ def merge(model: ClusterModel, options: PlannerOptions, targets: Iterable[Partit
     after.rep = rep
     after.refresh_loads()
     before = State(model, options, resolve_groups(model, options))
-    return build_proposal(model, options, before, after)
+    budget = Budget(options.max_planning_seconds)
+    if cut_short:
+        budget.cut_short = "; ".join(f"group '{name}': {stage}" for name, stage in sorted(cut_short.items()))
+    return build_proposal(model, options, before, after, budget)

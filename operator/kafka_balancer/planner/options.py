@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from kafka_balancer.model.policy import OPERATIONS
+from kafka_balancer.model.policy import DEFAULT_MAX_PLANNING_SECONDS, MAX_PLANNING_SECONDS_LIMIT, OPERATIONS
 from kafka_balancer.model.topic_patterns import PatternError, compile_pattern, matches_any
 from kafka_balancer.planner.catalogue import CATALOGUE, Catalogue
 
@@ -104,6 +104,9 @@ class PlannerOptions:
     topics: tuple[str, ...] = ()
     groups_to_balance: tuple[str, ...] = ()
     max_rounds: int = 40
+    # The time budget (planner/base/budget.py); not part of the proposal id: it bounds the search,
+    # it does not say what to plan.
+    max_planning_seconds: float = field(default=DEFAULT_MAX_PLANNING_SECONDS, compare=False)
     # The goals this plan knows (not part of the proposal id: the goal names above are).
     catalogue: Catalogue = field(default=CATALOGUE, compare=False, repr=False)
 
@@ -115,6 +118,10 @@ class PlannerOptions:
             raise _invalid("goals.capacityThreshold", "must be in (0, 1]", self.capacity_threshold)
         if self.max_replicas_per_broker < 1:
             raise _invalid("goals.maxReplicasPerBroker", "must be >= 1", self.max_replicas_per_broker)
+        if not 0.0 < self.max_planning_seconds <= MAX_PLANNING_SECONDS_LIMIT:  # NaN fails too
+            raise _invalid(
+                "goals.maxPlanningSeconds", f"must be in (0, {MAX_PLANNING_SECONDS_LIMIT:g}]", self.max_planning_seconds
+            )
         self._check_groups()
 
     def _check_goals(self) -> None:
@@ -154,7 +161,7 @@ class PlannerOptions:
         """JSON-able form; part of the proposal id."""
         out: dict[str, Any] = {}
         for f in fields(self):
-            if f.name == "catalogue":
+            if f.name in {"catalogue", "max_planning_seconds"}:
                 continue
             value = getattr(self, f.name)
             if isinstance(value, OperationOptions):

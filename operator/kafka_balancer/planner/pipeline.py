@@ -20,6 +20,7 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel
 from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.budget import Budget
 from kafka_balancer.planner.base.checks import compute_bands
 from kafka_balancer.planner.base.measures import ended_worse, goal_violation, hard_goal_status
 from kafka_balancer.planner.base.state import State, resolve_groups
@@ -32,8 +33,8 @@ from kafka_balancer.planner.finishing.rebuild import exchange_pass, rebuild_roun
 from kafka_balancer.planner.finishing.revert import revert_moves
 from kafka_balancer.planner.finishing.substitute import substitute_moves
 from kafka_balancer.planner.finishing.tighten import leaders_off_average, tighten_leaders
-from kafka_balancer.planner.hard.capacity import precheck
 from kafka_balancer.planner.hard.evacuate import bad_slots, evacuate, fix_leadership
+from kafka_balancer.planner.hard.feasibility import precheck
 from kafka_balancer.planner.hard.operations import change_replication_factor, move_topics
 from kafka_balancer.planner.hard.pinned import repair_capacity, repair_capacity_by_leadership, repair_racks_and_groups
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
@@ -66,14 +67,22 @@ class PlanRun:
     evacuated: Ints  # partitions whose replicas the evacuation re-placed
     trace: Trace | None = None
     detours: bool = True  # the finishing passes include the detours
+    revisits: bool = False  # a pass that revisits a finished plan (rebuilding rounds, count exchanges)
 
     def step(self, name: str) -> AbstractContextManager[None]:
         return nullcontext() if self.trace is None else self.trace.step(self.st, name)
 
     def again(self, *, detours: bool) -> Callable[[State], None]:
         """The distribution stage once more, untraced (the passes that revisit a finished plan)."""
-        quiet = dataclasses.replace(self, trace=None, detours=detours)
+        quiet = dataclasses.replace(self, trace=None, detours=detours, revisits=True)
         return lambda _st: _distribute(quiet)
+
+    def runs(self, stage: Stage) -> bool:
+        """Whether ``stage`` runs now: it applies, and it is not bounded or the time budget is not spent.
+        A stage of the first pass is named to the budget (a revisit's stages are part of the revisiting one)."""
+        if not self.revisits:
+            self.st.budget.stage = stage.name
+        return stage.applies(self) and not (stage.bounded and self.st.budget.spent())
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,8 @@ class Stage:
     name: str
     applies: Callable[[PlanRun], bool]
     run: Callable[[PlanRun], object]  # what it returns (a count of moves, say) is not used
+    # A search for balance: skipped once the time budget is spent (the hard goals' stages never are).
+    bounded: bool = False
 
 
 def plan(model: ClusterModel, options: PlannerOptions | None = None, *, trace: Trace | None = None) -> Proposal:
@@ -95,6 +106,7 @@ def plan(model: ClusterModel, options: PlannerOptions | None = None, *, trace: T
     ``trace`` records what each stage of the last run did.
     """
     options = options or PlannerOptions()
+    budget = Budget(options.max_planning_seconds)
     before = State(model, options, resolve_groups(model, options))
     comparable = options.operation.type in {"rebalance", "add-brokers"} and not _holds_inactive(before)
     start = {g: goal_violation(before, g) for g in options.distribution_goals} if comparable else {}
@@ -102,22 +114,30 @@ def plan(model: ClusterModel, options: PlannerOptions | None = None, *, trace: T
     while True:
         if trace is not None:
             trace.clear()
-        st = _run(model, options, strict, trace)
+        st = _run(model, options, strict, trace, budget)
         worse = {g for g, v in start.items() if ended_worse(v, goal_violation(st, g))}
-        if not worse - strict:
+        if not worse - strict or budget.spent():
             break
         strict |= worse
     _final_checks(st, model.replicas, before.scope.movable)
-    return build_proposal(model, options, before, st)
+    return build_proposal(model, options, before, st, budget)
 
 
-def _run(model: ClusterModel, options: PlannerOptions, strict: frozenset[str], trace: Trace | None) -> State:
+def _run(
+    model: ClusterModel,
+    options: PlannerOptions,
+    strict: frozenset[str],
+    trace: Trace | None,
+    budget: Budget | None = None,
+) -> State:
     """Every stage that applies, in order; each after the operation within what it left movable."""
     st = State(model, options, resolve_groups(model, options))
+    if budget is not None:
+        st.budget = budget
     free = st.scope.movable
     run = PlanRun(st, strict, free=free, movable=free, evacuated=np.zeros(0, dtype=np.int64), trace=trace)
     for stage in STAGES:
-        if stage.applies(run):
+        if run.runs(stage):
             with st.scoped(movable=run.movable), run.step(stage.name):
                 stage.run(run)
     return st
@@ -225,11 +245,13 @@ def _distribute(run: PlanRun) -> None:
     done: list[str] = []
     for goal in goal_order(options):
         done.append(goal)
+        if not run.runs(Stage(f"distribution goals ({goal})", _always, _distribute, bounded=True)):
+            break
         with st.scoped(guarded=frozenset(done) | run.strict), run.step(goal):
             _turn(st, goal)
     with st.scoped(guarded=frozenset(options.distribution_goals) | run.strict):
         for stage in FINISHING:
-            if stage.applies(run):
+            if run.runs(stage):
                 with run.step(stage.name):
                     stage.run(run)
 
@@ -291,17 +313,17 @@ def _has(goal: str) -> Callable[[PlanRun], bool]:
 
 
 FINISHING: Final = (
-    Stage("per-topic goals again", _always, _topic_goals_again),
-    Stage("moves back home", _always, lambda run: revert_moves(run.st)),
-    Stage("stand-ins", _always, lambda run: substitute_moves(run.st)),
-    Stage("leader counts to the average", _has(LEADER_COUNT_GOAL), lambda run: tighten_leaders(run.st)),
-    Stage("topic leader chains", _has(TOPIC_LEADER_GOAL), _final_chains),
-    Stage("detours", lambda run: run.detours, lambda run: repair_topic_slots(run.st)),
+    Stage("per-topic goals again", _always, _topic_goals_again, bounded=True),
+    Stage("moves back home", _always, lambda run: revert_moves(run.st), bounded=True),
+    Stage("stand-ins", _always, lambda run: substitute_moves(run.st), bounded=True),
+    Stage("leader counts to the average", _has(LEADER_COUNT_GOAL), lambda run: tighten_leaders(run.st), bounded=True),
+    Stage("topic leader chains", _has(TOPIC_LEADER_GOAL), _final_chains, bounded=True),
+    Stage("detours", lambda run: run.detours, lambda run: repair_topic_slots(run.st), bounded=True),
     # After the detours: run before them, it left them fewer ways out (a mixed-rf seed kept a
     # topic slot out of band); so did the stand-ins from afar.
-    Stage("shortcuts", _always, lambda run: substitute_moves(run.st, arrived=True)),
-    Stage("stand-ins from afar", _always, lambda run: substitute_moves(run.st, far=True)),
-    Stage("leader-borne goals by leadership", _always, _finish_by_leadership),
+    Stage("shortcuts", _always, lambda run: substitute_moves(run.st, arrived=True), bounded=True),
+    Stage("stand-ins from afar", _always, lambda run: substitute_moves(run.st, far=True), bounded=True),
+    Stage("leader-borne goals by leadership", _always, _finish_by_leadership, bounded=True),
 )
 
 
@@ -321,12 +343,12 @@ STAGES: Final = (
         _moves_data,
         lambda run: repair_capacity(run.st, run.free, run.evacuated, fewest_bytes=_shape_only(run.st.options)),
     ),
-    Stage("distribution goals", _balances, _distribute),
+    Stage("distribution goals", _balances, _distribute, bounded=True),
     # Without the detours: on small clusters they made a round cost seconds (24 s of a 66-partition
     # plan), and of 5,774 random cases one plan changed without them. The count exchanges' pass
     # keeps them: two of the plans it mends need them (docs/performance.md).
-    Stage("rebuilding rounds", _balances, lambda run: rebuild_rounds(run.st, run.again(detours=False))),
-    Stage("count exchanges", _balances, lambda run: exchange_pass(run.st, run.again(detours=True))),
+    Stage("rebuilding rounds", _balances, lambda run: rebuild_rounds(run.st, run.again(detours=False)), bounded=True),
+    Stage("count exchanges", _balances, lambda run: exchange_pass(run.st, run.again(detours=True)), bounded=True),
 )
 
 

@@ -15,6 +15,7 @@ from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal, content_id, model_fingerprint, planning_basis
 from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.budget import Budget
 from kafka_balancer.planner.base.measures import balancedness, goal_violation, hard_goal_status, quantity_stats
 from kafka_balancer.planner.base.state import State, arrived_replicas, resolve_groups
 from kafka_balancer.planner.catalogue import CATALOGUE
@@ -110,8 +111,9 @@ def _changes(model: ClusterModel, rep: Ints) -> _Changes:
     return _Changes(ReassignmentPlan.of(targets), leader_changes, moves, bytes_to_move)
 
 
-def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, st: State) -> Proposal:
-    """The proposal taking the placement of ``before`` to that of ``st`` (summary and id included)."""
+def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, st: State, budget: Budget) -> Proposal:
+    """The proposal taking the placement of ``before`` to that of ``st`` (summary and id included);
+    ``budget`` says which stage the time budget cut short, if any."""
     changes = _changes(model, st.rep)
     basis = planning_basis(model_fingerprint(model), options.to_dict())
     pid = content_id(basis, changes.plan, changes.leaders)
@@ -137,6 +139,8 @@ def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, 
             for name, stats in ev_after.groups.items()
         },
     }
+    if budget.cut_short is not None:
+        summary["timeBudgetReached"] = {"seconds": budget.seconds, "stage": budget.cut_short}
     return Proposal(pid, changes.plan, changes.leaders, summary, basis)
 
 

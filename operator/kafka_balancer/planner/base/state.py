@@ -22,6 +22,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.budget import Budget
 from kafka_balancer.planner.base.scope import Scope, ScopeChanges
 from kafka_balancer.planner.catalogue import CATALOGUE, CORDONED_LOG_DIRS, Catalogue
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
@@ -168,6 +169,7 @@ class State:
         self._set_limits()
         self.refresh_loads()
         self.load_before: FloatArray = self.load.copy()
+        self.budget = Budget()  # unlimited; plan() gives its run the policy's (goals.maxPlanningSeconds)
 
     def index_of(self, broker_id: int, field_name: str) -> int:
         try:

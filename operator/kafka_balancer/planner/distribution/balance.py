@@ -302,6 +302,8 @@ def balance_goal(st: State, goal: str, *, leadership_only: bool = False) -> int:
     nracks = st.group_racks()
     rounds = 0
     for rounds in range(1, st.options.max_rounds + 1):  # noqa: B007 - the count is returned
+        if st.budget.spent():
+            break
         b = compute_bands(st)
         led = leader_pass(st, b, q) if st.catalogue.leadership_carries(q) else 0
         pairs = make_pairs(st, b, q)

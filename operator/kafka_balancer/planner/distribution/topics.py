@@ -64,6 +64,8 @@ def balance_topic_goal(
     total = 0
     index: PartnerIndex | None = None
     for rnd in range(rounds or st.options.max_rounds):
+        if st.budget.spent():
+            break
         b = compute_bands(st)
         parts, slots, dests = _proposals(st, b, leaders=leaders, nracks=nracks, size_rank=size_rank)
         moved = _apply(st, b, parts, slots, dests, leaders=leaders)

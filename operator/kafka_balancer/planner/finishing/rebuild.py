@@ -101,7 +101,7 @@ def _rebuild_group(st: State, replan: Callable[[State], None], rounds: int) -> i
     kept = 0
     for _ in range(rounds):
         moved = np.flatnonzero(arrived_replicas(st.rep, orig).any(axis=1) & revertible)
-        if moved.size < MIN_MOVED:
+        if moved.size < MIN_MOVED or st.budget.spent():
             break
         undo = np.sort(rng.choice(moved, size=max(1, round(RUIN_SHARE * moved.size)), replace=False))
         saved = st.checkpoint()

@@ -1,16 +1,15 @@
 """The capacity goals: every broker under its limits of replicas, disk, network in and out and CPU.
 
-First a check that each group's total fits under its brokers' limits at all (else the plan is
-refused, naming what capacity would fix it). Then rounds of one-way moves from each broker above a
-limit to the brokers with most room, leadership first where leadership carries the load; what they
-cannot repair goes to the ladder of :mod:`kafka_balancer.planner.hard.ladder`. A limit still broken
+The precheck (:mod:`kafka_balancer.planner.hard.feasibility`) has refused what cannot fit at all.
+Rounds of one-way moves from each broker above a limit to the brokers with most room, leadership
+first where leadership carries the load; what they cannot repair goes to the ladder of
+:mod:`kafka_balancer.planner.hard.ladder`. A limit still broken
 after that fails the plan with a message naming the broker, its load, its limit and the capacity
 missing.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,77 +18,12 @@ from kafka_balancer.model.cluster import FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import leader_candidates, replica_candidates
 from kafka_balancer.planner.base.checks import Pair, compute_bands, fit_order, limits_check, take, topic_penalty
-from kafka_balancer.planner.base.measures import EPS
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import Q_REPLICAS
 from kafka_balancer.planner.hard.evacuate import ids_text
 from kafka_balancer.planner.hard.ladder import descent_repair
 from kafka_balancer.planner.hard.room import destinations, over_limit_brokers, room_in_group
 from kafka_balancer.planner.options import PlanningError
-
-
-def precheck(st: State) -> None:
-    """Refuse early when a group's total load cannot fit under its brokers' limits."""
-    groups = st.groups
-    rf = st.rf
-    for g, name in enumerate(groups.names):
-        hosts = np.flatnonzero(st.can_host & (groups.broker == g))
-        parts = np.flatnonzero(groups.partition == g)
-        if parts.size == 0 or not (groups.broker == g).any():
-            continue
-        # Live brokers excluded from new replicas keep theirs: a partition needs hosts for the rest.
-        kept = st.active & ~st.can_host & (groups.broker == g)
-        on_kept = st.replicas_on(parts, kept)
-        worst = int(np.argmax(rf[parts] - on_kept))
-        max_rf, short = int(rf[parts[worst]]), int(rf[parts[worst]] - on_kept[worst]) - hosts.size
-        if short > 0:
-            closed = np.flatnonzero(kept)
-            why = (
-                f"; {ids_text(st, closed)} take no new ones (excludedBrokersForReplicas, every log directory cordoned)"
-                if closed.size
-                else ""
-            )
-            raise PlanningError(
-                "replica-capacity",
-                f"group '{name}' has partitions with replication factor {max_rf} but only {hosts.size} brokers "
-                f"can host replicas ({ids_text(st, hosts)}{why}); add {short} broker(s) to the group",
-            )
-        for goal, q in st.catalogue.capacity_goals:
-            if not st.options.hard(goal):
-                continue
-            limits = st.limit[hosts, q]
-            if not np.all(np.isfinite(limits)):
-                continue
-            rows_lead = st.lead[parts, q]
-            rows_follow = st.follow[parts, q] * np.maximum(rf[parts] - 1, 0)
-            total = float(rows_lead.sum() + rows_follow.sum())
-            # Those excluded brokers keep up to their limit.
-            room = float(limits.sum() + np.minimum(st.limit[kept, q], st.load[kept, q]).sum())
-            if total > room * (1 + EPS):
-                _capacity_error(st, goal, name, hosts=hosts, total=total, room=room)
-
-
-def _capacity_error(st: State, goal: str, group: str, *, hosts: Ints, total: float, room: float) -> None:
-    q = dict(st.catalogue.capacity_goals)[goal]
-    what = st.catalogue.quantity_names[q]
-    if q == Q_REPLICAS:
-        per = float(st.options.max_replicas_per_broker)
-        need = math.ceil((total - room) / per)
-        raise PlanningError(
-            goal,
-            f"group '{group}' holds {total:.0f} replicas but its {hosts.size} brokers {ids_text(st, hosts)} allow "
-            f"{room:.0f} (maxReplicasPerBroker {per:.0f}); add {need} broker(s) or raise maxReplicasPerBroker to "
-            f"{math.ceil(total / max(hosts.size, 1))}",
-        )
-    threshold = st.options.capacity_threshold
-    per = float(np.median(st.limit[hosts, q]))
-    need = math.ceil((total - room) / per)
-    raise PlanningError(
-        goal,
-        f"group '{group}' needs {total:.6g} {what} but {threshold:.0%} of its brokers' capacity {ids_text(st, hosts)} "
-        f"is {room:.6g}; add {need} broker(s) of {per / threshold:.6g} {what} capacity or raise "
-        f"capacityThreshold to {min(1.0, total / (room / threshold)):.2f}",
-    )
 
 
 def enforce_capacity(st: State, *, fewest_bytes: bool = False, leadership_only: bool = False) -> None:
@@ -127,7 +61,7 @@ def _one_way_rounds(st: State, q: int, nracks: Ints, rules: _Rules) -> None:
     room, until none is above or a round moves nothing."""
     for _ in range(st.options.max_rounds):
         over = over_limit_brokers(st, q)
-        if over.size == 0:
+        if over.size == 0 or st.budget.spent():
             break
         index = st.broker_index_by_slot()
         bands = compute_bands(st)
@@ -181,7 +115,11 @@ def _repair_pair(pair: Pair, room: float, rules: _Rules) -> float:
         ordered, cover = _fewest_bytes_order(v[:, q], excess)
         limits[q] = min(room, cover)
     else:
-        ordered = _count_order(pair, parts, slots, v, count=excess if q == Q_REPLICAS else wanted)
+        over = _over_limits(st, s) if q == Q_REPLICAS else {}
+        if over:
+            ordered = _shed_order(v, over, count=excess)
+        else:
+            ordered = _count_order(pair, parts, slots, v, count=excess if q == Q_REPLICAS else wanted)
         limits[q] = min(room, excess + float(v[:, q].max(initial=0.0)))
     if rules.count_cap:
         limits[Q_REPLICAS] = min(limits[Q_REPLICAS], wanted)
@@ -207,6 +145,36 @@ def _count_order(pair: Pair, parts: Ints, slots: Ints, v: FloatArray, *, count: 
     """
     penalty = topic_penalty(pair, pair.st.ptopic[parts], leaders=slots == 0, replicas_move=True)
     return fit_order(pair, v, q=Q_REPLICAS, count=max(count, 1.0), penalty=penalty)
+
+
+# How much more a replica below its share of a giver's excess counts than one as far above it.
+SHORTFALL_WEIGHT = 10.0
+
+
+def _over_limits(st: State, s: int) -> dict[int, float]:
+    """The other hard capacity quantities ``s`` is above its limit in, with its excess in each."""
+    excess = st.load[s] - st.limit[s]
+    return {
+        q: float(excess[q])
+        for goal, q in st.catalogue.capacity_goals
+        if q != Q_REPLICAS and st.options.hard(goal) and excess[q] > 0
+    }
+
+
+def _shed_order(v: FloatArray, over: dict[int, float], *, count: float) -> Ints:
+    """Candidates for the replica-count repair of a broker also above other limits: each replica it
+    sheds should carry its share of those excesses (excess / replicas to shed), closest first. In the
+    order the replica-count goal prefers (small replicas, the bands' wishes), a broker holding 9x its
+    share of replicas and 6x its disk limit shed its smallest replicas and kept its largest ones,
+    above its disk limit, for the ladder's exchanges to fix at minutes per round."""
+    score = np.zeros(v.shape[0])
+    for q, excess in over.items():
+        share = max(excess / max(count, 1.0), 1e-12)
+        # Falling short of the share costs most (the kept replicas would stay above the limit); above
+        # it, the nearest first (fewer bytes moved).
+        score += SHORTFALL_WEIGHT * np.maximum(share - v[:, q], 0.0) / share + np.abs(v[:, q] - share) / share
+    order: Ints = np.argsort(score, kind="stable").astype(np.int64)
+    return order
 
 
 def _fewest_bytes_order(v: FloatArray, excess: float) -> tuple[Ints, float]:
@@ -239,5 +207,15 @@ def _check_capacity(st: State, goal: str, q: int) -> None:
         f"broker {int(st.model.broker_ids[b])} would carry {load:.6g} {what} above its limit "
         f"{limit:.6g} and no broker of group '{st.groups.names[g]}' ({ids_text(st, hosts)}) can take the excess "
         f"without breaking another hard goal; add a broker with at least {load - limit:.6g} free "
-        f"{what} capacity",
+        f"{what} capacity{_budget_note(st)}",
+    )
+
+
+def _budget_note(st: State) -> str:
+    """What a capacity failure says when the time budget stopped the repair's search."""
+    if st.budget.cut_short is None:
+        return ""
+    return (
+        f" (the search stopped at goals.maxPlanningSeconds, {st.budget.seconds:g} s: a larger budget may find "
+        "a placement)"
     )

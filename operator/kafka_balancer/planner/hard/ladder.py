@@ -133,6 +133,8 @@ def descent_repair(st: State, q: int, nracks: Ints, *, leadership_only: bool) ->
         over = over_limit_brokers(st, q)
         if over.size == 0:
             return
+        if st.budget.spent():
+            break
         ladder = _Ladder(RepairRound(st, q, nracks, st.broker_index_by_slot(), leadership_only), over, unhanded)
         gained = 0.0
         for rung in RUNGS:

@@ -1,0 +1,113 @@
+"""The capacity precheck (planner/hard/feasibility.py): a cluster whose aggregate load cannot fit is
+refused at once, by its totals, its largest items or its racks' shares, with a reason that names what
+is missing; and, on strongly skewed clusters, the planner never refuses what the exact check
+(bench.feasibility, a mixed-integer program) can place."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kafka_balancer.model import ClusterBuilder, ClusterModel
+from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
+from refusals import planned_or_refused, refusal_problem
+
+from bench.feasibility import placement_exists
+from bench.strong_skew import Shape, strong_skew_cluster
+
+
+def _refusal(model: ClusterModel, options: PlannerOptions) -> PlanningError:
+    started = time.perf_counter()
+    with pytest.raises(PlanningError) as refused:
+        plan(model, options)
+    # The precheck answers before any search (a bound loose enough for any machine load).
+    assert time.perf_counter() - started < 30
+    assert refusal_problem(model, options, refused.value) is None, refusal_problem(model, options, refused.value)
+    assert placement_exists(model, options) is False
+    return refused.value
+
+
+def _three_racks(rack_c: int, *, disk: float, big_size: float = 100.0, big_out: float = 0.0) -> ClusterModel:
+    """Racks a and b of 3 brokers, rack c of ``rack_c``; 30 partitions of rf 3 and 100 bytes, one replica
+    per rack, except partition t-0 of ``big_size`` bytes and ``big_out`` bytes/s read by consumers."""
+    builder = ClusterBuilder()
+    racks = ["a"] * 3 + ["b"] * 3 + ["c"] * rack_c
+    for b, rack in enumerate(racks):
+        builder.add_broker(b, rack=rack, disk_bytes=disk, network_out_bytes_per_sec=1e9)
+    builder.set_topic("t")
+    for p in range(30):
+        replicas = [p % 3, 3 + p % 3, 6 + p % rack_c]
+        size, out = (big_size, big_out) if p == 0 else (100.0, 0.0)
+        builder.add_partition("t", p, replicas, size_bytes=size, bytes_out_per_sec=out)
+    return builder.build()
+
+
+def test_a_rack_without_room_for_its_share_is_refused_at_once() -> None:
+    # 9,000 bytes on 7 brokers allowing 1,600 each (11,200 in all), but rack-awareness keeps one
+    # replica of every partition in rack c, whose one broker allows 1,600 of the 3,000 it must hold.
+    error = _refusal(_three_racks(1, disk=2000.0), PlannerOptions())
+    assert error.reason == "disk-capacity"
+    assert error.details.startswith(
+        "rack 'c' of group 'cluster' must hold at least 3000 disk (rack-awareness keeps 1 replica(s) of a "
+        "partition in each of its 3 racks) but its brokers [6] allow 1600"
+    )
+    # With a second broker in rack c, the rack has room and the plan holds every hard goal.
+    proposal = plan(_three_racks(2, disk=2000.0), PlannerOptions())
+    assert all(proposal.summary["hardGoals"].values())
+
+
+def test_a_partition_larger_than_any_broker_allows_is_refused_at_once() -> None:
+    # Partition t-0 holds 2,500 bytes; 80% of each broker's 3,000 is 2,400 (the totals fit: 16,200 of 19,200).
+    error = _refusal(_three_racks(2, disk=3000.0, big_size=2500.0), PlannerOptions())
+    assert error.reason == "disk-capacity"
+    assert error.details.startswith(
+        "partition t-0 needs 2500 disk on each replica but no broker of group 'cluster' that may host it "
+        "allows more than 2400"
+    )
+
+
+def test_a_leader_larger_than_any_broker_allows_is_refused_at_once() -> None:
+    # Consumers read 9e8 bytes/s of t-0: only its leader serves them, and 80% of 1e9 is 8e8.
+    error = _refusal(_three_racks(2, disk=1e6, big_out=9e8), PlannerOptions())
+    assert error.reason == "network-out-capacity"
+    assert error.details.startswith(
+        "partition t-0 needs 9e+08 network-out on its leader but no broker of group 'cluster' that may lead it "
+        "allows more than 8e+08"
+    )
+
+
+@st.composite
+def _shapes(draw: st.DrawFn) -> Shape:
+    """A small cluster from bench.strong_skew's generator, its network and disk filled from half to
+    beyond what the limits allow."""
+    racks, per_rack = draw(st.integers(2, 3)), draw(st.integers(2, 4))
+    partitions, fill = draw(st.integers(20, 120)), draw(st.floats(0.5, 1.15))
+    return Shape(
+        brokers=racks * per_rack,
+        racks=racks,
+        # An old broker in every rack, and three in all (for a replication factor of 3 on two racks).
+        new_brokers=min(draw(st.integers(0, 2)), racks * (per_rack - 1), racks * per_rack - 3),
+        topics=max(3, partitions // 8),
+        partitions=partitions,
+        busiest=draw(st.floats(2.0, 9.0)),
+        network_fill=fill,
+        disk_fill=fill,
+        seed=draw(st.integers(0, 2**30)),
+    )
+
+
+# Derandomized (tests/conftest.py); replicas capped from the average to 1/0.7 of it.
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shape=_shapes(), cap=st.floats(0.7, 1.0))
+def test_strongly_skewed_clusters_are_refused_only_where_no_placement_exists(shape: Shape, cap: float) -> None:
+    model = strong_skew_cluster(shape)
+    added = tuple(range(shape.brokers - shape.new_brokers, shape.brokers))
+    options = PlannerOptions(
+        operation=OperationOptions("add-brokers", brokers=added) if added else OperationOptions(),
+        max_replicas_per_broker=int(np.ceil(model.num_replicas / shape.brokers / cap)),
+    )
+    if planned_or_refused(model, options) is None:
+        assert placement_exists(model, options, time_limit=60.0) is not True, "refused, but a placement exists"

@@ -1,0 +1,96 @@
+"""goals.maxPlanningSeconds: the planner stops searching for balance when the budget is spent and
+returns the placement reached, which holds every hard goal; the summary names the stage it cut short
+and lists the goals still out of band. A capacity repair is never cut into a plan: it fails, saying so."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from checks import placement_after
+from independent import check, summary_disagreements
+from kafka_balancer.model import ClusterModel
+from kafka_balancer.model.summary import ProposalSummary
+from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
+from kafka_balancer.planner.base.budget import Budget
+from kafka_balancer.planner.pipeline import FINISHING, STAGES
+
+from bench.synthetic import skewed_cluster, with_disk_capacity
+
+
+def _add_brokers() -> tuple[ClusterModel, PlannerOptions]:
+    model = skewed_cluster(brokers=12, new_brokers=3, partitions=3000, seed=5, skew=2.0)
+    return model, PlannerOptions(operation=OperationOptions("add-brokers", brokers=(9, 10, 11)))
+
+
+def test_a_spent_budget_returns_the_hard_goals_placement_and_says_what_it_cut() -> None:
+    model, options = _add_brokers()
+    full = plan(model, options)
+    assert "timeBudgetReached" not in full.summary
+    assert full.summary["goalsViolated"] == []
+    cut = plan(model, dataclasses.replace(options, max_planning_seconds=1e-9))
+    summary = ProposalSummary.of(cut.summary)
+    assert summary.time_budget_reached is not None
+    assert summary.time_budget_reached.stage == "distribution goals"
+    assert summary.time_budget_reached.seconds == 1e-9
+    # Nothing to evacuate and no broker above a limit: the hard goals' stages moved nothing.
+    assert summary.moves == 0
+    verdict = check(model, options, placement_after(model, cut.plan))
+    assert verdict.hard().violations == ()
+    # The goals out of band are listed, and the independent checker agrees with the summary.
+    assert "replica-distribution" in summary.goals_violated
+    assert summary_disagreements(verdict, options, cut.summary) == []
+
+
+def test_a_budget_spent_midway_keeps_the_moves_made_and_every_hard_goal(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A clock that ticks once per look at it: the same plan cuts at the same place on any machine.
+    looks = [0]
+
+    def ticking(seconds: float) -> Budget:
+        def clock() -> float:
+            looks[0] += 1
+            return float(looks[0])
+
+        return Budget(seconds, clock=clock)
+
+    monkeypatch.setattr("kafka_balancer.planner.pipeline.Budget", ticking)
+    model, options = _add_brokers()
+    full = plan(model, dataclasses.replace(options, max_planning_seconds=3600))
+    assert "timeBudgetReached" not in full.summary, "more looks at the clock than the test allows"
+    cut = plan(model, dataclasses.replace(options, max_planning_seconds=looks[0] / 2))
+    bounded = {stage.name for stage in (*STAGES, *FINISHING) if stage.bounded}
+    assert cut.summary["timeBudgetReached"]["stage"] in bounded
+    assert cut.summary["moves"] > 0
+    verdict = check(model, options, placement_after(model, cut.plan))
+    assert verdict.hard().violations == ()
+    assert summary_disagreements(verdict, options, cut.summary) == []
+
+
+def test_a_capacity_repair_the_budget_stops_fails_and_says_the_budget_stopped_it() -> None:
+    model = with_disk_capacity(skewed_cluster(brokers=9, new_brokers=3, partitions=900, seed=2, skew=2.0), 1.3)
+    options = PlannerOptions(operation=OperationOptions("add-brokers", brokers=(6, 7, 8)))
+    plan(model, options)  # the repair succeeds given time
+    with pytest.raises(PlanningError, match=r"goals.maxPlanningSeconds, 1e-09 s") as failed:
+        plan(model, dataclasses.replace(options, max_planning_seconds=1e-9))
+    assert failed.value.reason == "disk-capacity"
+
+
+@pytest.mark.parametrize("seconds", [0.0, -1.0, math.nan, math.inf, 3601.0])
+def test_a_budget_outside_its_range_is_refused_naming_the_field(seconds: float) -> None:
+    with pytest.raises(PlanningError, match=r"goals.maxPlanningSeconds.*must be in \(0, 3600\]"):
+        PlannerOptions(max_planning_seconds=seconds)
+
+
+def test_the_budget_names_the_first_stage_it_cut() -> None:
+    ticks = iter(range(100))
+    budget = Budget(3.0, clock=lambda: float(next(ticks)))
+    budget.stage = "a"
+    assert not budget.spent()
+    budget.stage = "b"
+    assert not budget.spent()
+    budget.stage = "c"
+    assert budget.spent()
+    budget.stage = "d"
+    assert budget.spent()
+    assert budget.cut_short == "c"
