@@ -36,6 +36,8 @@ from kafka_balancer.sandbox.traffic import QUIET, TopicSpec, create_topics
 from real_kafka import BROKERS, LOG_DIRS, RACKS, RealKafka
 
 BACKENDS = ("emulator", "real")
+# The emulator's log directories are each on a volume of this size (real brokers report their disk's).
+VOLUME_BYTES = 100_000_000_000
 T = TypeVar("T")
 
 
@@ -142,7 +144,7 @@ class EmulatedTarget(_Base):
         for b in range(1, BROKERS + 1):
             # Two log directories each, as the real cluster's brokers have.
             dirs = tuple(LogDir(f"/var/lib/kafka/broker-{b}/data-{k}") for k in range(LOG_DIRS))
-            builder.add_broker(b, rack=rack_of(b), log_dirs=dirs)
+            builder.add_broker(b, rack=rack_of(b), log_dirs=dirs, disk_bytes=VOLUME_BYTES * LOG_DIRS)
         self.cluster = EmulatedCluster(builder.build(), EmulatorOptions(time_scale=1.0))
         self.cluster.open()
         super().__init__("emulator", self.cluster.bootstrap_servers)
