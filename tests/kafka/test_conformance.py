@@ -525,7 +525,7 @@ def test_replica_log_dirs_are_read_and_moved_between_and_into_a_brokers_director
     assert [d.path for d in volumes] == dirs[1]
     assert all(d.total_bytes is not None and d.total_bytes > 0 for d in volumes), volumes
     assert all(d.usable_bytes is not None and 0 <= d.usable_bytes <= d.total_bytes for d in volumes), volumes
-    size = adapter.replica_log_dirs([1])[(tp, 1)].size
+    size = adapter.replica_log_dirs([(tp, 1)])[(tp, 1)].size
     assert _size_ok(size, 300 * RECORD)
 
     other = next(d for d in dirs[1] if d != current)
@@ -537,13 +537,13 @@ def test_replica_log_dirs_are_read_and_moved_between_and_into_a_brokers_director
         (tp, 3): "REPLICA_NOT_AVAILABLE",
         (tp, 2): "LOG_DIR_NOT_FOUND",
     }
-    wait_until(lambda: adapter.replica_log_dirs([1])[(tp, 1)].path == other, "the move between directories")
-    moved = adapter.replica_log_dirs([1])[(tp, 1)]
+    wait_until(lambda: adapter.replica_log_dirs([(tp, 1)])[(tp, 1)].path == other, "the move between directories")
+    moved = adapter.replica_log_dirs([(tp, 1)])[(tp, 1)]
     assert (moved.future_path, moved.size) == (None, size)
     adapter.alter_broker_configs({1: {LOG_DIR_THROTTLE_RATE: None}})
     converge(lambda: adapter.broker_configs([1])[1].get(LOG_DIR_THROTTLE_RATE), None, "the copy throttle gone")
 
     assert adapter.alter_reassignments({tp: [1, 3]}) == {tp: None}
     wait_until(lambda: not adapter.list_reassignments(), "the reassignment to finish")
-    assert adapter.replica_log_dirs([3])[(tp, 3)].path == dirs[3][1]
+    assert adapter.replica_log_dirs([(tp, 3)])[(tp, 3)].path == dirs[3][1]
     assert adapter.alter_replica_log_dirs({(tp, 3): dirs[3][1]}) == {(tp, 3): None}  # already there: nothing to do

@@ -405,11 +405,17 @@ class KafkaAdapter:
     def _log_dir_sizes(self, wanted: Mapping[int, Mapping[str, list[int]]]) -> dict[tuple[TopicPartition, int], int]:
         return {key: r.size for key, r in self._describe_log_dirs(wanted).replicas.items()}
 
-    def replica_log_dirs(self, broker_ids: Iterable[int]) -> dict[tuple[TopicPartition, int], ReplicaLogDir]:
-        asked = set(broker_ids)
-        metadata = self._metadata()
-        wanted = {b: t for b, t in _size_requests(metadata, list(metadata.topics)).items() if b in asked}
-        return self._describe_log_dirs(wanted).replicas
+    def replica_log_dirs(
+        self, replicas: Iterable[tuple[TopicPartition, int]]
+    ) -> dict[tuple[TopicPartition, int], ReplicaLogDir]:
+        asked = set(replicas)
+        live = {b.id for b in self.describe_cluster().brokers}
+        wanted: dict[int, dict[str, list[int]]] = {}
+        for tp, b in sorted(asked):
+            if b in live:
+                wanted.setdefault(b, {}).setdefault(tp.topic, []).append(tp.partition)
+        found = self._describe_log_dirs(wanted).replicas
+        return {key: found[key] for key in asked if key in found}
 
     def _describe_log_dirs(self, wanted: Mapping[int, Mapping[str, list[int]]]) -> _LogDirs:
         """DescribeLogDirs to each broker for just the partitions asked of it: each replica's directory

@@ -173,9 +173,12 @@ class KafkaPort(Protocol):
         """(partition, broker id) -> size in bytes of that replica's log (DescribeLogDirs)."""
         ...
 
-    def replica_log_dirs(self, broker_ids: Iterable[int]) -> dict[tuple[TopicPartition, int], ReplicaLogDir]:
+    def replica_log_dirs(
+        self, replicas: Iterable[tuple[TopicPartition, int]]
+    ) -> dict[tuple[TopicPartition, int], ReplicaLogDir]:
         """(partition, broker id) -> that replica's log directory, size and any move between the
-        broker's directories in progress (DescribeLogDirs to the live ones of ``broker_ids``)."""
+        broker's directories in progress (DescribeLogDirs, to each live broker about its replicas
+        asked for); a replica its broker does not list (not created yet, the broker down) is absent."""
         ...
 
     def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
