@@ -28,6 +28,7 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
+from kafka_balancer.kafka.port import LOG_DIR_THROTTLE_RATE
 from kafka_balancer.model import ClusterBuilder
 from kafka_balancer.model.cluster import LogDir
 from kafka_balancer.sandbox import EmulatedCluster, EmulatorOptions, GroupSeed, MemberSeed
@@ -183,7 +184,7 @@ class EmulatedTarget(_Base):
         out: dict[str, dict[str, str]] = {}
         with self.cluster.state.lock:
             for b, broker in self.cluster.state.brokers.items():
-                found = {k: v for k, v in broker.configs.items() if "throttled" in k}
+                found = {k: v for k, v in broker.configs.items() if "throttled" in k or k == LOG_DIR_THROTTLE_RATE}
                 if found:
                     out[f"broker {b}"] = found
             for name, topic in self.cluster.state.topics.items():
