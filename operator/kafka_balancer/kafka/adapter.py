@@ -119,18 +119,28 @@ def _group_state(state: Any) -> str:
 
 
 def _dir_of(described: _LogDirs, tp: TopicPartition, broker: int, dirs: Sequence[LogDir]) -> str | None:
-    """A replica's directory where DescribeLogDirs listed it in one its broker's configs name."""
+    """A replica's directory: its broker's only one, or where DescribeLogDirs listed it (if in log.dirs)."""
+    if len(dirs) == 1:
+        return dirs[0].path
     found = described.replicas.get((tp, broker))
     return found.path if found is not None and any(d.path == found.path for d in dirs) else None
 
 
-def _size_requests(metadata: Any, topics: Iterable[str]) -> dict[int, dict[str, list[int]]]:
-    """Which partitions to ask each live broker about: every replica it hosts."""
+def _size_requests(
+    metadata: Any, topics: Iterable[str], every_replica: Iterable[int] | None = None
+) -> dict[int, dict[str, list[int]]]:
+    """Which partitions to ask each live broker about: every replica it hosts (on the brokers of
+    ``every_replica``, all when None), else only the partitions it leads, and every replica of a
+    leaderless partition."""
     live = set(metadata.brokers)
+    everything = None if every_replica is None else set(every_replica)
     wanted: dict[int, dict[str, list[int]]] = {}
     for name in topics:
         for index, p in metadata.topics[name].partitions.items():
-            for broker in p.replicas:
+            hosts = p.replicas
+            if everything is not None and p.leader >= 0:
+                hosts = [b for b in p.replicas if b == p.leader or b in everything]
+            for broker in hosts:
                 if broker in live:
                     wanted.setdefault(broker, {}).setdefault(name, []).append(index)
     return wanted
@@ -303,20 +313,17 @@ class KafkaAdapter:
         metadata = self._metadata()
         topics = sorted(t for t in metadata.topics if not t.startswith("__"))
         configs = self._describe_configs(ConfigResource.Type.TOPIC, topics)
-        # Every replica, not only leaders: where each one lives (its log directory) goes with the sizes.
-        described = self._describe_log_dirs(_size_requests(metadata, topics)) if with_sizes else _LogDirs()
-        sizes = {key: r.size for key, r in described.replicas.items()}
         live = {b.id: b for b in description.brokers}
         elr = self._eligible_leaders(metadata, configs)
         # Where the data lives goes with its size: the log directories, their cordons (KIP-1066) and volumes.
-        log_dirs = (
-            {
-                b: _with_volumes(log_dirs_of(c), described.volumes.get(b, {}))
-                for b, c in self.broker_configs(sorted(live)).items()
-            }
-            if with_sizes
-            else {}
-        )
+        configured = {b: log_dirs_of(c) for b, c in self.broker_configs(sorted(live)).items()} if with_sizes else {}
+        # A partition's size is its leader's log; where each replica lives matters only on brokers with
+        # several directories (JBOD): those are asked about every replica they host, the others only
+        # about the partitions they lead (a third of the DescribeLogDirs work at replication factor 3).
+        jbod = {b for b, dirs in configured.items() if len(dirs) > 1}
+        described = self._describe_log_dirs(_size_requests(metadata, topics, jbod)) if with_sizes else _LogDirs()
+        sizes = {key: r.size for key, r in described.replicas.items()}
+        log_dirs = {b: _with_volumes(dirs, described.volumes.get(b, {})) for b, dirs in configured.items()}
 
         builder = ClusterBuilder(cluster_name=description.cluster_id)
         referenced: set[int] = set()

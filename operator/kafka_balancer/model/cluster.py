@@ -296,7 +296,8 @@ class ClusterModel:
             self.isr_mask, self.leader, self.size_bytes, self.bytes_in, self.bytes_out,
             self.messages_in, self.cpu_leader,
         )  # fmt: skip
-        return int(sum(a.nbytes for a in arrays))
+        extra = sum(a.nbytes for a in (self.replica_dir, self.elr_mask) if a is not None)
+        return int(sum(a.nbytes for a in arrays) + extra)
 
     def with_placement(self, replicas: IntArray, leader: IntArray) -> ClusterModel:
         """A copy with new replica placement and leaders; the ISR becomes every live replica.
