@@ -416,6 +416,8 @@ class KafkaAdapter:
         self, replicas: Iterable[tuple[TopicPartition, int]]
     ) -> dict[tuple[TopicPartition, int], ReplicaLogDir]:
         asked = set(replicas)
+        if not asked:
+            return {}
         live = {b.id for b in self.describe_cluster().brokers}
         wanted: dict[int, dict[str, list[int]]] = {}
         for tp, b in sorted(asked):
