@@ -201,3 +201,30 @@ def test_killed_mid_copy_resumes_to_the_named_directories_or_is_abandoned(emulat
         assert leftover_throttles(cluster) == {}
         assert observer.violations == []
         cluster.close()
+
+
+def test_a_directory_cordoned_during_the_run_ends_its_move_with_the_reason(emulator, connect) -> None:
+    """Checked before the run, a directory may still be cordoned once the run has begun: Kafka then refuses
+    the move into it (INVALID_REPLICA_ASSIGNMENT), the task is given up with that reason, the others finish."""
+    cluster, observer, _ = _start(emulator)
+    plan = ReassignmentPlan.of([
+        PartitionTarget("orders", 0, (1, 2), (_dir(1, "b"), "any")),
+        PartitionTarget("orders", 3, (1, 4), ("any", _dir(4, "b"))),
+    ])  # fmt: skip
+
+    def cordon_once_checked(p: Progress) -> None:  # the first progress: the plan was checked, nothing sent
+        with cluster.state.lock:
+            cluster.state.brokers[4].configs["cordoned.log.dirs"] = _dir(4, "b")
+
+    result = Executor(connect(cluster), plan, MemoryExecutionStore(), THROTTLED, clock=cluster,
+                      on_progress=cordon_once_checked).run()  # fmt: skip
+
+    assert result.state is ExecutionState.FAILED
+    assert result.completed == ["orders-0"]
+    assert result.dead == {
+        "orders-3": "log directory move refused: INVALID_REPLICA_ASSIGNMENT for orders-3: "
+        "Replication assignment is invalid."
+    }
+    assert _dirs(cluster)[("orders", 3)][0] == [1, 2]  # nothing was started for it
+    assert leftover_throttles(cluster) == {}
+    assert observer.violations == []

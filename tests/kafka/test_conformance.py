@@ -511,7 +511,8 @@ def test_replica_log_dirs_are_read_and_moved_between_and_into_a_brokers_director
     """JBOD (KIP-113): read_cluster gives each replica's directory and each directory's volume; a
     replica moves to another directory of its broker (a future replica, then the switch) without
     losing its log; a replica a broker does not host yet answers REPLICA_NOT_AVAILABLE and arrives in
-    the directory asked for; an unknown directory is LOG_DIR_NOT_FOUND. The copy throttle is a broker config."""
+    the directory asked for; an unknown directory is LOG_DIR_NOT_FOUND, a cordoned one INVALID_REPLICA_ASSIGNMENT.
+    The copy throttle is a broker config."""
     kafka_target.create_topic("jbod", [[1, 2]])
     kafka_target.fill("jbod", 0, records=300, record_bytes=RECORD)
     adapter = kafka_target.adapter()
@@ -547,3 +548,13 @@ def test_replica_log_dirs_are_read_and_moved_between_and_into_a_brokers_director
     wait_until(lambda: not adapter.list_reassignments(), "the reassignment to finish")
     assert adapter.replica_log_dirs([(tp, 3)])[(tp, 3)].path == dirs[3][1]
     assert adapter.alter_replica_log_dirs({(tp, 3): dirs[3][1]}) == {(tp, 3): None}  # already there: nothing to do
+    # A cordoned directory (KIP-1066) takes no replica, hosted or still to come.
+    adapter.alter_broker_configs({3: {CORDONED_LOG_DIRS: dirs[3][0]}, 4: {CORDONED_LOG_DIRS: "*"}})
+    converge(lambda: adapter.broker_configs([4])[4].get(CORDONED_LOG_DIRS), "*", "the cordons")
+    four = adapter.broker_configs([4])[4][LOG_DIRS].split(",")[0]
+    refused = adapter.alter_replica_log_dirs({(tp, 3): dirs[3][0], (tp, 4): four})
+    assert {key: None if e is None else e.name for key, e in refused.items()} == {
+        (tp, 3): "INVALID_REPLICA_ASSIGNMENT",
+        (tp, 4): "INVALID_REPLICA_ASSIGNMENT",
+    }
+    assert adapter.replica_log_dirs([(tp, 3)])[(tp, 3)].path == dirs[3][1]

@@ -347,15 +347,22 @@ class Executor:
 
     def _retire_finished(self, cluster: ClusterModel, ongoing: Mapping[TopicPartition, OngoingReassignment]) -> bool:
         changed = False
-        resend: dict[tuple[TopicPartition, int], str] = {}
+        standings = {i: self._dirs_standing(t) for i, t in self.in_flight.items() if t.dirs}
+        # Replicas not in their directory yet are asked again (see log_dirs.standing); a refusal that
+        # asking again will not change (the directory was cordoned meanwhile) ends the task once its
+        # replicas are on their brokers.
+        refused = self._send_dirs({key: path for d in standings.values() for key, path in d.resend.items()})
         for i, task in list(self.in_flight.items()):
-            dirs = self._dirs_standing(task) if task.dirs else DirStanding()
-            resend.update(dirs.resend)
+            dirs = standings.get(i, DirStanding())
             if task.tp in ongoing:
                 continue
             current = partition_replicas(cluster, task.tp)
             if current is None:
                 self._give_up(i, VANISHED)
+            elif set(current) == set(task.target) and task.tp in refused:
+                self._give_up(i, f"log directory move refused: {refused[task.tp]}")
+                changed = True
+                continue
             elif set(current) == set(task.target) and not dirs.done:
                 continue  # on its brokers; a replica still goes to (or is copied into) its directory
             elif set(current) == set(task.target):
@@ -371,8 +378,6 @@ class Executor:
                 )
             self._forget(i)
             changed = True
-        for tp, error in self._send_dirs(resend).items():
-            log.warning("log directory move of %s refused, asking again next poll: %s", tp, error)
         return changed
 
     def _watch_in_flight(self, now: float) -> bool:

@@ -17,6 +17,8 @@ def alter_replica_log_dir(state: ClusterState, broker_id: int, topic: str, index
     broker = state.brokers[broker_id]
     if path not in broker.log_dirs:
         return "LOG_DIR_NOT_FOUND"
+    if any(d.cordoned and d.path == path for d in broker.log_dir_entries()):
+        return "INVALID_REPLICA_ASSIGNMENT"  # Kafka 4.3 (KIP-1066): a cordoned directory takes no replica
     part = state.partition(topic, index)
     if part is None:
         return "UNKNOWN_TOPIC_OR_PARTITION"
