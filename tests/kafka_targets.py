@@ -28,6 +28,7 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
+from kafka_balancer.kafka.port import LOG_DIR_THROTTLE_RATE
 from kafka_balancer.model import ClusterBuilder
 from kafka_balancer.model.cluster import LogDir
 from kafka_balancer.sandbox import EmulatedCluster, EmulatorOptions, GroupSeed, MemberSeed
@@ -36,6 +37,8 @@ from kafka_balancer.sandbox.traffic import QUIET, TopicSpec, create_topics
 from real_kafka import BROKERS, LOG_DIRS, RACKS, RealKafka
 
 BACKENDS = ("emulator", "real")
+# The emulator's log directories are each on a volume of this size (real brokers report their disk's).
+VOLUME_BYTES = 100_000_000_000
 T = TypeVar("T")
 
 
@@ -142,7 +145,7 @@ class EmulatedTarget(_Base):
         for b in range(1, BROKERS + 1):
             # Two log directories each, as the real cluster's brokers have.
             dirs = tuple(LogDir(f"/var/lib/kafka/broker-{b}/data-{k}") for k in range(LOG_DIRS))
-            builder.add_broker(b, rack=rack_of(b), log_dirs=dirs)
+            builder.add_broker(b, rack=rack_of(b), log_dirs=dirs, disk_bytes=VOLUME_BYTES * LOG_DIRS)
         self.cluster = EmulatedCluster(builder.build(), EmulatorOptions(time_scale=1.0))
         self.cluster.open()
         super().__init__("emulator", self.cluster.bootstrap_servers)
@@ -181,7 +184,7 @@ class EmulatedTarget(_Base):
         out: dict[str, dict[str, str]] = {}
         with self.cluster.state.lock:
             for b, broker in self.cluster.state.brokers.items():
-                found = {k: v for k, v in broker.configs.items() if "throttled" in k}
+                found = {k: v for k, v in broker.configs.items() if "throttled" in k or k == LOG_DIR_THROTTLE_RATE}
                 if found:
                     out[f"broker {b}"] = found
             for name, topic in self.cluster.state.topics.items():

@@ -26,7 +26,12 @@ from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
-from kafka_balancer.kafka.port import CORDONED_LOG_DIRS, FOLLOWER_THROTTLE_RATE, LEADER_THROTTLE_RATE
+from kafka_balancer.kafka.port import (
+    CORDONED_LOG_DIRS,
+    FOLLOWER_THROTTLE_RATE,
+    LEADER_THROTTLE_RATE,
+    LOG_DIR_THROTTLE_RATE,
+)
 from kafka_balancer.sandbox.ports import free_port_range
 from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions
 from kafka_balancer.sandbox.traffic import QUIET, RecordWriter, TopicSpec, create_topics
@@ -34,7 +39,7 @@ from kafka_balancer.sandbox.traffic import QUIET, RecordWriter, TopicSpec, creat
 BROKERS = 6
 RACKS = 3
 LOG_DIRS = 2
-THROTTLE_RATES = (LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE)
+THROTTLE_RATES = (LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE, LOG_DIR_THROTTLE_RATE)
 # Dynamic broker configs a test may set, deleted before the next test.
 RESET_BROKER_CONFIGS = (*THROTTLE_RATES, CORDONED_LOG_DIRS)
 
@@ -138,7 +143,8 @@ class RealKafka:
         return out
 
     def throttle_leftovers(self) -> dict[str, dict[str, str]]:
-        """Every throttle config set on a broker or a topic (DescribeConfigs, any non-default source)."""
+        """Every throttle config set on a broker or a topic (DescribeConfigs, any non-default source): the
+        replication throttles and the broker's cap on copies between its log directories."""
         resources = [
             ConfigResource(ConfigResource.Type.BROKER, str(b)) for b in self.broker_ids if self.cluster.running(b)
         ]
@@ -149,7 +155,7 @@ class RealKafka:
                 found = {
                     k: e.value or ""
                     for k, e in future.result(timeout=30).items()
-                    if "throttled" in k and not e.is_default
+                    if ("throttled" in k or k == LOG_DIR_THROTTLE_RATE) and not e.is_default
                 }
                 if found:
                     out[f"{res.restype.name.lower()} {res.name}"] = found

@@ -143,3 +143,41 @@ def test_reader_and_json_schema_agree_and_round_trip(doc: dict[str, Any]) -> Non
     out = snapshot_to_dict(model)
     jsonschema.validate(out, schema())
     assert models_equal(model, parse_snapshot(out))
+
+
+def test_replica_log_dirs_and_volumes_round_trip_and_a_wrong_directory_is_named() -> None:
+    """JBOD: each replica's log directory (one entry per replica, null = not known) and each
+    directory's volume (totalBytes, usableBytes) round trip; a directory the broker lacks is refused by name."""
+    doc = copy.deepcopy(GOOD)
+    doc["brokers"][1]["logDirs"][1].update({"totalBytes": 1000, "usableBytes": 400})
+    doc["partitions"][0]["logDirs"] = [None, "/d1"]
+    model = parse_snapshot(doc)
+    jsonschema.validate(snapshot_to_dict(model), schema())
+    assert model.replica_log_dirs(model.partition_index("orders", 0)) == (None, "/d1")
+    assert model.replica_log_dir(model.partition_index("orders", 0), 2) == "/d1"
+    assert model.replica_log_dirs(model.partition_index("orders", 1)) == (None, None)
+    d1 = model.broker(1).log_dirs[1]
+    assert (d1.total_bytes, d1.usable_bytes, d1.used_bytes) == (1000, 400, 600)
+    again = snapshot_to_dict(model)
+    assert again["partitions"][1]["logDirs"] == [None, "/d1"]
+    assert again["brokers"][1]["logDirs"][1] == {
+        "path": "/d1",
+        "cordoned": False,
+        "totalBytes": 1000,
+        "usableBytes": 400,
+    }
+    assert "logDirs" not in again["partitions"][0]  # audit-0: none known
+    assert models_equal(model, parse_snapshot(again))
+    # A move keeps the directory of a replica whose broker keeps the partition; a new one's is not known.
+    p = model.partition_index("orders", 0)
+    moved_rows = model.replicas.copy()
+    moved_rows[p, :2] = [model.broker_index(2), model.broker_index(3)]
+    moved = model.with_placement(moved_rows, model.leader)
+    assert moved.replica_log_dirs(p) == ("/d1", None)
+
+    doc["partitions"][0]["logDirs"] = [None, "/elsewhere"]
+    with pytest.raises(ModelError, match=r"partition orders-0: field 'logDirs' names '/elsewhere' for broker 2"):
+        parse_snapshot(doc)
+    doc["partitions"][0]["logDirs"] = ["/d1"]
+    with pytest.raises(ModelError, match=r"field 'logDirs' must give one path \(or null\) per replica"):
+        parse_snapshot(doc)

@@ -74,16 +74,21 @@ def test_every_partition_leaderless_is_warned_about(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("log_dirs", "words"),
-    [(["/data/a", "any"], ["log_dirs", "'/data/a'", '"any"']), (["any"], ["log_dirs", "one entry per replica"])],
+    [
+        (["data/a", "any"], ["log_dirs", "'data/a'", '"any" or an absolute path']),
+        (["any"], ["log_dirs", "one entry per replica"]),
+        (["/data/a", "any"], ["log_dirs", "'/data/a' for broker 2", "its log directories are not known"]),
+    ],
 )
-def test_log_dirs_execute_would_ignore_are_refused(tmp_path: Path, log_dirs: list[str], words: list[str]) -> None:
-    """kafka-reassign-partitions.sh writes log_dirs; execute moves replicas between brokers only, so a named
-    directory would have been silently ignored. Refused by execute before it connects (nothing listens on the
-    port), and by report."""
+def test_log_dirs_that_cannot_be_applied_are_refused(tmp_path: Path, log_dirs: list[str], words: list[str]) -> None:
+    """kafka-reassign-partitions.sh's log_dirs: "any" or an absolute path per replica, and a named one must
+    be one of the broker's log directories. The form is refused by execute before it connects (nothing
+    listens on the port); report checks the directories against the snapshot (which names none here)."""
     plan = {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": [2, 3], "log_dirs": log_dirs}]}
     path = _write(tmp_path / "p.json", plan)
-    result = run("execute", "--bootstrap-servers", "127.0.0.1:1", "--plan", path, "--state", tmp_path / "st.json")
-    refused(result, *words)
+    if not log_dirs[0].startswith("/"):
+        result = run("execute", "--bootstrap-servers", "127.0.0.1:1", "--plan", path, "--state", tmp_path / "st.json")
+        refused(result, *words)
     refused(run("report", "--before", _write(tmp_path / "s.json", valid("snapshot")), "--plan", path, "--output",
                 tmp_path / "r.html"), *words)  # fmt: skip
     plan["partitions"][0]["log_dirs"] = ["any", "any"]

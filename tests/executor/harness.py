@@ -14,12 +14,13 @@ from kafka_balancer.kafka.port import (
     FOLLOWER_THROTTLED_REPLICAS,
     LEADER_THROTTLE_RATE,
     LEADER_THROTTLED_REPLICAS,
+    LOG_DIR_THROTTLE_RATE,
 )
 from kafka_balancer.model import ClusterBuilder, ClusterModel, PartitionTarget, ReassignmentPlan
 from kafka_balancer.sandbox import EmulatedCluster
 from kafka_balancer.sandbox.state import ClusterState
 
-THROTTLE_KEYS = (LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE)
+THROTTLE_KEYS = (LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE, LOG_DIR_THROTTLE_RATE)
 THROTTLED_REPLICA_KEYS = (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS)
 
 

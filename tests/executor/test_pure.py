@@ -36,6 +36,7 @@ from kafka_balancer.kafka.port import (
     TopicPartition,
 )
 from kafka_balancer.model import ClusterBuilder, ClusterModel, ModelError, PartitionTarget, ReassignmentPlan
+from kafka_balancer.model.cluster import LogDir
 
 
 def _task(i: int, original: tuple[int, ...], target: tuple[int, ...], size: float = 100.0, topic: str = "t") -> Task:
@@ -91,15 +92,16 @@ def test_record_round_trips_through_json_and_checks_the_plan() -> None:
             brokers={1: "2000000", 2: "2000000"},
             topics={"t": {"follower.replication.throttled.replicas": ["1:3"]}},
             created={"t": ["follower.replication.throttled.replicas"]},
+            dir_brokers={1: "2000000"},
         ),
         dead_reasons={"t-3": "stuck"},
-        in_flight=[InFlight("t", 1, 2e6, (1, 2), (1, 3), 1)],
+        in_flight=[InFlight("t", 1, 2e6, (1, 2), (1, 3), 1, ((1, "/d/b", "/d/a"), (3, "/d/b", None)))],
         bytes_done=12.5,
     )
     text = json.dumps(record.to_dict())
     again = ExecutionRecord.from_dict(json.loads(text), plan)
     assert again == record
-    assert len(text) < 600
+    assert len(text) < 700
     other = ReassignmentPlan.of([PartitionTarget("t", p, (1, 2)) for p in range(6)])
     assert plan_id(other) != plan_id(plan)
     with pytest.raises(ModelError, match="covers 5 partitions, the plan has 6"):
@@ -129,6 +131,8 @@ def test_a_version_1_record_still_resumes_and_cleans_up() -> None:
         ({"tasks": "q3"}, "unknown state code 'q'"),
         ({"inFlight": [["t"]]}, "field 'inFlight' must be a list of \\[topic, partition, bytes, original, target"),
         ({"throttles": {"brokers": ["a"]}}, "field 'throttles.brokers' must map broker ids to rates"),
+        ({"throttles": {"dirBrokers": {"1": 5}}}, "field 'throttles.dirBrokers' must map broker ids to rates"),
+        ({"inFlight": [["t", 0, 1.0, [1], [1], 0, [[1, 2, None]]]]}, "where log directories move"),
     ],
 )
 def test_bad_records_name_the_field(patch: dict[str, object], message: str) -> None:
@@ -178,6 +182,33 @@ def test_task_kinds_and_moved_brokers() -> None:
     assert _task(2, (1, 2, 3), (1, 2, 3)).kind is TaskKind.NOOP
     grow = _task(3, (1, 2), (1, 2, 3, 4), size=10)
     assert grow.bytes_to_move == 20
+
+
+def test_named_log_dirs_make_moves_between_and_into_directories() -> None:
+    """JBOD: a named directory the replica is not in is a move of its own (same replicas: LOG_DIR), counted
+    on that broker and in the bytes; one the replica is in already is nothing to do; a new replica's
+    directory rides on the move that adds it."""
+    dirs = {b: (LogDir(f"/b{b}/a"), LogDir(f"/b{b}/b")) for b in (1, 2, 3, 4)}
+    builder = ClusterBuilder()
+    for b in (1, 2, 3, 4):
+        builder.add_broker(b, log_dirs=dirs[b])
+    builder.add_partition("t", 0, [1, 2], size_bytes=100, log_dirs=["/b1/a", "/b2/a"])
+    cluster = builder.build()
+
+    def task(replicas: tuple[int, ...], log_dirs: tuple[str, ...]) -> Task:
+        return build_tasks(ReassignmentPlan.of([PartitionTarget("t", 0, replicas, log_dirs)]), cluster, {})[0]
+
+    between = task((1, 2), ("/b1/b", "/b2/a"))
+    assert between.kind is TaskKind.LOG_DIR
+    assert [(d.broker, d.path, d.original) for d in between.dirs] == [(1, "/b1/b", "/b1/a")]
+    assert (between.brokers, between.bytes_to_move, between.copies) == ({1}, 100, True)
+    assert task((1, 2), ("/b1/a", "any")).kind is TaskKind.NOOP
+    both = task((4, 2), ("/b4/b", "/b2/b"))
+    assert both.kind is TaskKind.MOVE
+    assert [(d.broker, d.original) for d in both.between_dirs] == [(2, "/b2/a")]
+    assert (both.brokers, both.bytes_to_move) == ({1, 2, 4}, 200)
+    with pytest.raises(ModelError, match=r"field 'log_dirs' names '/b1/b' for broker 2; its log directories are"):
+        task((1, 2), ("any", "/b1/b"))
 
 
 def test_build_tasks_recovers_original_replicas_of_a_running_reassignment() -> None:

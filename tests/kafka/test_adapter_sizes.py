@@ -1,7 +1,8 @@
 """Replica sizes through DescribeLogDirs (kafka-python), as the adapter asks each broker for them.
 
 The adapter names the partitions it asks each broker about (every hosted replica for
-``replica_sizes``, only led partitions for ``read_cluster``); these tests check that nothing is
+``replica_sizes``; for ``read_cluster`` only led partitions, except on brokers with several log
+directories, where each replica's directory is read too); these tests check that nothing is
 missed that way: adding replicas mid-copy, stopped brokers, offline partitions.
 """
 

@@ -6,8 +6,9 @@ The calls covered: Metadata and DescribeCluster (read_cluster, describe_cluster)
 IncrementalAlterConfigs (topic and broker configs, throttles), DescribeLogDirs (sizes),
 AlterPartitionReassignments (start and cancel), ListPartitionReassignments, ElectLeaders,
 ListOffsets, and the consumer-group reads (ListGroups, DescribeGroups, OffsetFetch); the brokers'
-log directories and their cordons (cordoned.log.dirs, KIP-1066); DescribeTopicPartitions (eligible
-leader replicas, KIP-966).
+log directories and their cordons (cordoned.log.dirs, KIP-1066); each replica's log directory and each
+directory's volume (DescribeLogDirs v4+) and moves between a broker's directories (AlterReplicaLogDirs,
+future replicas, their throttle); DescribeTopicPartitions (eligible leader replicas, KIP-966).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from kafka_balancer.kafka.port import (
     FOLLOWER_THROTTLED_REPLICAS,
     LEADER_THROTTLE_RATE,
     LEADER_THROTTLED_REPLICAS,
+    LOG_DIR_THROTTLE_RATE,
     LOG_DIRS,
     KafkaError,
     TopicPartition,
@@ -465,6 +467,14 @@ def test_cordoned_log_dirs_are_read_refused_when_unknown_and_kept_off_by_topic_c
     placed = adapter.read_cluster()
     hosts = {b for p in range(placed.num_partitions) for b in placed.replica_ids(p)}
     assert hosts == {1, 2, 4, 5, 6}, hosts
+    # And on broker 2 every new replica is in its one uncordoned directory (once each has been created).
+
+    def dirs_on_2() -> set[str | None]:
+        model = adapter.read_cluster()
+        return {model.replica_log_dir(p, 2) for p in range(model.num_partitions) if 2 in model.replica_ids(p)}
+
+    wait_until(lambda: None not in dirs_on_2(), "the replicas on broker 2 to be created")
+    assert dirs_on_2() == {adapter.broker_configs([2])[2][LOG_DIRS].split(",")[1]}
 
 
 @backends
@@ -494,3 +504,57 @@ def test_eligible_leader_replicas_follow_the_isr_below_min_isr(kafka_target: Kaf
     converge(elr, {"e": ((1,), (2,)), "f": ((1,), (2, 3))}, "broker 2 out of the ISRs", timeout_s=60)
     kafka_target.start_broker(3)
     converge(elr, {"e": ((1, 3), ()), "f": ((1, 3), (2,))}, "broker 3 back in the ISRs", timeout_s=60)
+
+
+@backends
+def test_replica_log_dirs_are_read_and_moved_between_and_into_a_brokers_directories(kafka_target: KafkaTarget) -> None:
+    """JBOD (KIP-113): read_cluster gives each replica's directory and each directory's volume; a
+    replica moves to another directory of its broker (a future replica, then the switch) without
+    losing its log; a replica a broker does not host yet answers REPLICA_NOT_AVAILABLE and arrives in
+    the directory asked for; an unknown directory is LOG_DIR_NOT_FOUND, a cordoned one INVALID_REPLICA_ASSIGNMENT.
+    The copy throttle is a broker config."""
+    kafka_target.create_topic("jbod", [[1, 2]])
+    kafka_target.fill("jbod", 0, records=300, record_bytes=RECORD)
+    adapter = kafka_target.adapter()
+    tp = TopicPartition("jbod", 0)
+    dirs = {b: adapter.broker_configs([b])[b][LOG_DIRS].split(",") for b in (1, 3)}
+    model = adapter.read_cluster()
+    p = model.partition_index("jbod", 0)
+    current = model.replica_log_dir(p, 1)
+    assert current in dirs[1]
+    volumes = model.broker(model.broker_index(1)).log_dirs
+    assert [d.path for d in volumes] == dirs[1]
+    assert all(d.total_bytes is not None and d.total_bytes > 0 for d in volumes), volumes
+    assert all(d.usable_bytes is not None and 0 <= d.usable_bytes <= d.total_bytes for d in volumes), volumes
+    size = adapter.replica_log_dirs([(tp, 1)])[(tp, 1)].size
+    assert _size_ok(size, 300 * RECORD)
+
+    other = next(d for d in dirs[1] if d != current)
+    adapter.alter_broker_configs({1: {LOG_DIR_THROTTLE_RATE: "100000000"}})
+    converge(lambda: adapter.broker_configs([1])[1].get(LOG_DIR_THROTTLE_RATE), "100000000", "the copy throttle")
+    errors = adapter.alter_replica_log_dirs({(tp, 1): other, (tp, 3): dirs[3][1], (tp, 2): "/not/a/log/dir"})
+    assert {key: None if e is None else e.name for key, e in errors.items()} == {
+        (tp, 1): None,
+        (tp, 3): "REPLICA_NOT_AVAILABLE",
+        (tp, 2): "LOG_DIR_NOT_FOUND",
+    }
+    wait_until(lambda: adapter.replica_log_dirs([(tp, 1)])[(tp, 1)].path == other, "the move between directories")
+    moved = adapter.replica_log_dirs([(tp, 1)])[(tp, 1)]
+    assert (moved.future_path, moved.size) == (None, size)
+    adapter.alter_broker_configs({1: {LOG_DIR_THROTTLE_RATE: None}})
+    converge(lambda: adapter.broker_configs([1])[1].get(LOG_DIR_THROTTLE_RATE), None, "the copy throttle gone")
+
+    assert adapter.alter_reassignments({tp: [1, 3]}) == {tp: None}
+    wait_until(lambda: not adapter.list_reassignments(), "the reassignment to finish")
+    assert adapter.replica_log_dirs([(tp, 3)])[(tp, 3)].path == dirs[3][1]
+    assert adapter.alter_replica_log_dirs({(tp, 3): dirs[3][1]}) == {(tp, 3): None}  # already there: nothing to do
+    # A cordoned directory (KIP-1066) takes no replica, hosted or still to come.
+    adapter.alter_broker_configs({3: {CORDONED_LOG_DIRS: dirs[3][0]}, 4: {CORDONED_LOG_DIRS: "*"}})
+    converge(lambda: adapter.broker_configs([4])[4].get(CORDONED_LOG_DIRS), "*", "the cordons")
+    four = adapter.broker_configs([4])[4][LOG_DIRS].split(",")[0]
+    refused = adapter.alter_replica_log_dirs({(tp, 3): dirs[3][0], (tp, 4): four})
+    assert {key: None if e is None else e.name for key, e in refused.items()} == {
+        (tp, 3): "INVALID_REPLICA_ASSIGNMENT",
+        (tp, 4): "INVALID_REPLICA_ASSIGNMENT",
+    }
+    assert adapter.replica_log_dirs([(tp, 3)])[(tp, 3)].path == dirs[3][1]

@@ -79,8 +79,10 @@ def watch_for(kafka: RealKafka, min_isr: dict[str, int]) -> Watch:
     return Watch({k: len(v.isr) for k, v in kafka.partitions().items()}, min_isr)
 
 
-def execute(kafka: RealKafka, work: Path, *extra: str, log: str = "execute.log") -> subprocess.Popen[bytes]:
-    args = [CLI, "execute", "--bootstrap-servers", kafka.bootstrap_servers, "--plan", str(work / "proposal.json")]
+def execute(
+    kafka: RealKafka, work: Path, *extra: str, log: str = "execute.log", plan: str = "proposal.json"
+) -> subprocess.Popen[bytes]:
+    args = [CLI, "execute", "--bootstrap-servers", kafka.bootstrap_servers, "--plan", str(work / plan)]
     args += ["--state", str(work / "state.json"), "--poll-interval", "0.5", *extra]
     with (work / log).open("ab") as out:
         return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)

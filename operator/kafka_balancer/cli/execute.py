@@ -249,11 +249,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_dry_run(result: ExecutionResult) -> None:
     p = result.progress
-    moves = [t for t, s in result.tasks if t.kind.value == "move" and not s.finished]
+    moves = [t for t, s in result.tasks if t.copies and not s.finished]
     reorders = [t for t, s in result.tasks if t.kind.value == "reorder" and not s.finished]
     print(f"dry run: {len(moves)} replica moves ({p.bytes_total / 1e6:.1f} MB to copy), {len(reorders)} leader-only")
     for t in moves[:50]:
-        print(f"  move {t.tp}: {list(t.original)} -> {list(t.target)} ({t.bytes_to_move / 1e6:.1f} MB)")
+        dirs = "".join(f", {d.broker}:{d.original or '?'} -> {d.path}" for d in t.dirs)
+        print(f"  move {t.tp}: {list(t.original)} -> {list(t.target)}{dirs} ({t.bytes_to_move / 1e6:.1f} MB)")
     if len(moves) > 50:
         print(f"  ... and {len(moves) - 50} more")
     for t in reorders[:20]:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
+from kafka_balancer.executor.log_dirs import DirStanding, View, standing, take_back
 from kafka_balancer.executor.options import Clock, ExecutorOptions, SystemClock
 from kafka_balancer.executor.progress import Progress, RateMeter, broker_progress, eta
 from kafka_balancer.executor.recovery import order_restores
@@ -39,6 +40,10 @@ from kafka_balancer.model import ClusterModel, ModelError, ReassignmentPlan
 RETRIABLE = frozenset(
     {"NOT_CONTROLLER", "REQUEST_TIMED_OUT", "BROKER_NOT_AVAILABLE", "LEADER_NOT_AVAILABLE", "UNKNOWN_SERVER_ERROR"}
 )
+
+# AlterReplicaLogDirs errors after which the replica is simply asked again on a later poll: the broker
+# does not host it yet (the reassignment adding it is under way), or it is busy.
+RETRIABLE_DIR = RETRIABLE | {"REPLICA_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER", "UNKNOWN_TOPIC_OR_PARTITION"}
 
 # Polls in a row that may fail to reach the cluster before the run gives up (resumable).
 MAX_CONSECUTIVE_ERRORS = 10
@@ -122,6 +127,8 @@ class Executor:
         self._throttle_failures: list[str] = []
         self._started = 0.0
         self._involved: set[int] = set()  # brokers the plan's moves add replicas to or take them from
+        self._dir_brokers: set[int] = set()  # brokers copying replicas between their own directories
+        self._dir_view: View = {}  # where in-flight moves' replicas are (DescribeLogDirs), this poll
         self.submitted = 0
 
     # ----- public ------------------------------------------------------------------------
@@ -212,7 +219,7 @@ class Executor:
             else:
                 states[i] = TaskState.PENDING
         self._bytes_total = self.record.bytes_done + sum(
-            t.bytes_to_move for t in self.tasks if t.kind is TaskKind.MOVE and not states[t.index].finished
+            t.bytes_to_move for t in self.tasks if t.copies and not states[t.index].finished
         )
         self._sync_in_flight()
         if not self.options.dry_run:
@@ -226,13 +233,15 @@ class Executor:
         moves by the load they take off and put on brokers)."""
         opts = self.options
         states = self.record.tasks
-        movable = [t for t in self.tasks if t.kind is TaskKind.MOVE and states[t.index] is TaskState.PENDING]
+        movable = [t for t in self.tasks if t.copies and states[t.index] is TaskState.PENDING]
         queue = strategy_named(opts.strategy).order(movable, initial)
         self._involved = {b for t in self.tasks if t.kind is TaskKind.MOVE for b in (*t.original, *t.target)}
+        self._dir_brokers = {d.broker for t in self.tasks if t.copies for d in t.between_dirs}
         # A broker that is down neither sends nor receives, and a config request to it only times
         # out (plans that move replicas off a dead broker are normal); the other side of each of
         # its moves is throttled, and the broker itself when it is back (see _poll).
         self.throttles.set_rates(self._involved & alive_brokers(initial))
+        self.throttles.set_dir_rates(self._dir_brokers & alive_brokers(initial))
         self.throttles.update_replicas(list(self.in_flight.values()))
         now = self.clock.now()
         for i in self.in_flight:
@@ -267,6 +276,8 @@ class Executor:
             self.record.reason = f"{len(offline)} offline partitions: {shown}"
             return queue, _Outcome.FAIL
         self.throttles.set_rates(self._involved & alive_brokers(cluster))
+        self.throttles.set_dir_rates(self._dir_brokers & alive_brokers(cluster))
+        self._dir_view = self._read_dirs(list(self.in_flight.values()))
         changed = self._retire_finished(cluster, ongoing)
         changed |= self._watch_in_flight(now)
         for task in queue:
@@ -308,14 +319,52 @@ class Executor:
             return queue, _Outcome.BUDGET  # nothing left that fits this run
         return queue, None
 
+    def _read_dirs(self, tasks: list[Task]) -> View:
+        """Where the named-directory replicas of ``tasks`` are (DescribeLogDirs); {} when none is named or
+        the read fails (the directories are then looked at again next poll)."""
+        wanted = [(t.tp, d.broker) for t in tasks for d in t.dirs]
+        if not wanted:
+            return {}
+        try:
+            return self.port.replica_log_dirs(wanted)
+        except KafkaError as err:
+            log.warning("cannot read the log directories of moves in flight this poll: %s", err)
+            return {}
+
+    def _dirs_standing(self, task: Task) -> DirStanding:
+        return standing(task.tp, [(d.broker, d.path, d.original) for d in task.dirs], self._dir_view, task.size_bytes)
+
+    def _send_dirs(self, moves: Mapping[tuple[TopicPartition, int], str]) -> dict[TopicPartition, KafkaError]:
+        """AlterReplicaLogDirs; the refusals that will not pass by asking again, by partition.
+        REPLICA_NOT_AVAILABLE (the replica has not arrived) and transient errors are asked again next poll."""
+        if not moves:
+            return {}
+        refused: dict[TopicPartition, KafkaError] = {}
+        for (tp, _), error in self.port.alter_replica_log_dirs(moves).items():
+            if error is not None and error.name not in RETRIABLE_DIR:
+                refused.setdefault(tp, error)
+        return refused
+
     def _retire_finished(self, cluster: ClusterModel, ongoing: Mapping[TopicPartition, OngoingReassignment]) -> bool:
         changed = False
+        standings = {i: self._dirs_standing(t) for i, t in self.in_flight.items() if t.dirs}
+        # Replicas not in their directory yet are asked again (see log_dirs.standing); a refusal that
+        # asking again will not change (the directory was cordoned meanwhile) ends the task once its
+        # replicas are on their brokers.
+        refused = self._send_dirs({key: path for d in standings.values() for key, path in d.resend.items()})
         for i, task in list(self.in_flight.items()):
+            dirs = standings.get(i, DirStanding())
             if task.tp in ongoing:
                 continue
             current = partition_replicas(cluster, task.tp)
             if current is None:
                 self._give_up(i, VANISHED)
+            elif set(current) == set(task.target) and task.tp in refused:
+                self._give_up(i, f"log directory move refused: {refused[task.tp]}")
+                changed = True
+                continue
+            elif set(current) == set(task.target) and not dirs.done:
+                continue  # on its brokers; a replica still goes to (or is copied into) its directory
             elif set(current) == set(task.target):
                 self.record.tasks[i] = TaskState.COMPLETED
                 self.record.bytes_done += task.bytes_to_move
@@ -348,6 +397,8 @@ class Executor:
         to_cancel: list[Task] = []
         for i, task in self.in_flight.items():
             copied = sum(min(float(sizes.get((task.tp, b), 0)), task.size_bytes) for b in task.adding)
+            if task.between_dirs:
+                copied += self._dirs_standing(task).copied
             if copied > self._copied.get(i, 0.0):
                 since = now - self._last_progress.get(i, now)
                 if since > 0:
@@ -409,12 +460,24 @@ class Executor:
         # Throttle and record first: a copy must never start unthrottled, nor a crash hide a move.
         self.throttles.update_replicas(list(self.in_flight.values()))
         self._save()
-        errors = self.port.alter_reassignments({t.tp: t.target for t in picked})
+        # Directories first, as kafka-reassign-partitions does: a broker told before the reassignment
+        # creates the replica it receives in the directory named (REPLICA_NOT_AVAILABLE until then).
+        refused = self._send_dirs({(t.tp, d.broker): d.path for t in picked for d in t.dirs})
+        reassigned = [t for t in picked if t.tp not in refused and t.target != t.original]
+        errors: dict[TopicPartition, KafkaError | None] = dict(refused)
+        if reassigned:
+            errors.update(self.port.alter_reassignments({t.tp: t.target for t in reassigned}))
         self.submitted += len(picked)
         failed = False
         for task in picked:
             error = errors.get(task.tp)
             if error is None:
+                continue
+            if task.tp in refused:
+                failed = True
+                self._forget(task.index)
+                self.record.tasks[task.index] = TaskState.DEAD
+                self.record.dead_reasons[str(task.tp)] = f"log directory move refused: {error}"
                 continue
             failed = True
             self._forget(task.index)
@@ -531,17 +594,27 @@ class Executor:
         reason = self.record.reason
         self._set_state(ExecutionState.STOPPING)
         cancelling = dict(self.in_flight)
-        if cancelling:
-            self.port.alter_reassignments({t.tp: None for t in cancelling.values()})
-            self._wait_reassignments_gone([t.tp for t in cancelling.values()])
+        reassigning = [t for t in cancelling.values() if t.target != t.original]
+        if reassigning:
+            self.port.alter_reassignments({t.tp: None for t in reassigning})
+            self._wait_reassignments_gone([t.tp for t in reassigning])
+        self._dir_view = self._read_dirs(list(cancelling.values()))
+        backs = {
+            key: path
+            for t in cancelling.values()
+            for key, path in take_back(t.tp, [(d.broker, d.path, d.original) for d in t.dirs], self._dir_view).items()
+        }
+        if backs:
+            self.port.alter_replica_log_dirs(backs)
         cluster = self.port.read_cluster(with_sizes=False)
         for i, task in cancelling.items():
             current = partition_replicas(cluster, task.tp)
             if current is None:
                 self._give_up(i, VANISHED)
                 continue
-            # A move may have finished just before the cancel reached the controller.
-            done = set(current) == set(task.target)
+            # A move may have finished just before the cancel reached the controller (a copy between
+            # directories that finished stays where it went: the task counts as aborted unless all did).
+            done = set(current) == set(task.target) and (not task.dirs or self._dirs_standing(task).done)
             self.record.tasks[i] = TaskState.COMPLETED if done else TaskState.ABORTED
             if done:
                 self.record.bytes_done += task.bytes_to_move
@@ -618,7 +691,15 @@ class Executor:
 
     def _sync_in_flight(self) -> None:
         self.record.in_flight = [
-            InFlight(t.tp.topic, t.tp.partition, t.bytes_to_move, t.original, t.target, t.index)
+            InFlight(
+                t.tp.topic,
+                t.tp.partition,
+                t.bytes_to_move,
+                t.original,
+                t.target,
+                t.index,
+                tuple((d.broker, d.path, d.original) for d in t.dirs),
+            )
             for t in sorted(self.in_flight.values(), key=lambda t: t.tp)
         ]
 

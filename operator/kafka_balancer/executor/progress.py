@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafka_balancer.executor.state import ExecutionState, TaskState
-from kafka_balancer.executor.tasks import Task, TaskKind
+from kafka_balancer.executor.tasks import Task
 
 # The rate is measured over this trailing window of the executor's clock.
 RATE_WINDOW_SECONDS = 60.0
@@ -93,13 +93,14 @@ def broker_progress(
     copied: Mapping[int, float],
 ) -> tuple[BrokerProgress, ...]:
     """Per broker: moves in flight touching it, bytes received so far (completed moves, plus the
-    measured part of moves in flight, split evenly over their added replicas) and in total."""
+    measured part of moves in flight, split evenly over their receiving replicas) and in total. A
+    replica copied between two directories of a broker counts as received by that broker."""
     received: dict[int, list[float]] = {}
     flight: dict[int, int] = {}
     for t in tasks:
-        if t.kind is not TaskKind.MOVE:
+        if not t.copies:
             continue
-        for b in t.adding:
+        for b in _receivers(t):
             entry = received.setdefault(b, [0.0, 0.0])
             entry[1] += t.size_bytes
             if states[t.index] is TaskState.COMPLETED:
@@ -107,13 +108,18 @@ def broker_progress(
     for i, t in in_flight.items():
         for b in t.brokers:
             flight[b] = flight.get(b, 0) + 1
-        if t.adding:
-            share = copied.get(i, 0.0) / len(t.adding)
-            for b in t.adding:
+        receivers = _receivers(t)
+        if receivers:
+            share = copied.get(i, 0.0) / len(receivers)
+            for b in receivers:
                 received.setdefault(b, [0.0, 0.0])[0] += share
     return tuple(
         BrokerProgress(b, flight.get(b, 0), *received.get(b, [0.0, 0.0])) for b in sorted(set(received) | set(flight))
     )
+
+
+def _receivers(task: Task) -> list[int]:
+    return [*task.adding, *(d.broker for d in task.between_dirs)]
 
 
 def eta(remaining_bytes: float, rate: float) -> float | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
+from kafka_balancer.executor.log_dirs import View, standing, take_back
 from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, InFlight, TaskState
 from kafka_balancer.executor.store import ExecutionStore
 from kafka_balancer.executor.throttle import ThrottleManager
@@ -61,7 +62,17 @@ def abandon(
     save()
     ongoing = port.list_reassignments()
     cluster = port.read_cluster(with_sizes=False)
-    outcome = {m: _outcome(m, ongoing, cluster) for m in record.in_flight}
+    view = port.replica_log_dirs([(_tp(m), b) for m in record.in_flight for b, _, _ in m.dirs])
+    outcome = {m: _outcome(m, ongoing, cluster, view) for m in record.in_flight}
+    # Our copies between a broker's directories still under way: naming the current directory stops them.
+    backs = {
+        key: path
+        for m, state in outcome.items()
+        if state is TaskState.ABORTED
+        for key, path in take_back(_tp(m), m.dirs, view).items()
+    }
+    if backs:
+        port.alter_replica_log_dirs(backs)
     ours = [m for m, state in outcome.items() if state is TaskState.ABORTED and _tp(m) in ongoing]
     if ours:
         # Cancelling (KIP-455) puts each partition back on its original replicas, then their order.
@@ -87,10 +98,12 @@ def _tp(m: InFlight) -> TopicPartition:
     return TopicPartition(m.topic, m.partition)
 
 
-def _outcome(m: InFlight, ongoing: Mapping[TopicPartition, OngoingReassignment], cluster: ClusterModel) -> TaskState:
+def _outcome(
+    m: InFlight, ongoing: Mapping[TopicPartition, OngoingReassignment], cluster: ClusterModel, view: View
+) -> TaskState:
     """What became of a recorded in-flight move: ABORTED (ours and still running: to cancel; or
-    never applied), COMPLETED (it finished meanwhile) or DEAD (someone else's reassignment runs or ran
-    there since, or the partition is gone)."""
+    never applied), COMPLETED (it finished meanwhile, named directories included) or DEAD (someone
+    else's reassignment runs or ran there since, or the partition is gone)."""
     running = ongoing.get(_tp(m))
     if running is not None:
         return TaskState.ABORTED if m.target is None or set(running.target) == set(m.target) else TaskState.DEAD
@@ -99,7 +112,7 @@ def _outcome(m: InFlight, ongoing: Mapping[TopicPartition, OngoingReassignment],
     except KeyError:
         return TaskState.DEAD
     if m.target is not None and current == set(m.target):
-        return TaskState.COMPLETED
+        return TaskState.COMPLETED if standing(_tp(m), m.dirs, view, 0.0).done else TaskState.ABORTED
     return TaskState.ABORTED if m.original is None or current == set(m.original) else TaskState.DEAD
 
 

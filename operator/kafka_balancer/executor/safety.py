@@ -63,7 +63,7 @@ def move_blocker(
         return "another reassignment of this partition is in progress"
     p = cluster.partition_index(task.tp.topic, task.tp.partition)
     alive = alive_brokers(cluster)
-    offline = [b for b in task.adding if b not in alive]
+    offline = [b for b in (*task.adding, *(d.broker for d in task.between_dirs)) if b not in alive]
     if offline:
         # Down, or not registered yet: a broker that is down and holds nothing is not in the metadata.
         return f"target broker {offline[0]} is offline"

@@ -146,10 +146,13 @@ class ThrottleRecord:
     topics: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     created: dict[str, list[str]] = field(default_factory=dict)
     legacy_topics: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    # broker id -> the rate we set as its replica.alter.log.dirs.io.max.bytes.per.second (copies between
+    # its log directories); as ``brokers``, never one that had its own.
+    dir_brokers: dict[int, str] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
-        return not self.brokers and not self.topics and not self.legacy_topics
+        return not self.brokers and not self.topics and not self.legacy_topics and not self.dir_brokers
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -159,6 +162,8 @@ class ThrottleRecord:
         }
         if self.legacy_topics:
             out["legacyTopics"] = {t: list(v) for t, v in sorted(self.legacy_topics.items())}
+        if self.dir_brokers:
+            out["dirBrokers"] = {str(b): rate for b, rate in sorted(self.dir_brokers.items())}
         return out
 
     @classmethod
@@ -167,13 +172,8 @@ class ThrottleRecord:
             raise ModelError(f"execution record: field 'throttles' must be an object, got {data!r}")
         if version == 1:
             return cls._from_version_1(data)
-        brokers = data.get("brokers", {})
-        if not isinstance(brokers, dict) or not all(
-            str(b).isdigit() and isinstance(r, str) for b, r in brokers.items()
-        ):
-            raise ModelError(
-                f"execution record: field 'throttles.brokers' must map broker ids to rates, got {brokers!r}"
-            )
+        brokers = _rates(data, "brokers")
+        dir_brokers = _rates(data, "dirBrokers")
         topics: dict[str, dict[str, list[str]]] = {}
         for name, configs in _object(data, "topics").items():
             if not isinstance(configs, dict) or not all(
@@ -187,9 +187,7 @@ class ThrottleRecord:
                 f"{_RECORD}: field 'throttles.created' must map topics to config names, got {shown(created)}"
             )
         legacy = cls._legacy_topics(_object(data, "legacyTopics"))
-        return cls(
-            brokers={int(b): r for b, r in brokers.items()}, topics=topics, created=created, legacy_topics=legacy
-        )
+        return cls(brokers=brokers, topics=topics, created=created, legacy_topics=legacy, dir_brokers=dir_brokers)
 
     @classmethod
     def _from_version_1(cls, data: dict[str, Any]) -> ThrottleRecord:
@@ -206,6 +204,13 @@ class ThrottleRecord:
                 raise ModelError(f"execution record: field 'throttles.topics.{name}' must be [leader, follower]")
             topics[str(name)] = (pair[0], pair[1])
         return topics
+
+
+def _rates(data: dict[str, Any], name: str) -> dict[int, str]:
+    rates = data.get(name, {})
+    if not isinstance(rates, dict) or not all(str(b).isdigit() and isinstance(r, str) for b, r in rates.items()):
+        raise ModelError(f"execution record: field 'throttles.{name}' must map broker ids to rates, got {rates!r}")
+    return {int(b): r for b, r in rates.items()}
 
 
 def _object(data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -226,9 +231,14 @@ class InFlight:
     original: tuple[int, ...] | None  # None (and index) in records written before version 2
     target: tuple[int, ...] | None
     index: int | None = None  # the task's position in the plan
+    # Replicas we put in a named log directory: (broker, directory, the one it was in or None).
+    dirs: tuple[tuple[int, str, str | None], ...] = ()
 
     def to_list(self) -> list[Any]:
-        return [self.topic, self.partition, self.bytes, _ids(self.original), _ids(self.target), self.index]
+        out = [self.topic, self.partition, self.bytes, _ids(self.original), _ids(self.target), self.index]
+        if self.dirs:
+            out.append([list(d) for d in self.dirs])
+        return out
 
 
 def _ids(replicas: tuple[int, ...] | None) -> list[int] | None:
@@ -327,23 +337,37 @@ def parse_in_flight(data: Any) -> list[InFlight]:
     if not isinstance(data, list) or not all(_in_flight_entry(x) for x in data):
         raise ModelError(
             "execution record: field 'inFlight' must be a list of [topic, partition, bytes, original, target, "
-            f"index], got {shown(data)}"
+            f"index] (and [[broker, directory, previous directory], ...] where log directories move), got {shown(data)}"
         )
     out = []
     for x in data:
         check_int32(x[1], f"{_RECORD}: inFlight {shown(x[0])}", "partition")
         check_amount(x[2], f"{_RECORD}: inFlight {x[0]}-{x[1]}", "bytes")
-        original, target, index = (x[3], x[4], x[5]) if len(x) == 6 else (None, None, None)
+        original, target, index = (x[3], x[4], x[5]) if len(x) >= 6 else (None, None, None)
         replicas = (None if original is None else tuple(original), None if target is None else tuple(target))
-        out.append(InFlight(str(x[0]), int(x[1]), float(x[2]), *replicas, index))
+        dirs = tuple((int(b), str(path), was) for b, path, was in x[6]) if len(x) == 7 else ()
+        out.append(InFlight(str(x[0]), int(x[1]), float(x[2]), *replicas, index, dirs))
     return out
 
 
+def _dir_entry(d: Any) -> bool:
+    """[broker, directory, the directory it was in or null]"""
+    return (
+        isinstance(d, list)
+        and len(d) == 3
+        and isinstance(d[0], int)
+        and isinstance(d[1], str)
+        and (d[2] is None or isinstance(d[2], str))
+    )
+
+
 def _in_flight_entry(x: Any) -> bool:
-    if not isinstance(x, list) or len(x) not in (3, 6):
+    if not isinstance(x, list) or len(x) not in (3, 6, 7):
+        return False
+    if len(x) == 7 and not (isinstance(x[6], list) and all(_dir_entry(d) for d in x[6])):
         return False
     if not (isinstance(x[0], str) and isinstance(x[1], int) and isinstance(x[2], (int, float))):
         return False
-    if len(x) == 6 and not (x[5] is None or isinstance(x[5], int)):
+    if len(x) >= 6 and not (x[5] is None or isinstance(x[5], int)):
         return False
     return all(r is None or (isinstance(r, list) and all(isinstance(b, int) for b in r)) for r in x[3:5])

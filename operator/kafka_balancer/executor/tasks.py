@@ -8,12 +8,24 @@ from enum import StrEnum
 
 from kafka_balancer.kafka.port import OngoingReassignment, TopicPartition
 from kafka_balancer.model import ClusterModel, ModelError, ReassignmentPlan
+from kafka_balancer.model.plan import check_log_dirs
 
 
 class TaskKind(StrEnum):
     MOVE = "move"  # the replica set changes: data is copied to the added brokers
+    LOG_DIR = "log_dir"  # same brokers, a replica moves to another directory of its broker (JBOD)
     REORDER = "reorder"  # same brokers, another order: only the preferred leader changes
     NOOP = "noop"  # the cluster already has exactly this assignment
+
+
+@dataclass(frozen=True)
+class DirMove:
+    """A replica the plan puts in a named log directory of its broker: ``original`` is the directory it
+    is in now (None for a replica the move adds to the broker, or one whose directory is not known)."""
+
+    broker: int
+    path: str
+    original: str | None
 
 
 @dataclass(frozen=True)
@@ -23,12 +35,22 @@ class Task:
     original: tuple[int, ...]  # replicas before the execution touched the partition
     target: tuple[int, ...]
     size_bytes: float  # the leader's log size: what each added replica must copy
+    # Replicas to put in a named directory (AlterReplicaLogDirs): added ones and those moving between
+    # their broker's directories; a replica already in its named directory is not listed.
+    dirs: tuple[DirMove, ...] = ()
 
     @property
     def kind(self) -> TaskKind:
         if set(self.original) != set(self.target):
             return TaskKind.MOVE
+        if self.dirs:
+            return TaskKind.LOG_DIR
         return TaskKind.NOOP if self.original == self.target else TaskKind.REORDER
+
+    @property
+    def copies(self) -> bool:
+        """Moves data (between brokers or between a broker's directories): run by the move loop."""
+        return self.kind in (TaskKind.MOVE, TaskKind.LOG_DIR)
 
     @property
     def adding(self) -> tuple[int, ...]:
@@ -39,14 +61,20 @@ class Task:
         return tuple(b for b in self.original if b not in self.target)
 
     @property
+    def between_dirs(self) -> tuple[DirMove, ...]:
+        """Replicas moved between two directories of a broker that keeps them (intra-broker copies)."""
+        return tuple(d for d in self.dirs if d.broker in self.original)
+
+    @property
     def brokers(self) -> frozenset[int]:
         """The brokers a move loads: those receiving a replica and those giving one up (as Cruise
-        Control counts them). Per-broker concurrency limits count the move on each of these."""
-        return frozenset(self.adding) | frozenset(self.removing)
+        Control counts them), and those copying a replica between their directories. Per-broker
+        concurrency limits count the move on each of these."""
+        return frozenset(self.adding) | frozenset(self.removing) | {d.broker for d in self.between_dirs}
 
     @property
     def bytes_to_move(self) -> float:
-        return self.size_bytes * len(self.adding)
+        return self.size_bytes * (len(self.adding) + len(self.between_dirs))
 
 
 def build_tasks(
@@ -57,7 +85,8 @@ def build_tasks(
     """Tasks in plan order. A partition under reassignment (e.g. ours, before a crash) has its
     original replicas recovered from the reassignment (replicas minus adding). A target broker the
     metadata does not list is offline (a broker that is down and holds nothing is not listed): its
-    moves wait for it (safety.move_blocker)."""
+    moves wait for it (safety.move_blocker). Named log directories must be their brokers' (check_log_dirs)."""
+    check_log_dirs(plan, cluster)
     tasks = []
     for i, target in enumerate(plan.partitions):
         tp = TopicPartition(target.topic, target.partition)
@@ -69,5 +98,10 @@ def build_tasks(
         running = ongoing.get(tp)
         if running is not None:
             current = tuple(b for b in running.replicas if b not in running.adding)
-        tasks.append(Task(i, tp, current, target.replicas, float(cluster.size_bytes[p])))
+        dirs = []
+        for b, path in target.named_log_dirs.items():
+            now = cluster.replica_log_dir(p, b) if b in current else None
+            if now != path:
+                dirs.append(DirMove(b, path, now))
+        tasks.append(Task(i, tp, current, target.replicas, float(cluster.size_bytes[p]), tuple(dirs)))
     return tasks

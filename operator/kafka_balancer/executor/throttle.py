@@ -1,6 +1,7 @@
 """Replication throttles (KIP-73) limited to the moves in flight, and always taken back.
 
-Rates go on the brokers a plan involves, as they come up; ``throttled.replicas`` lists only the
+Rates go on the brokers a plan involves, as they come up (and ``replica.alter.log.dirs.io.max.bytes.per.second``
+on the brokers that copy replicas between their own log directories); ``throttled.replicas`` lists only the
 replicas of partitions being moved right now (source replicas as leader-throttled, added replicas as
 follower-throttled), because a listed replica that is not moving would throttle ordinary follower
 catch-up. The lists are changed entry by entry (APPEND and SUBTRACT, KIP-339), never set whole from a
@@ -24,6 +25,7 @@ from kafka_balancer.kafka.port import (
     FOLLOWER_THROTTLED_REPLICAS,
     LEADER_THROTTLE_RATE,
     LEADER_THROTTLED_REPLICAS,
+    LOG_DIR_THROTTLE_RATE,
     ConfigValue,
     KafkaError,
     KafkaPort,
@@ -41,6 +43,8 @@ def wanted_entries(in_flight: Sequence[Task]) -> dict[str, dict[str, set[str]]]:
     """topic -> list config -> the entries the moves in flight need (as kafka-reassign-partitions sets them)."""
     out: dict[str, dict[str, set[str]]] = {}
     for task in in_flight:
+        if not task.adding:
+            continue  # a move between one broker's directories: throttled by the broker's own rate
         topic, p = task.tp.topic, task.tp.partition
         lists = out.setdefault(topic, {LEADER_THROTTLED_REPLICAS: set(), FOLLOWER_THROTTLED_REPLICAS: set()})
         lists[LEADER_THROTTLED_REPLICAS].update(f"{p}:{b}" for b in task.original)
@@ -61,6 +65,7 @@ class ThrottleManager:
         self.record = record
         self._save = save
         self._foreign: set[int] = set()  # brokers found with a rate of their own: never touched
+        self._foreign_dirs: set[int] = set()  # the same for the rate of copies between directories
 
     @property
     def enabled(self) -> bool:
@@ -69,24 +74,32 @@ class ThrottleManager:
     def set_rates(self, brokers: Iterable[int]) -> None:
         """Put the rate on these (live) brokers, once each, except those that have a rate we did not set.
         Called at every poll: a broker that was down when the run began gets its rate when it returns."""
+        self._set(brokers, (LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE), self.record.brokers, self._foreign)
+
+    def set_dir_rates(self, brokers: Iterable[int]) -> None:
+        """The same for copies between a broker's log directories (``replica.alter.log.dirs.io.max.bytes.per.second``),
+        on the brokers that copy a replica from one of their directories to another."""
+        self._set(brokers, (LOG_DIR_THROTTLE_RATE,), self.record.dir_brokers, self._foreign_dirs)
+
+    def _set(self, brokers: Iterable[int], keys: tuple[str, ...], ours: dict[int, str], foreign: set[int]) -> None:
         if self.rate is None:
             return
-        fresh = sorted(set(brokers) - set(self.record.brokers) - self._foreign)
+        fresh = sorted(set(brokers) - set(ours) - foreign)
         if not fresh:
             return
         # One broker per call: Kafka accepts a single BROKER resource per config request.
         configs = {b: self.port.broker_configs([b]).get(b, {}) for b in fresh}
         value = str(self.rate)
-        ours = []
+        mine = []
         for b in fresh:
-            if configs[b].get(LEADER_THROTTLE_RATE) or configs[b].get(FOLLOWER_THROTTLE_RATE):
-                self._foreign.add(b)  # someone else's throttle: left exactly as it is
+            if any(configs[b].get(k) for k in keys):
+                foreign.add(b)  # someone else's throttle: left exactly as it is
             else:
-                self.record.brokers[b] = value
-                ours.append(b)
+                ours[b] = value
+                mine.append(b)
         self._save()
-        for b in ours:
-            self.port.alter_broker_configs({b: {LEADER_THROTTLE_RATE: value, FOLLOWER_THROTTLE_RATE: value}})
+        for b in mine:
+            self.port.alter_broker_configs({b: dict.fromkeys(keys, value)})
 
     def update_replicas(self, in_flight: Sequence[Task]) -> None:
         """Add the entries the moves in flight need and take out ours that no move needs any more."""
@@ -208,7 +221,7 @@ class ThrottleManager:
     def _clear_rates(self) -> list[str]:
         failures: list[str] = []
         alive: set[int] | None = None
-        if self.record.brokers:
+        if self.record.brokers or self.record.dir_brokers:
             # A metadata read first: it tells which brokers are up (a config request to a down
             # broker only times out), and it makes the client learn of brokers that came back
             # (librdkafka forgets a broker that left the metadata until its next refresh).
@@ -216,21 +229,26 @@ class ThrottleManager:
                 alive = alive_brokers(self.port.read_cluster(with_sizes=False))
             except KafkaError:
                 alive = None
-        for b, ours in sorted(self.record.brokers.items()):
+        for keys, ours in (
+            ((LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE), self.record.brokers),
+            ((LOG_DIR_THROTTLE_RATE,), self.record.dir_brokers),
+        ):
+            failures += self._clear(keys, ours, alive)
+        return failures
+
+    def _clear(self, keys: tuple[str, ...], ours: dict[int, str], alive: set[int] | None) -> list[str]:
+        failures: list[str] = []
+        for b, rate in sorted(ours.items()):
             if alive is not None and b not in alive:
                 failures.append(f"broker {b}: offline")
                 continue
             try:
                 found = self.port.broker_configs([b]).get(b, {})
                 # A rate that is no longer the one we wrote was set by someone else since: theirs now.
-                keys = [
-                    k
-                    for k in (LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE)
-                    if found.get(k) in (ours, None) or not ours
-                ]
-                if keys:
-                    self.port.alter_broker_configs({b: dict.fromkeys(keys)})
-                del self.record.brokers[b]
+                mine = [k for k in keys if found.get(k) in (rate, None) or not rate]
+                if mine:
+                    self.port.alter_broker_configs({b: dict.fromkeys(mine)})
+                del ours[b]
             except KafkaError as err:
                 failures.append(f"broker {b}: {err.name}")
         return failures

@@ -14,6 +14,7 @@ import logging
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import kafka.errors as kp_errors
@@ -26,6 +27,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
 from confluent_kafka.admin._listoffsets import OffsetSpec
 from kafka import TopicPartition as KpTopicPartition
+from kafka import TopicPartitionReplica as KpTopicPartitionReplica
 from kafka.admin import KafkaAdminClient
 
 from kafka_balancer.kafka.connection import ConnectionSpec
@@ -43,10 +45,12 @@ from kafka_balancer.kafka.port import (
     KafkaUnavailableError,
     ListChange,
     OngoingReassignment,
+    ReplicaLogDir,
     TopicPartition,
     log_dirs_of,
 )
 from kafka_balancer.model import ClusterBuilder, ClusterModel
+from kafka_balancer.model.cluster import LogDir
 
 log = logging.getLogger(__name__)
 _LIBRDKAFKA_LOG = logging.getLogger("kafka_balancer.kafka.librdkafka")
@@ -114,18 +118,58 @@ def _group_state(state: Any) -> str:
     return "".join(word.capitalize() for word in name.split("_"))
 
 
-def _size_requests(metadata: Any, topics: Iterable[str], *, leaders_only: bool) -> dict[int, dict[str, list[int]]]:
-    """Which partitions to ask each live broker about: every replica it hosts, or (for a
-    partition's size) only the ones it leads plus every replica of a leaderless partition."""
+def _dir_of(described: _LogDirs, tp: TopicPartition, broker: int, dirs: Sequence[LogDir]) -> str | None:
+    """A replica's directory: its broker's only one, or where DescribeLogDirs listed it (if in log.dirs)."""
+    if len(dirs) == 1:
+        return dirs[0].path
+    found = described.replicas.get((tp, broker))
+    return found.path if found is not None and any(d.path == found.path for d in dirs) else None
+
+
+def _size_requests(
+    metadata: Any, topics: Iterable[str], every_replica: Iterable[int] | None = None
+) -> dict[int, dict[str, list[int]]]:
+    """Which partitions to ask each live broker about: every replica it hosts (on the brokers of
+    ``every_replica``, all when None), else only the partitions it leads, and every replica of a
+    leaderless partition."""
     live = set(metadata.brokers)
+    everything = None if every_replica is None else set(every_replica)
     wanted: dict[int, dict[str, list[int]]] = {}
     for name in topics:
         for index, p in metadata.topics[name].partitions.items():
-            hosts = [p.leader] if leaders_only and p.leader >= 0 else list(p.replicas)
+            hosts = p.replicas
+            if everything is not None and p.leader >= 0:
+                hosts = [b for b in p.replicas if b == p.leader or b in everything]
             for broker in hosts:
                 if broker in live:
                     wanted.setdefault(broker, {}).setdefault(name, []).append(index)
     return wanted
+
+
+@dataclass
+class _LogDirs:
+    """What DescribeLogDirs told: each replica's directory, each directory's (total, usable) bytes (-1: not known)."""
+
+    replicas: dict[tuple[TopicPartition, int], ReplicaLogDir] = field(default_factory=dict)
+    volumes: dict[int, dict[str, tuple[int, int]]] = field(default_factory=dict)
+
+
+def _with_volumes(dirs: Iterable[LogDir], volumes: Mapping[str, tuple[int, int]]) -> tuple[LogDir, ...]:
+    """A broker's configured log directories with the volume sizes DescribeLogDirs gave (and any
+    directory it reports that the configs did not name, in path order)."""
+    out = []
+    for d in dirs:
+        total, usable = volumes.get(d.path, (-1, -1))
+        out.append(
+            LogDir(d.path, d.cordoned, float(total) if total >= 0 else None, float(usable) if usable >= 0 else None)
+        )
+    named = {d.path for d in out}
+    for path, (total, usable) in sorted(volumes.items()):
+        if path not in named:
+            out.append(
+                LogDir(path, False, float(total) if total >= 0 else None, float(usable) if usable >= 0 else None)
+            )
+    return tuple(out)
 
 
 class KafkaAdapter:
@@ -269,11 +313,17 @@ class KafkaAdapter:
         metadata = self._metadata()
         topics = sorted(t for t in metadata.topics if not t.startswith("__"))
         configs = self._describe_configs(ConfigResource.Type.TOPIC, topics)
-        sizes = self._log_dir_sizes(_size_requests(metadata, topics, leaders_only=True)) if with_sizes else {}
         live = {b.id: b for b in description.brokers}
         elr = self._eligible_leaders(metadata, configs)
-        # Where the data lives goes with its size: the log directories and their cordons (KIP-1066).
-        log_dirs = {b: log_dirs_of(c) for b, c in self.broker_configs(sorted(live)).items()} if with_sizes else {}
+        # Where the data lives goes with its size: the log directories, their cordons (KIP-1066) and volumes.
+        configured = {b: log_dirs_of(c) for b, c in self.broker_configs(sorted(live)).items()} if with_sizes else {}
+        # A partition's size is its leader's log; where each replica lives matters only on brokers with
+        # several directories (JBOD): those are asked about every replica they host, the others only
+        # about the partitions they lead (a third of the DescribeLogDirs work at replication factor 3).
+        jbod = {b for b, dirs in configured.items() if len(dirs) > 1}
+        described = self._describe_log_dirs(_size_requests(metadata, topics, jbod)) if with_sizes else _LogDirs()
+        sizes = {key: r.size for key, r in described.replicas.items()}
+        log_dirs = {b: _with_volumes(dirs, described.volumes.get(b, {})) for b, dirs in configured.items()}
 
         builder = ClusterBuilder(cluster_name=description.cluster_id)
         referenced: set[int] = set()
@@ -319,6 +369,9 @@ class KafkaAdapter:
                     # Kafka keeps ELR empty where the ISR is at or above min ISR: only those below were read.
                     elr=None if elr is None else [b for b in elr.get(tp, ()) if b in p.replicas],
                     size_bytes=float(size),
+                    log_dirs=[_dir_of(described, tp, b, log_dirs.get(b, ())) for b in p.replicas]
+                    if with_sizes
+                    else None,
                 )
         return builder.build()
 
@@ -354,30 +407,65 @@ class KafkaAdapter:
 
     def replica_sizes(self) -> dict[tuple[TopicPartition, int], int]:
         metadata = self._metadata()
-        return self._log_dir_sizes(_size_requests(metadata, list(metadata.topics), leaders_only=False))
+        return self._log_dir_sizes(_size_requests(metadata, list(metadata.topics)))
 
     def _log_dir_sizes(self, wanted: Mapping[int, Mapping[str, list[int]]]) -> dict[tuple[TopicPartition, int], int]:
-        """DescribeLogDirs to each broker for just the partitions asked of it.
+        return {key: r.size for key, r in self._describe_log_dirs(wanted).replicas.items()}
+
+    def replica_log_dirs(
+        self, replicas: Iterable[tuple[TopicPartition, int]]
+    ) -> dict[tuple[TopicPartition, int], ReplicaLogDir]:
+        asked = set(replicas)
+        if not asked:
+            return {}
+        live = {b.id for b in self.describe_cluster().brokers}
+        wanted: dict[int, dict[str, list[int]]] = {}
+        for tp, b in sorted(asked):
+            if b in live:
+                wanted.setdefault(b, {}).setdefault(tp.topic, []).append(tp.partition)
+        found = self._describe_log_dirs(wanted).replicas
+        return {key: found[key] for key in asked if key in found}
+
+    def _describe_log_dirs(self, wanted: Mapping[int, Mapping[str, list[int]]]) -> _LogDirs:
+        """DescribeLogDirs to each broker for just the partitions asked of it: each replica's directory
+        and size (and future replica, see ReplicaLogDir), and each directory's volume size and free space.
 
         Naming the partitions matters at scale: without them kafka-python first fetches (and
         decodes, in Python) the whole metadata and then sends every partition of the cluster to
         every broker.
         """
-        sizes: dict[tuple[TopicPartition, int], int] = {}
+        out = _LogDirs()
         for broker, topics in sorted(wanted.items()):
             if not topics:
                 continue
             per_broker = self._kp_call(lambda kp: kp.describe_log_dirs(dict(topics), brokers=[broker]))  # noqa: B023
             for entry in per_broker:
+                b = int(entry["broker"])
+                current: dict[tuple[TopicPartition, int], tuple[str, int]] = {}
+                future: dict[tuple[TopicPartition, int], tuple[str, int, int]] = {}
                 for log_dir in entry["log_dirs"]:
+                    if log_dir.get("error_code", 0):
+                        continue  # an offline directory (KAFKA_STORAGE_ERROR): nothing in it is readable
+                    path = log_dir["log_dir"]
+                    out.volumes.setdefault(b, {})[path] = (
+                        log_dir.get("total_bytes", -1),
+                        log_dir.get("usable_bytes", -1),
+                    )
                     for topic in log_dir["topics"]:
-                        name = topic["name"]
                         for p in topic["partitions"]:
+                            key = (TopicPartition(topic["name"], p["partition_index"]), b)
                             if p.get("is_future_key"):
-                                continue  # a replica being moved between this broker's disks
-                            tp = TopicPartition(name, p["partition_index"])
-                            sizes[(tp, int(entry["broker"]))] = int(p["partition_size"])
-        return sizes
+                                future[key] = (path, int(p["partition_size"]), int(p["offset_lag"]))
+                            else:
+                                current[key] = (path, int(p["partition_size"]))
+                for key, (path, size) in current.items():
+                    moving = future.get(key)
+                    out.replicas[key] = (
+                        ReplicaLogDir(path, size)
+                        if moving is None
+                        else ReplicaLogDir(path, size, moving[0], moving[1], moving[2])
+                    )
+        return out
 
     def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
@@ -554,6 +642,24 @@ class KafkaAdapter:
             out[tp] = None if err is None else KafkaError(error_name(err.errno), err.description, tp)
         for tp in targets:
             out.setdefault(tp, KafkaError("UNKNOWN_SERVER_ERROR", "no result for this partition", tp))
+        return out
+
+    def alter_replica_log_dirs(
+        self, moves: Mapping[tuple[TopicPartition, int], str]
+    ) -> dict[tuple[TopicPartition, int], KafkaError | None]:
+        """Through kafka-python (librdkafka has no AlterReplicaLogDirs), one request per broker."""
+        if not moves:
+            return {}
+        request = {KpTopicPartitionReplica(tp.topic, tp.partition, b): path for (tp, b), path in moves.items()}
+        raw = self._kp_call(lambda kp: kp.alter_replica_log_dirs(request))
+        out: dict[tuple[TopicPartition, int], KafkaError | None] = {}
+        for tpr, err in raw.items():
+            tp = TopicPartition(tpr.topic, tpr.partition)
+            out[(tp, tpr.broker_id)] = (
+                None if err is kp_errors.NoError else KafkaError(error_name(err.errno), err.description, tp)
+            )
+        for key in moves:
+            out.setdefault(key, KafkaError("UNKNOWN_SERVER_ERROR", "no result for this replica", key[0]))
         return out
 
     def elect_preferred_leaders(

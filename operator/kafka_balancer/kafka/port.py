@@ -16,6 +16,8 @@ from kafka_balancer.model.cluster import LogDir
 # Broker-level and topic-level throttle configs (KIP-73).
 LEADER_THROTTLE_RATE = "leader.replication.throttled.rate"
 FOLLOWER_THROTTLE_RATE = "follower.replication.throttled.rate"
+# The broker-level cap on copies between one broker's log directories (AlterReplicaLogDirs, KIP-113).
+LOG_DIR_THROTTLE_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
@@ -50,6 +52,19 @@ class TopicPartition:
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True)
+class ReplicaLogDir:
+    """Where one replica lives on its broker (DescribeLogDirs): its log directory and log size, and,
+    while AlterReplicaLogDirs moves it to another directory of the broker, the future replica's
+    directory, size and offset lag (its ``is_future_key`` entry)."""
+
+    path: str
+    size: int
+    future_path: str | None = None
+    future_size: int = 0
+    future_lag: int = 0
 
 
 @dataclass(frozen=True)
@@ -158,6 +173,14 @@ class KafkaPort(Protocol):
         """(partition, broker id) -> size in bytes of that replica's log (DescribeLogDirs)."""
         ...
 
+    def replica_log_dirs(
+        self, replicas: Iterable[tuple[TopicPartition, int]]
+    ) -> dict[tuple[TopicPartition, int], ReplicaLogDir]:
+        """(partition, broker id) -> that replica's log directory, size and any move between the
+        broker's directories in progress (DescribeLogDirs, to each live broker about its replicas
+        asked for); a replica its broker does not list (not created yet, the broker down) is absent."""
+        ...
+
     def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
 
     def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]: ...
@@ -175,6 +198,16 @@ class KafkaPort(Protocol):
         self, targets: Mapping[TopicPartition, Sequence[int] | None]
     ) -> dict[TopicPartition, KafkaError | None]:
         """Start (target replicas) or cancel (None) reassignments; per-partition errors, no raise."""
+        ...
+
+    def alter_replica_log_dirs(
+        self, moves: Mapping[tuple[TopicPartition, int], str]
+    ) -> dict[tuple[TopicPartition, int], KafkaError | None]:
+        """AlterReplicaLogDirs: put (partition, broker)'s replica in that broker's log directory (an
+        absolute path of its log.dirs). A replica the broker does not host yet answers
+        REPLICA_NOT_AVAILABLE, and the broker creates it there when it arrives; one it hosts starts
+        moving there (its future replica), or stops moving when the path is its current directory.
+        Per-replica errors, no raise."""
         ...
 
     def elect_preferred_leaders(

@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel, LogDir, _frozen
 from kafka_balancer.model.errors import ModelError
@@ -23,6 +24,35 @@ def _mark(where: str, field: str, members: Sequence[int], replicas: Sequence[int
         if b not in slot:
             raise ModelError(f"{where}: field '{field}' names broker {b!r}, which is not a replica {list(replicas)!r}")
         slots[slot[b]] = True
+
+
+def _check_dirs(where: str, replicas: Sequence[int], dirs: Sequence[str | None]) -> bool:
+    """One path (or None) per replica; True when any is named."""
+    if len(dirs) != len(replicas) or not all(d is None or (isinstance(d, str) and d) for d in dirs):
+        raise ModelError(
+            f"{where}: field 'logDirs' must give one path (or null) per replica {list(replicas)!r}, got {list(dirs)!r}"
+        )
+    return any(d is not None for d in dirs)
+
+
+def _place(
+    where: str,
+    replicas: Sequence[int],
+    dirs: Sequence[str | None],
+    dir_index: dict[int, dict[str, int]],
+    slots: npt.NDArray[np.int16],
+) -> None:
+    """Set each replica's log directory (an index into its broker's log directories) in ``slots``."""
+    for k, (b, path) in enumerate(zip(replicas, dirs, strict=True)):
+        if path is None:
+            continue
+        known = dir_index.get(b, {})
+        if path not in known:
+            raise ModelError(
+                f"{where}: field 'logDirs' names {path!r} for broker {b}, which is not one of its log "
+                f"directories {sorted(known)!r}"
+            )
+        slots[k] = known[path]
 
 
 class ClusterBuilder:
@@ -41,6 +71,7 @@ class ClusterBuilder:
         self._replicas: list[Sequence[int]] = []
         self._isr: list[Sequence[int] | None] = []
         self._elr: dict[int, Sequence[int]] = {}  # by insertion position, where given
+        self._dirs: dict[int, Sequence[str | None]] = {}  # by insertion position, where given
         self._leader: list[int | None] = []
         self._loads: list[tuple[float, float, float, float, float]] = []
 
@@ -113,8 +144,10 @@ class ClusterBuilder:
         bytes_out_per_sec: float = 0.0,
         messages_in_per_sec: float = 0.0,
         cpu_cores_leader: float | None = None,
+        log_dirs: Sequence[str | None] | None = None,
     ) -> None:
-        """Add a partition; ``leader_given`` tells an explicit ``None`` (offline) from absent."""
+        """Add a partition; ``leader_given`` tells an explicit ``None`` (offline) from absent.
+        ``log_dirs``: each replica's log directory (in replica order), None where not known."""
         if topic not in self._topic_names:  # checked once per topic, not once per partition
             self._topic_names.add(check_topic_name(topic, "partitions"))
         check_int32(partition, f"topic '{topic}'", "partition")
@@ -148,11 +181,19 @@ class ClusterBuilder:
         self._topic.append(topic)
         self._partition.append(partition)
         self._replicas.append(replicas)
-        if elr is not None:
-            self._elr[len(self._isr)] = elr
+        self._keep_per_replica(where, replicas, elr, log_dirs)
         self._isr.append(isr)
         self._leader.append(leader if leader_given or leader is not None else replicas[0])
         self._loads.append(loads)
+
+    def _keep_per_replica(
+        self, where: str, replicas: Sequence[int], elr: Sequence[int] | None, dirs: Sequence[str | None] | None
+    ) -> None:
+        """The ELR and log directories given for the partition being added (checked at build)."""
+        if elr is not None:
+            self._elr[len(self._isr)] = elr
+        if dirs is not None and _check_dirs(where, replicas, dirs):
+            self._dirs[len(self._isr)] = dirs
 
     # ----- build ---------------------------------------------------------------------------
     def build(self) -> ClusterModel:
@@ -180,6 +221,8 @@ class ClusterBuilder:
         isr_mask = np.zeros((count, max_rf), dtype=np.bool_)
         elr_mask = np.zeros((count, max_rf), dtype=np.bool_)
         leader = np.full(count, NO_BROKER, dtype=np.int32)
+        replica_dir = np.full((count, max_rf), -1, dtype=np.int16) if self._dirs else None
+        dir_index = {b: {d.path: k for k, d in enumerate(dirs)} for b, dirs in self._log_dirs.items()}
         partition_topic = np.empty(count, dtype=np.int32)
         partition_id = np.empty(count, dtype=np.int32)
         loads = np.empty((count, 5), dtype=np.float64)
@@ -198,6 +241,8 @@ class ClusterBuilder:
             isr = self._isr[i]
             _mark(where, "isr", reps if isr is None else isr, reps, isr_mask[row])
             _mark(where, "elr", self._elr.get(i, ()), reps, elr_mask[row])
+            if replica_dir is not None and i in self._dirs:
+                _place(where, reps, self._dirs[i], dir_index, replica_dir[row])
             lead = self._leader[i]
             if lead is not None:
                 if lead not in position or lead not in reps:
@@ -232,4 +277,5 @@ class ClusterBuilder:
             captured_at=self.captured_at,
             broker_log_dirs=tuple(self._log_dirs.get(b, ()) for b in ids) if self._log_dirs else (),
             elr_mask=_frozen(elr_mask) if self._elr else None,
+            replica_dir=None if replica_dir is None else _frozen(replica_dir),
         )

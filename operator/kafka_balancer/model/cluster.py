@@ -37,10 +37,21 @@ def _frozen(array: _Array) -> _Array:
 @dataclass(frozen=True)
 class LogDir:
     """One log directory of a broker (``log.dirs``); ``cordoned`` when it is listed in the broker's
-    ``cordoned.log.dirs`` (KIP-1066, Kafka 4.3+): it takes no new replica, it keeps what it holds."""
+    ``cordoned.log.dirs`` (KIP-1066, Kafka 4.3+): it takes no new replica, it keeps what it holds.
+    ``total_bytes`` and ``usable_bytes`` are the size and the free space of the volume it is on, as
+    DescribeLogDirs v4+ reports them (KIP-827); None where not known."""
 
     path: str
     cordoned: bool = False
+    total_bytes: float | None = None
+    usable_bytes: float | None = None
+
+    @property
+    def used_bytes(self) -> float | None:
+        """What the volume holds (its size less its free space), where both are known."""
+        if self.total_bytes is None or self.usable_bytes is None:
+            return None
+        return max(0.0, self.total_bytes - self.usable_bytes)
 
 
 def all_cordoned(log_dirs: tuple[LogDir, ...]) -> bool:
@@ -133,6 +144,9 @@ class ClusterModel:
     # them (DescribeTopicPartitions); None when not read. Kafka keeps ELR empty while the ISR is at
     # or above min.insync.replicas.
     elr_mask: BoolArray | None = None
+    # (P, max_rf) each replica's log directory, as an index into its broker's ``log_dirs``; -1 where
+    # not known (DescribeLogDirs did not list it, a snapshot without them). None: none known at all.
+    replica_dir: npt.NDArray[np.int16] | None = None
     _index: dict[tuple[str, int], int] | None = field(default=None, repr=False, compare=False)
 
     # ----- sizes ---------------------------------------------------------------------------
@@ -205,6 +219,20 @@ class ClusterModel:
         mask = (row != NO_BROKER) & self.elr_mask[p]
         return tuple(int(self.broker_ids[b]) for b in row[mask])
 
+    def replica_log_dirs(self, p: int) -> tuple[str | None, ...]:
+        """Each replica's log directory path (in replica order), None where not known."""
+        row = self.replicas[p]
+        out: list[str | None] = []
+        for k, b in enumerate(row[row != NO_BROKER].tolist()):
+            d = -1 if self.replica_dir is None else int(self.replica_dir[p, k])
+            out.append(self.log_dirs(b)[d].path if d >= 0 else None)
+        return tuple(out)
+
+    def replica_log_dir(self, p: int, broker_id: int) -> str | None:
+        """The log directory of ``broker_id``'s replica of partition ``p``, None where not known."""
+        replicas = self.replica_ids(p)
+        return self.replica_log_dirs(p)[replicas.index(broker_id)] if broker_id in replicas else None
+
     def leader_id(self, p: int) -> int | None:
         b = int(self.leader[p])
         return None if b == NO_BROKER else int(self.broker_ids[b])
@@ -268,7 +296,8 @@ class ClusterModel:
             self.isr_mask, self.leader, self.size_bytes, self.bytes_in, self.bytes_out,
             self.messages_in, self.cpu_leader,
         )  # fmt: skip
-        return int(sum(a.nbytes for a in arrays))
+        extra = sum(a.nbytes for a in (self.replica_dir, self.elr_mask) if a is not None)
+        return int(sum(a.nbytes for a in arrays) + extra)
 
     def with_placement(self, replicas: IntArray, leader: IntArray) -> ClusterModel:
         """A copy with new replica placement and leaders; the ISR becomes every live replica.
@@ -278,6 +307,14 @@ class ClusterModel:
         if replicas.shape[0] != self.num_partitions:
             raise ValueError("replicas must have one row per partition")
         replicas = np.ascontiguousarray(replicas, dtype=np.int32)
+        replica_dir = None
+        if self.replica_dir is not None:
+            # A replica keeps its directory where its broker keeps the partition; a new one's is not known.
+            replica_dir = np.full(replicas.shape, -1, dtype=np.int16)
+            for k in range(replicas.shape[1]):
+                for j in range(self.replicas.shape[1]):
+                    same = (replicas[:, k] == self.replicas[:, j]) & (replicas[:, k] != NO_BROKER)
+                    replica_dir[same, k] = self.replica_dir[same, j]
         alive = np.concatenate([self.broker_alive, np.array([False])])
         isr = (replicas != NO_BROKER) & alive[replicas]
         return ClusterModel(
@@ -301,4 +338,5 @@ class ClusterModel:
             cluster_name=self.cluster_name,
             captured_at=self.captured_at,
             broker_log_dirs=self.broker_log_dirs,
+            replica_dir=None if replica_dir is None else _frozen(replica_dir),
         )

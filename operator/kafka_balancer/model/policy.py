@@ -270,7 +270,8 @@ class Execution(SpecModel):
     """Limits that keep an execution safe for the cluster's clients."""
 
     throttle_bytes_per_sec: Annotated[int, Field(ge=1)] | None = None
-    """Replication throttle on the moving replicas' brokers, bytes/s; unset = no throttle."""
+    """Replication throttle on the moving replicas' brokers and on copies between a broker's log directories,
+    bytes/s; unset = no throttle."""
     concurrent_moves_per_broker: Annotated[int, Field(ge=1)] = 5
     """Reassignments in flight per broker."""
     concurrent_moves_total: Annotated[int, Field(ge=1)] = 1000

@@ -17,13 +17,13 @@ from kafka_balancer.model.build import ClusterBuilder
 from kafka_balancer.model.cluster import CPU, DISK, NETWORK_IN, NETWORK_OUT, ClusterModel, LogDir
 from kafka_balancer.model.documents import loads_json
 from kafka_balancer.model.errors import ModelError
-from kafka_balancer.model.limits import shown
+from kafka_balancer.model.limits import check_amount, shown
 
 SNAPSHOT_VERSION = 1
 
 _TOP_FIELDS = {"version", "cluster", "capturedAt", "brokers", "partitions", "topics"}
 _BROKER_FIELDS = {"id", "rack", "alive", "capacity", "logDirs"}
-_LOG_DIR_FIELDS = {"path", "cordoned"}
+_LOG_DIR_FIELDS = {"path", "cordoned", "totalBytes", "usableBytes"}
 _CAPACITY_FIELDS = {
     "diskBytes": "disk_bytes",
     "networkInBytesPerSec": "network_in_bytes_per_sec",
@@ -37,12 +37,12 @@ _PARTITION_NUMBERS = {
     "messagesInPerSec": "messages_in_per_sec",
     "cpuCoresLeader": "cpu_cores_leader",
 }
-_PARTITION_FIELDS = {"topic", "partition", "replicas", "leader", "isr"} | set(_PARTITION_NUMBERS)
+_PARTITION_FIELDS = {"topic", "partition", "replicas", "leader", "isr", "logDirs"} | set(_PARTITION_NUMBERS)
 _TOPIC_FIELDS = {"name", "minInsyncReplicas", "uncleanLeaderElection"}
 
 
 def schema() -> dict[str, Any]:
-    """The JSON schema this module implements (the project's copy of the shared contract)."""
+    """The JSON schema this module implements: the project's own snapshot contract."""
     text = resources.files("kafka_balancer").joinpath("schemas/cluster-snapshot.schema.json")
     loaded: dict[str, Any] = json.loads(text.read_text(encoding="utf-8"))
     return loaded
@@ -78,7 +78,11 @@ def _log_dirs(value: Any, where: str) -> list[LogDir]:
             raise ModelError(f"{where}.logDirs[{k}]: field 'path' must be a non-empty string, got {path!r}")
         if not isinstance(cordoned, bool):
             raise ModelError(f"{where}.logDirs[{k}]: field 'cordoned' must be true or false, got {cordoned!r}")
-        out.append(LogDir(path, cordoned))
+        total, usable = (
+            None if entry.get(name) is None else check_amount(entry[name], f"{where}.logDirs[{k}]", name)
+            for name in ("totalBytes", "usableBytes")
+        )
+        out.append(LogDir(path, cordoned, total, usable))
     return out
 
 
@@ -156,6 +160,9 @@ def parse_snapshot(data: Any) -> ClusterModel:
         if leader is not None and (isinstance(leader, bool) or not isinstance(leader, int)):
             raise ModelError(f"{where}: field 'leader' must be a broker id or null, got {shown(leader)}")
         numbers = {_PARTITION_NUMBERS[k]: part[k] for k in _PARTITION_NUMBERS if k in part}
+        dirs = part.get("logDirs")
+        if dirs is not None and not isinstance(dirs, list):
+            raise ModelError(f"{where}: field 'logDirs' must be a list of paths (or null), got {shown(dirs)}")
         builder.add_partition(
             part["topic"],
             part["partition"],
@@ -163,6 +170,7 @@ def parse_snapshot(data: Any) -> ClusterModel:
             leader=leader,
             leader_given="leader" in part,
             isr=isr,
+            log_dirs=dirs,
             **numbers,
         )
     return builder.build()
@@ -174,6 +182,15 @@ def loads_snapshot(text: str | bytes) -> ClusterModel:
 
 def _number(value: float) -> float | int:
     return int(value) if value.is_integer() and abs(value) < 2**53 else value
+
+
+def _log_dir(d: LogDir) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": d.path, "cordoned": d.cordoned}
+    if d.total_bytes is not None:
+        out["totalBytes"] = _number(d.total_bytes)
+    if d.usable_bytes is not None:
+        out["usableBytes"] = _number(d.usable_bytes)
+    return out
 
 
 def snapshot_to_dict(model: ClusterModel) -> dict[str, Any]:
@@ -196,7 +213,7 @@ def snapshot_to_dict(model: ClusterModel) -> dict[str, Any]:
         if capacity:
             entry["capacity"] = capacity
         if model.log_dirs(b):
-            entry["logDirs"] = [{"path": d.path, "cordoned": d.cordoned} for d in model.log_dirs(b)]
+            entry["logDirs"] = [_log_dir(d) for d in model.log_dirs(b)]
         brokers.append(entry)
 
     ids = model.broker_ids.tolist()
@@ -222,6 +239,8 @@ def snapshot_to_dict(model: ClusterModel) -> dict[str, Any]:
         }
         if not math.isnan(cpus[p]):
             entry["cpuCoresLeader"] = _number(cpus[p])
+        if model.replica_dir is not None and (model.replica_dir[p] >= 0).any():
+            entry["logDirs"] = list(model.replica_log_dirs(p))
         partitions.append(entry)
 
     topics: list[dict[str, Any]] = []

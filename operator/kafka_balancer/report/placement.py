@@ -9,14 +9,16 @@ from __future__ import annotations
 import numpy as np
 
 from kafka_balancer.model import NO_BROKER, ClusterModel, ReassignmentPlan
+from kafka_balancer.model.plan import check_log_dirs
 
 
 def planned(model: ClusterModel, plan: ReassignmentPlan) -> ClusterModel:
     """``model`` with every partition of ``plan`` on its target replicas, led by the first of them.
 
     Raises ValueError naming the plan entry when it refers to a partition or broker the model lacks
-    (a plan made for another cluster or an older snapshot).
+    (a plan made for another cluster or an older snapshot), or a log directory its broker lacks.
     """
+    check_log_dirs(plan, model)
     # A replication-factor increase makes some rows longer than the model's widest one.
     width = max([model.replicas.shape[1], *(len(t.replicas) for t in plan.partitions)])
     replicas = np.full((model.num_partitions, width), NO_BROKER, dtype=np.int32)

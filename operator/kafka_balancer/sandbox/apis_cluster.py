@@ -21,6 +21,7 @@ from kafka_balancer.kafka.port import (
     FOLLOWER_THROTTLED_REPLICAS,
     LEADER_THROTTLE_RATE,
     LEADER_THROTTLED_REPLICAS,
+    LOG_DIR_THROTTLE_RATE,
     LOG_DIRS,
     MIN_INSYNC_REPLICAS,
     UNCLEAN_LEADER_ELECTION,
@@ -42,7 +43,7 @@ TOPIC_DEFAULTS = {
     "retention.ms": "604800000",
     "cleanup.policy": "delete",
 }
-BROKER_DYNAMIC = {LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE}
+BROKER_DYNAMIC = {LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE, LOG_DIR_THROTTLE_RATE}
 # Broker configs that are also the default of a topic config of the same name: a cluster-wide
 # default set on the broker resource "" is then every topic's effective value, unless the topic sets it.
 BROKER_DEFAULTS = {MIN_INSYNC_REPLICAS: "1", UNCLEAN_LEADER_ELECTION: "false"}

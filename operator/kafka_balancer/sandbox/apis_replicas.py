@@ -1,5 +1,5 @@
 """Handlers for replicas and logs: AlterPartitionReassignments, ListPartitionReassignments,
-ElectLeaders, DescribeLogDirs, ListOffsets. Called with the state lock held.
+ElectLeaders, DescribeLogDirs, AlterReplicaLogDirs, ListOffsets. Called with the state lock held.
 """
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kafka.protocol.admin.cluster import DescribeLogDirsResponse
+from kafka.protocol.admin.cluster import AlterReplicaLogDirsResponse, DescribeLogDirsResponse
 from kafka.protocol.admin.topics import (
     AlterPartitionReassignmentsResponse,
     DescribeTopicPartitionsResponse,
@@ -17,11 +17,11 @@ from kafka.protocol.admin.topics import (
 from kafka.protocol.consumer.offsets import ListOffsetsResponse
 
 from kafka_balancer.kafka.errors import error_code
-from kafka_balancer.sandbox import operations
+from kafka_balancer.sandbox import log_dirs, operations
+from kafka_balancer.sandbox.log_dirs import future_offset_lag
 from kafka_balancer.sandbox.protocol import Call
 from kafka_balancer.sandbox.state import ClusterState, PartitionState
 
-LOG_DIR = "/var/lib/kafka/data"
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
 
@@ -148,16 +148,23 @@ def _hosted(state: ClusterState, broker_id: int, req: Any) -> list[PartitionStat
 
 
 def describe_log_dirs(call: Call) -> Any:
-    """The replicas hosted by the broker the request was sent to, with their log sizes."""
+    """Each log directory of the broker the request was sent to, with the replicas in it (a replica
+    being moved between its directories also as the future replica in the destination, with
+    ``is_future_key``), the volume's total and usable bytes (v4+) and whether it is cordoned (v5)."""
     state = call.state
-    by_topic: dict[str, list[Any]] = {}
+    broker = state.brokers[call.broker_id]
+    result = DescribeLogDirsResponse.DescribeLogDirsResult
+    partition_cls = result.DescribeLogDirsTopic.DescribeLogDirsPartition
+    by_dir: dict[str, dict[str, list[Any]]] = {path: {} for path in broker.log_dirs}
+    used: dict[str, float] = dict.fromkeys(broker.log_dirs, 0.0)
     size = state.size
-    partition_cls = DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition
     for part in _hosted(state, call.broker_id, call.body):
         lag = part.lagging.get(call.broker_id)
         full = float(size[part.row])
         replica = full if lag is None else lag
-        by_topic.setdefault(part.topic, []).append(
+        path = part.dirs[call.broker_id]
+        used[path] += replica
+        by_dir[path].setdefault(part.topic, []).append(
             partition_cls(
                 partition_index=part.index,
                 partition_size=round(replica),
@@ -165,26 +172,53 @@ def describe_log_dirs(call: Call) -> Any:
                 is_future_key=False,
             )
         )
-    disk = state.brokers[call.broker_id].disk
-    total = -1 if math.isnan(disk) else int(disk)
-    used = sum(p.partition_size for ps in by_topic.values() for p in ps)
-    return DescribeLogDirsResponse(
+        future = part.future.get(call.broker_id)
+        if future is not None:
+            used[future.path] += future.copied
+            by_dir[future.path].setdefault(part.topic, []).append(
+                partition_cls(
+                    partition_index=part.index,
+                    partition_size=round(future.copied),
+                    offset_lag=future_offset_lag(state, part, call.broker_id),
+                    is_future_key=True,
+                )
+            )
+    cordoned = {d.path for d in broker.log_dir_entries() if d.cordoned}
+    results = []
+    for path, topics in by_dir.items():
+        volume = broker.volume_bytes(path)
+        total = -1 if math.isnan(volume) else int(volume)
+        results.append(
+            result(
+                error_code=0,
+                log_dir=path,
+                topics=[result.DescribeLogDirsTopic(name=n, partitions=ps) for n, ps in topics.items()],
+                total_bytes=total,
+                usable_bytes=-1 if total < 0 else max(0, total - round(used[path])),
+                is_cordoned=path in cordoned,
+            )
+        )
+    return DescribeLogDirsResponse(version=call.version, throttle_time_ms=0, error_code=0, results=results)
+
+
+def alter_replica_log_dirs(call: Call) -> Any:
+    """AlterReplicaLogDirs: move (or, for a replica still to arrive, place) replicas of the broker the
+    request was sent to into the named directories; per-replica errors as Kafka 4.3 gives them."""
+    resp = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+    results: dict[str, list[Any]] = {}
+    for d in call.body.dirs:
+        for t in d.topics:
+            for index in t.partitions:
+                name = log_dirs.alter_replica_log_dir(call.state, call.broker_id, t.name, index, d.path)
+                results.setdefault(t.name, []).append(
+                    resp.AlterReplicaLogDirPartitionResult(
+                        partition_index=index, error_code=0 if name is None else error_code(name)
+                    )
+                )
+    return AlterReplicaLogDirsResponse(
         version=call.version,
         throttle_time_ms=0,
-        error_code=0,
-        results=[
-            DescribeLogDirsResponse.DescribeLogDirsResult(
-                error_code=0,
-                log_dir=LOG_DIR,
-                topics=[
-                    DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic(name=n, partitions=ps)
-                    for n, ps in by_topic.items()
-                ],
-                total_bytes=total,
-                usable_bytes=-1 if total < 0 else max(0, total - used),
-                is_cordoned=False,
-            )
-        ],
+        results=[resp(topic_name=n, partitions=ps) for n, ps in results.items()],
     )
 
 

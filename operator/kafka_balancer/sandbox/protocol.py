@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin.cluster import (
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeLogDirsRequest,
@@ -191,6 +193,7 @@ MESSAGES: dict[int, tuple[Any, Any]] = {
     75: (DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse),
     43: (ElectLeadersRequest, ElectLeadersResponse),
     35: (DescribeLogDirsRequest, DescribeLogDirsResponse),
+    34: (AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse),
     2: (ListOffsetsRequest, ListOffsetsResponse),
     10: (FindCoordinatorRequest, FindCoordinatorResponse),
     16: (ListGroupsRequest, ListGroupsResponse),

@@ -21,6 +21,7 @@ from kafka_balancer.kafka.port import (
     LEADER_THROTTLE_RATE,
     LEADER_THROTTLED_REPLICAS,
 )
+from kafka_balancer.sandbox.log_dirs import copy_futures
 from kafka_balancer.sandbox.operations import maybe_complete
 from kafka_balancer.sandbox.state import NO_LEADER, ClusterState, PartitionState
 
@@ -140,6 +141,7 @@ def tick(state: ClusterState, dt: float, options: ReplicationOptions) -> None:
     online = state.online
     state.size += state.bytes_in * dt * online
     state.log_end += state.messages_in * dt * online
+    copy_futures(state, dt, options.default_network_bytes_per_sec)
     flows, caps = _flows(state, options)
     if flows:
         allocate(flows, caps)

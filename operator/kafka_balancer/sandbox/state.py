@@ -44,7 +44,9 @@ class PartitionState:
     """Metadata of one partition. ``lagging`` holds the log size of replicas outside the ISR."""
 
     __slots__ = (
+        "dirs",
         "elr",
+        "future",
         "hw_epoch",
         "index",
         "isr",
@@ -74,6 +76,18 @@ class PartitionState:
         self.hw_epoch = 0
         self.reassignment: Reassignment | None = None
         self.lagging: dict[int, float] = {}
+        # Each replica's log directory (broker -> path), and the replicas being moved to another
+        # directory of their broker by AlterReplicaLogDirs (broker -> the future replica).
+        self.dirs: dict[int, str] = {}
+        self.future: dict[int, FutureReplica] = {}
+
+
+@dataclass
+class FutureReplica:
+    """A replica's copy in another log directory of its broker (Kafka's future log), ``copied`` bytes so far."""
+
+    path: str
+    copied: float = 0.0
 
 
 @dataclass
@@ -100,6 +114,11 @@ class BrokerState:
     slow_rate: float | None = None  # fault injection: cap on this broker's replication bytes/s
     configs: dict[str, str] = field(default_factory=dict)  # dynamic per-broker configs
     log_dirs: list[str] = field(default_factory=lambda: [DEFAULT_LOG_DIR])  # its static log.dirs
+    dir_bytes: dict[str, float] = field(default_factory=dict)  # size of each directory's volume, where known
+
+    def volume_bytes(self, path: str) -> float:
+        """The size of the volume ``path`` is on: as given, else the broker's disk split evenly (NaN: unknown)."""
+        return self.dir_bytes.get(path, self.disk / len(self.log_dirs))
 
     def log_dir_entries(self) -> tuple[LogDir, ...]:
         """Its log directories, each cordoned when its ``cordoned.log.dirs`` says so (as a real broker reads it)."""
@@ -160,6 +179,11 @@ class ClusterState:
         self.rows: list[PartitionState] = []
         self.catching_up: set[PartitionState] = set()  # partitions with a live replica outside the ISR
         self.reassigning: dict[tuple[str, int], PartitionState] = {}
+        # Log directories asked for replicas a broker does not host yet (AlterReplicaLogDirs before the
+        # reassignment that adds them): (topic, partition, broker) -> path, used when the replica arrives.
+        self.preferred_dirs: dict[tuple[str, int, int], str] = {}
+        self.dir_replicas: Counter[tuple[int, str]] = Counter()  # (broker, path) -> replicas in it
+        self.moving_dirs: set[PartitionState] = set()  # partitions with a future replica (see log_dirs.py)
         self.requests: Counter[int] = Counter()  # api key -> requests served, all brokers
         self.requests_by_broker: Counter[tuple[int, int]] = Counter()  # (broker id, api key)
         # (broker id or None for any, api key) -> requests still to drop (connection closed)
@@ -197,6 +221,7 @@ class ClusterState:
             dirs = model.log_dirs(b)
             if dirs:
                 state.brokers[info.id].log_dirs = [d.path for d in dirs]
+                state.brokers[info.id].dir_bytes = {d.path: d.total_bytes for d in dirs if d.total_bytes is not None}
             if any(d.cordoned for d in dirs):
                 state.brokers[info.id].configs[CORDONED_LOG_DIRS] = ",".join(d.path for d in dirs if d.cordoned)
         for settings in model.topic_settings():
@@ -218,6 +243,8 @@ class ClusterState:
             leader = NO_LEADER if lead < 0 else int(ids[lead])
             topic = model.topics[int(model.partition_topic[p])]
             part = PartitionState(topic, int(model.partition_id[p]), p, replicas, isr, leader)
+            part.dirs = {b: d for b, d in zip(replicas, model.replica_log_dirs(p), strict=True) if d is not None}
+            state.dir_replicas.update((b, d) for b, d in part.dirs.items())
             state.rows.append(part)
             state.topics[topic].partitions.append(part)
         state.size[:] = model.size_bytes
@@ -281,6 +308,7 @@ class ClusterState:
     def refresh_partition(self, part: PartitionState) -> None:
         """Re-derive the caches that depend on a partition's leader, ISR and reassignment."""
         self.encoded_topics.pop(part.topic, None)
+        self._place_replicas(part)
         self.online[part.row] = part.leader != NO_LEADER and self.brokers[part.leader].alive
         behind = [b for b in part.replicas if b not in part.isr and self.brokers[b].alive]
         for b in behind:
@@ -297,6 +325,25 @@ class ClusterState:
             self.reassigning.pop(key, None)
         else:
             self.reassigning[key] = part
+
+    def _place_replicas(self, part: PartitionState) -> None:
+        """Give each new replica a log directory and forget those of replicas gone. Like Kafka: the
+        directory AlterReplicaLogDirs asked for, else the uncordoned one holding the fewest replicas."""
+        for b in [b for b in part.dirs if b not in part.replicas]:
+            self.dir_replicas[(b, part.dirs.pop(b))] -= 1
+            part.future.pop(b, None)
+        if not part.future:
+            self.moving_dirs.discard(part)
+        for b in part.replicas:
+            if b in part.dirs:
+                continue
+            broker = self.brokers[b]
+            path = self.preferred_dirs.pop((part.topic, part.index, b), None)
+            if path is None or path not in broker.log_dirs:
+                open_dirs = [d.path for d in broker.log_dir_entries() if not d.cordoned] or broker.log_dirs
+                path = min(open_dirs, key=lambda d: self.dir_replicas[(b, d)])
+            part.dirs[b] = path
+            self.dir_replicas[(b, path)] += 1
 
     def min_isr(self, topic: str) -> int:
         """The topic's effective min.insync.replicas: its own, else the cluster default, else 1."""
@@ -364,6 +411,9 @@ class ClusterState:
             self.messages_in[part.row] = 0.0
             self.catching_up.discard(part)
             self.reassigning.pop((part.topic, part.index), None)
+            for b, path in part.dirs.items():
+                self.dir_replicas[(b, path)] -= 1
+            self.moving_dirs.discard(part)
         self.version += 1
 
 

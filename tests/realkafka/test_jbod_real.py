@@ -1,0 +1,93 @@
+"""JBOD on real Kafka 4.3.1 brokers (issue 34): one `kafka-balancer execute` of one hand-written
+reassignment JSON (`log_dirs` as kafka-reassign-partitions.sh takes it) moves replicas between brokers
+into named log directories and between a broker's own directories, off a skewed directory, under both
+throttles; afterwards every replica is in its directory, every record is still there, no throttle is left."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kafka_balancer.kafka.adapter import KafkaAdapter
+from kafka_balancer.kafka.connection import ConnectionSpec
+from kafka_balancer.kafka.port import LOG_DIR_THROTTLE_RATE, LOG_DIRS, TopicPartition
+from real_kafka import RealKafka
+
+from realkafka.workflow import execute, finish, run_watched, watch_for
+
+MB = 1_000_000
+RECORD = 10_000
+TOPIC = "ledger"
+PARTITIONS = 6
+
+
+def test_one_execute_moves_replicas_between_brokers_and_between_directories(
+    real_kafka: RealKafka, tmp_path: Path
+) -> None:
+    adapter = KafkaAdapter(ConnectionSpec(real_kafka.bootstrap_servers))
+    try:
+        dirs = {b: adapter.broker_configs([b])[b][LOG_DIRS].split(",") for b in range(1, 6)}
+        assignment = [[1 + p % 3, 1 + (p + 1) % 3] for p in range(PARTITIONS)]
+        real_kafka.create_topic(TOPIC, assignment, {"min.insync.replicas": "1"})
+        # The skew: every replica in its broker's first directory (moved there while the topic is empty).
+        replicas = [(TopicPartition(TOPIC, p), b) for p, rs in enumerate(assignment) for b in rs]
+        assert all(e is None for e in adapter.alter_replica_log_dirs({r: dirs[r[1]][0] for r in replicas}).values())
+        real_kafka.wait_until(
+            lambda: all(d.path == dirs[b][0] and d.future_path is None
+                        for (_, b), d in adapter.replica_log_dirs(replicas).items()),
+            "every replica in the first directory",
+        )  # fmt: skip
+        written = real_kafka.produce(
+            TOPIC, partitions=range(PARTITIONS), records_per_partition=8 * MB // RECORD, record_bytes=RECORD
+        )
+        second = {b: ds[1] for b, ds in dirs.items()}
+        plan = {
+            "version": 1,
+            "partitions": [
+                # Between a broker's directories: same replicas, another directory.
+                {"topic": TOPIC, "partition": 0, "replicas": [1, 2], "log_dirs": [second[1], "any"]},
+                {"topic": TOPIC, "partition": 1, "replicas": [2, 3], "log_dirs": [second[2], second[3]]},
+                # Between brokers, into a named directory of the receiving broker.
+                {"topic": TOPIC, "partition": 2, "replicas": [3, 4], "log_dirs": ["any", second[4]]},
+                # Both at once, and a new preferred leader.
+                {"topic": TOPIC, "partition": 3, "replicas": [5, 1], "log_dirs": [second[5], second[1]]},
+            ],
+        }
+        (tmp_path / "plan.json").write_text(json.dumps(plan))
+        watch = watch_for(real_kafka, {TOPIC: 1})
+        dir_throttled: set[str] = set()
+
+        def see_dir_throttles() -> bool:
+            if watch.polls % 3 == 0:
+                dir_throttled.update(
+                    b for b, found in real_kafka.throttle_leftovers().items() if LOG_DIR_THROTTLE_RATE in found
+                )
+            return False
+
+        proc = execute(real_kafka, tmp_path, "--throttle", "5MB/s", plan="plan.json")
+        seconds = run_watched(real_kafka, proc, watch, until=see_dir_throttles)
+        code = finish(proc)
+
+        log = (tmp_path / "execute.log").read_text()
+        assert code == 0, log
+        assert not watch.violations, watch.violations
+        assert dir_throttled, "no broker's replica.alter.log.dirs.io.max.bytes.per.second was seen during the run"
+        after = real_kafka.partitions()
+        named = {}
+        for entry in plan["partitions"]:
+            view = after[(TOPIC, entry["partition"])]
+            assert list(view.replicas) == entry["replicas"], entry
+            assert view.leader == entry["replicas"][0], entry
+            for b, path in zip(entry["replicas"], entry["log_dirs"], strict=True):
+                if path != "any":
+                    named[(TopicPartition(TOPIC, entry["partition"]), b)] = path
+        found = adapter.replica_log_dirs(named)
+        assert {k: (d.path, d.future_path) for k, d in found.items()} == {k: (p, None) for k, p in named.items()}
+        assert real_kafka.throttle_leftovers() == {}
+        assert real_kafka.read_back(TOPIC, range(PARTITIONS)) == written
+        # broker 1's first directory, the skewed one, gave up what the plan moved off it
+        on_first = {tp for (tp, b), d in adapter.replica_log_dirs(replicas).items() if b == 1 and d.path == dirs[1][0]}
+        assert TopicPartition(TOPIC, 0) not in on_first
+        print(f"JBOD execute: {len(named)} replicas into named directories in {seconds:.1f} s ({watch.polls} polls)")
+    finally:
+        adapter.close()
