@@ -10,8 +10,7 @@ is fixed, and this exception must then go). Nothing else is tolerated.
 2. ``rack-awareness`` of a topic in no group while every broker is in one: it "stays where it is"
    (docs/crds.md), so the plan need not mend it, but the summary says the goal holds although its
    replicas crowd a rack (docs/goals.md: what is left as it is is "reported in the summary's hardGoals").
-3. The per-topic goals after ``move-topics`` into ``targetGroup``: the summary judges the moved topics
-   in their old group (in or out of band there), while confinement is judged in the new one.
+3. (Fixed: the topics ``move-topics`` moves into ``targetGroup`` are judged in that group.)
 4. The per-topic goals while a topic has replicas outside its group (a demotion or a limited rebalance
    cannot move them): the planner's average divides all of the topic's replicas by its group's
    brokers, the checker only those on them; docs/goals.md ("its replicas on each broker of its group")
@@ -52,7 +51,6 @@ def known_gaps(model: ClusterModel, options: PlannerOptions, confined: bool = Tr
     """The disagreements with the summary listed above, on this cluster (``confined``: every topic's
     replicas on its group's brokers after the plan)."""
     held = held_rack_partitions(model, options)
-    moved_to_group = options.operation.type == "move-topics" and options.operation.target_group is not None
     dead = {b.id for b in model.brokers() if not b.alive}
     demoting_with_dead_replicas = options.operation.type == "demote-brokers" and any(
         set(p.replicas) & dead for p in model.partitions()
@@ -64,7 +62,7 @@ def known_gaps(model: ClusterModel, options: PlannerOptions, confined: bool = Tr
         if goal == "rack-awareness":
             return demoting_with_dead_replicas  # gap 5
         if goal in TOPIC_GOALS:
-            return moved_to_group or (not summary_holds and not found and not confined)  # gaps 3 and 4
+            return not summary_holds and not found and not confined  # gap 4
         return False
 
     return tolerated

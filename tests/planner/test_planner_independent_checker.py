@@ -133,7 +133,6 @@ def test_a_topic_in_no_group_that_crowds_a_rack_is_reported_in_the_summary() -> 
     assert proposal.summary["hardGoals"]["rack-awareness"] is False
 
 
-@pytest.mark.xfail(strict=True, reason="known_gaps.py 3: moved topics judged in their old group")
 def test_topics_moved_into_a_group_are_judged_in_that_group() -> None:
     model, options = random_case(2, "move-topics-to-group")
     assert options.operation == OperationOptions("move-topics", topics=("t0",), target_group="b")

@@ -125,7 +125,9 @@ def move_topics(st: State, topics: tuple[str, ...], targets: BoolArray, target_g
             f"that can host replicas ({[int(st.model.broker_ids[b]) for b in hosts]}); give at least {need} brokers",
         )
     if target_group is not None:
+        # The topics are the target group's from now on: confinement and the per-topic goals alike.
         st.groups.partition[parts] = target_group
+        st.groups.topic[np.unique(st.ptopic[parts])] = target_group
     else:
         _check_targets_in_group(st, topics, parts, targets)
     movable = np.zeros_like(st.scope.movable)
