@@ -35,6 +35,7 @@ HardGoal = Literal[
     "resource-group-confinement",
     "excluded-brokers",
     "cordoned-log-dirs",
+    "preferred-leader-racks",
 ]
 DistributionGoal = Literal[
     "replica-distribution",
@@ -79,6 +80,8 @@ BOOTSTRAP_PATTERN: Final = r"^[^,\s:]+:[0-9]{1,5}(,[^,\s:]+:[0-9]{1,5})*$"
 CRON_PATTERN: Final = r"^\s*\S+(\s+\S+){4}\s*$"
 HHMM_PATTERN: Final = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
 PROPOSAL_ID_PATTERN: Final = r"^[a-z0-9-]{4,63}$"
+# A broker.rack value as the ResourceGroup selector and preferredLeaderRacks name it.
+RackName = Annotated[str, Field(min_length=1, max_length=255)]
 
 
 class SpecModel(BaseModel):
@@ -173,13 +176,18 @@ class Goals(SpecModel):
     """Brokers that receive no new leaders."""
     min_completeness: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
     """Share of partitions that must have load samples in the window before a proposal is made."""
+    preferred_leader_racks: list[RackName] = Field(default_factory=list, max_length=64)
+    """Racks (`broker.rack`) to lead from, most preferred first: a partition is led from the first listed rack
+    holding one of its replicas (on a broker that may lead), by leadership changes; the goals that leadership
+    carries (leader count, leader bytes-in, network out, CPU) are balanced among the brokers of each listed rack
+    (and of the unlisted racks together). Every name must be a rack of the cluster. Empty = no preference."""
 
-    @field_validator("hard", "distribution")
+    @field_validator("hard", "distribution", "preferred_leader_racks")
     @classmethod
     def _no_duplicates(cls, goals: list[str]) -> list[str]:
         dup = sorted({g for g in goals if goals.count(g) > 1})
         if dup:
-            raise ValueError(f"goal '{dup[0]}' is listed twice")
+            raise ValueError(f"'{dup[0]}' is listed twice")
         return goals
 
 
@@ -381,7 +389,7 @@ class BrokerSelector(SpecModel):
 
     ids: list[BrokerId] | None = None
     """Broker ids."""
-    racks: list[Annotated[str, Field(min_length=1)]] | None = None
+    racks: list[RackName] | None = None
     """Every broker whose `broker.rack` is one of these."""
 
     @model_validator(mode="after")

@@ -146,6 +146,7 @@ RACK_AWARENESS: Final = "rack-awareness"
 GROUP_CONFINEMENT: Final = "resource-group-confinement"
 EXCLUDED_BROKERS: Final = "excluded-brokers"
 CORDONED_LOG_DIRS: Final = "cordoned-log-dirs"
+PREFERRED_LEADER_RACKS: Final = "preferred-leader-racks"
 REPLICA_COUNT_GOAL: Final = "replica-distribution"
 LEADER_COUNT_GOAL: Final = "leader-count-distribution"
 TOPIC_REPLICA_GOAL: Final = "topic-replica-distribution"
@@ -165,6 +166,7 @@ GOALS: Final = (
     Goal(GROUP_CONFINEMENT, "hard"),
     Goal(EXCLUDED_BROKERS, "hard", leadership_mends=True),
     Goal(CORDONED_LOG_DIRS, "hard", id_neutral=True),
+    Goal(PREFERRED_LEADER_RACKS, "hard", leadership_mends=True, id_neutral=True),
     Goal(REPLICA_COUNT_GOAL, "distribution", REPLICAS, frozenset({Exchange.COUNT_EXCHANGES})),
     Goal("disk-distribution", "distribution", DISK_BYTES, _BYTE_SHIFTS),
     Goal("network-in-distribution", "distribution", "network-in", _BYTE_SHIFTS),

@@ -104,6 +104,8 @@ class PlannerOptions:
     topics: tuple[str, ...] = ()
     groups_to_balance: tuple[str, ...] = ()
     max_rounds: int = 40
+    # Racks to lead from, most preferred first (empty: no preference, and not part of the proposal id).
+    preferred_leader_racks: tuple[str, ...] = ()
     # The goals this plan knows (not part of the proposal id: the goal names above are).
     catalogue: Catalogue = field(default=CATALOGUE, compare=False, repr=False)
 
@@ -116,6 +118,9 @@ class PlannerOptions:
         if self.max_replicas_per_broker < 1:
             raise _invalid("goals.maxReplicasPerBroker", "must be >= 1", self.max_replicas_per_broker)
         self._check_groups()
+        racks = list(self.preferred_leader_racks)
+        if len(set(racks)) != len(racks):
+            raise _invalid("goals.preferredLeaderRacks", "must not list a rack twice", racks)
 
     def _check_goals(self) -> None:
         """The goals are the catalogue's, each listed once."""
@@ -163,5 +168,7 @@ class PlannerOptions:
                 value = tuple(asdict(g) for g in value)
             elif f.name == "hard_goals":
                 value = tuple(g for g in value if not self.catalogue.goal(g).id_neutral)
+            elif f.name == "preferred_leader_racks" and not value:
+                continue  # added after proposal ids were issued: without it, an id stays as it was
             out[f.name] = value
         return out

@@ -34,6 +34,8 @@ from kafka_balancer.planner.finishing.substitute import substitute_moves
 from kafka_balancer.planner.finishing.tighten import leaders_off_average, tighten_leaders
 from kafka_balancer.planner.hard.capacity import precheck
 from kafka_balancer.planner.hard.evacuate import bad_slots, evacuate, fix_leadership
+from kafka_balancer.planner.hard.leader_racks import applies as leader_racks_apply
+from kafka_balancer.planner.hard.leader_racks import lead_from_preferred_racks
 from kafka_balancer.planner.hard.operations import change_replication_factor, move_topics
 from kafka_balancer.planner.hard.pinned import repair_capacity, repair_capacity_by_leadership, repair_racks_and_groups
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
@@ -196,6 +198,16 @@ def _evacuation(run: PlanRun) -> None:
     evacuate(st, parts, slots)
 
 
+def _prefers_racks(run: PlanRun) -> bool:
+    return leader_racks_apply(run.st)
+
+
+def _lead_from_preferred_racks(run: PlanRun) -> None:
+    """Leadership onto each partition's preferred leader rack, wherever the options let it move
+    (also where the operation pinned the partition: a leadership change moves no data)."""
+    lead_from_preferred_racks(run.st, run.free | run.movable)
+
+
 def _always(_run: PlanRun) -> bool:
     return True
 
@@ -311,6 +323,7 @@ STAGES: Final = (
     Stage("racks and groups of pinned partitions", _moves_data, lambda run: repair_racks_and_groups(run.st, run.free)),
     Stage("evacuation", _moves_data, _evacuation),
     Stage("leadership off excluded brokers", _always, lambda run: fix_leadership(run.st)),
+    Stage("leadership to preferred racks", _prefers_racks, _lead_from_preferred_racks),
     Stage(
         "capacity by leadership",
         lambda run: not _moves_data(run),
@@ -327,6 +340,10 @@ STAGES: Final = (
     # keeps them: two of the plans it mends need them (docs/performance.md).
     Stage("rebuilding rounds", _balances, lambda run: rebuild_rounds(run.st, run.again(detours=False))),
     Stage("count exchanges", _balances, lambda run: exchange_pass(run.st, run.again(detours=True))),
+    # Again at the end: the distribution goals balance the leader-borne loads inside each leader
+    # tier, which keeps most leaderships in their rack, but a leadership may still leave it where a
+    # lower tier had room (or a replica move took the leader's rack away).
+    Stage("leadership back to preferred racks", _prefers_racks, _lead_from_preferred_racks),
 )
 
 

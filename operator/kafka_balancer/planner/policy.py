@@ -61,6 +61,7 @@ def options_from_policy(
         max_replicas_per_broker=goals.max_replicas_per_broker,
         excluded_brokers_for_replicas=tuple(goals.excluded_brokers_for_replicas),
         excluded_brokers_for_leadership=tuple(goals.excluded_brokers_for_leadership),
+        preferred_leader_racks=tuple(goals.preferred_leader_racks),
         resource_groups=group_options,
         operation=operation,
         # A rebalance limited to some topics names them in operation.topics.

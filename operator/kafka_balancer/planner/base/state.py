@@ -22,6 +22,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.leader_racks import leader_tiers
 from kafka_balancer.planner.base.scope import Scope, ScopeChanges
 from kafka_balancer.planner.catalogue import CATALOGUE, CORDONED_LOG_DIRS, Catalogue
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
@@ -151,6 +152,8 @@ class State:
         if op.type == "demote-brokers":
             for b in op.brokers:
                 self.can_lead[self.index_of(b, "operation.brokers")] = False
+        # Preferred leader racks: the tier each broker's leaderships count in (None without them).
+        self.tiers = leader_tiers(model, options)
         movable: BoolArray = groups.balanced[groups.partition] if model.num_partitions else np.zeros(0, bool)
         if options.topics:
             wanted = np.array([t in set(options.topics) for t in model.topics], dtype=np.bool_)
@@ -324,6 +327,17 @@ class State:
         placed = (rep != NO_BROKER) & ~(rep[:, :, None] == self.model.replicas[rows][:, None, :]).any(axis=2)
         out[rep[placed]] = True
         return out
+
+    def balance_groups(self, q: int) -> tuple[Ints, int]:
+        """Per broker, the set of brokers quantity ``q`` is balanced among (a resource group, or with
+        preferred leader racks one leader tier of it for the quantities leadership carries), and how
+        many such sets there are."""
+        ng = len(self.groups.names)
+        if self.tiers is None or not self.catalogue.leadership_carries(q):
+            return self.groups.broker, ng
+        width = len(self.tiers.names)
+        key: Ints = self.groups.broker * width + self.tiers.tier
+        return key, ng * width
 
     def group_racks(self) -> Ints:
         """Number of distinct racks among each group's hosting brokers."""
