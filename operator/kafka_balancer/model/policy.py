@@ -389,7 +389,7 @@ class BrokerSelector(SpecModel):
 
     ids: list[BrokerId] | None = None
     """Broker ids."""
-    racks: list[RackName] | None = None
+    racks: list[Annotated[str, Field(min_length=1)]] | None = None
     """Every broker whose `broker.rack` is one of these."""
 
     @model_validator(mode="after")

@@ -12,7 +12,7 @@ from typing import Any
 
 from kafka_balancer.model.policy import OPERATIONS
 from kafka_balancer.model.topic_patterns import PatternError, compile_pattern, matches_any
-from kafka_balancer.planner.catalogue import CATALOGUE, Catalogue
+from kafka_balancer.planner.catalogue import CATALOGUE, PREFERRED_LEADER_RACKS, Catalogue
 
 
 class PlanningError(Exception):
@@ -155,6 +155,12 @@ class PlannerOptions:
     def hard(self, goal: str) -> bool:
         return goal in self.hard_goals
 
+    @property
+    def leader_racks(self) -> tuple[str, ...]:
+        """The preferred leader racks in force: none when the hard goal is left out of ``hard_goals``
+        (as the excluded brokers are ignored without ``excluded-brokers``)."""
+        return self.preferred_leader_racks if self.hard(PREFERRED_LEADER_RACKS) else ()
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form; part of the proposal id."""
         out: dict[str, Any] = {}
@@ -168,7 +174,9 @@ class PlannerOptions:
                 value = tuple(asdict(g) for g in value)
             elif f.name == "hard_goals":
                 value = tuple(g for g in value if not self.catalogue.goal(g).id_neutral)
-            elif f.name == "preferred_leader_racks" and not value:
-                continue  # added after proposal ids were issued: without it, an id stays as it was
+            elif f.name == "preferred_leader_racks":
+                value = self.leader_racks
+                if not value:
+                    continue  # added after proposal ids were issued: without it, an id stays as it was
             out[f.name] = value
         return out

@@ -159,7 +159,7 @@ def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, 
             for name, stats in ev_after.groups.items()
         },
     }
-    if options.preferred_leader_racks:
+    if options.leader_racks:
         summary["preferredLeaderRacks"] = _leader_racks_summary(ev_before, ev_after, options)
     return Proposal(pid, changes.plan, changes.leaders, summary, basis)
 
@@ -189,7 +189,7 @@ def _leader_racks_summary(before: Evaluation, after: Evaluation, options: Planne
     """The preferred-leader-racks goal before and after: the partitions led from outside their preferred
     rack, and the spread of each quantity leadership carries per group and leader tier."""
     return {
-        "racks": list(options.preferred_leader_racks),
+        "racks": list(options.leader_racks),
         "misledBefore": before.misled,
         "misledAfter": after.misled,
         "before": before.tiered,

@@ -38,7 +38,7 @@ class LeaderTiers:
 def leader_tiers(model: ClusterModel, options: PlannerOptions) -> LeaderTiers | None:
     """The brokers' leader tiers, or None without preferred racks; a rack no broker has is refused
     (a typo would otherwise silently prefer nothing)."""
-    racks = options.preferred_leader_racks
+    racks = options.leader_racks
     if not racks:
         return None
     known = sorted({r for r in model.broker_racks if r})

@@ -15,11 +15,11 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
 from kafka_balancer.planner.base.leader_racks import misled, preferred_tier
 from kafka_balancer.planner.base.state import State
-from kafka_balancer.planner.catalogue import PREFERRED_LEADER_RACKS, Q_LEADERS
+from kafka_balancer.planner.catalogue import Q_LEADERS
 
 
 def applies(st: State) -> bool:
-    return st.tiers is not None and st.options.hard(PREFERRED_LEADER_RACKS)
+    return st.tiers is not None  # racks listed and the goal in goals.hard
 
 
 def lead_from_preferred_racks(st: State, allowed: BoolArray) -> int:
