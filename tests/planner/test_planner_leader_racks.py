@@ -218,3 +218,19 @@ def test_left_out_of_the_hard_goals_the_racks_are_not_preferred() -> None:
     proposal = plan(model, PlannerOptions(preferred_leader_racks=("rack-a",), hard_goals=hard))
     assert proposal.id == plan(model, PlannerOptions(hard_goals=hard)).id
     assert "preferredLeaderRacks" not in proposal.summary
+
+
+def test_while_a_broker_is_down_an_unseen_rack_may_be_its_own_and_is_skipped_not_refused() -> None:
+    # Kafka does not tell a down broker's rack: rack-a's brokers down (a zone outage) look like a typo.
+    builder = ClusterBuilder()
+    for b, rack in RACKS.items():
+        down = rack == "rack-a"
+        builder.add_broker(b, rack=None if down else rack, alive=not down)
+    for p in range(12):
+        builder.add_partition("t", p, [1 + (p + k) % 6 for k in range(3)], size_bytes=1e6)
+    model = builder.build()
+    options = PlannerOptions(
+        preferred_leader_racks=("rack-a", "rack-c"), operation=OperationOptions("fix-offline-replicas")
+    )
+    after = placement_after(model, plan(model, options).plan)
+    assert all(rack_of(model, r[0]) == "rack-c" for r in after.values())

@@ -36,14 +36,18 @@ class LeaderTiers:
 
 
 def leader_tiers(model: ClusterModel, options: PlannerOptions) -> LeaderTiers | None:
-    """The brokers' leader tiers, or None without preferred racks; a rack no broker has is refused
-    (a typo would otherwise silently prefer nothing)."""
+    """The brokers' leader tiers, or None without preferred racks.
+
+    A rack no broker has is refused (a typo would silently prefer nothing), unless a broker is down:
+    Kafka does not tell a down broker's rack, so a rack whose every broker is down (a zone outage)
+    is not known either, and then it is simply skipped for the next listed rack."""
     racks = options.leader_racks
     if not racks:
         return None
     known = sorted({r for r in model.broker_racks if r})
+    unseen = any(r is None and not alive for r, alive in zip(model.broker_racks, model.broker_alive, strict=True))
     for i, rack in enumerate(racks):
-        if rack not in known:
+        if rack not in known and not unseen:
             raise PlanningError(
                 "invalid-options",
                 f"field 'goals.preferredLeaderRacks[{i}]' names rack {rack!r}, which no broker of the cluster "
