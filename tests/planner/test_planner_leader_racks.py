@@ -9,12 +9,14 @@ import dataclasses
 import random
 from collections import Counter
 
+import independent
 import pytest
 from checks import placement_after
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.model.policy import PolicyError, parse_balance_policy_spec
 from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
 from kafka_balancer.planner.policy import options_from_policy
+from known_gaps import known_gaps
 
 from bench.random_operations import OPERATIONS, random_case
 
@@ -210,6 +212,11 @@ def test_every_operation_leads_from_the_preferred_racks(seed: int, kind: str) ->
         if want is not None:
             assert rack_of(model, replicas[0]) == want, (key, replicas, racks)
     assert proposal.summary["hardGoals"][GOAL] is True
+    # The independent checker (docs/goals.md) agrees with the summary on every goal, the per-tier bands too.
+    verdict = independent.check(model, options, after)
+    assert not verdict.places(GOAL)
+    tolerated = known_gaps(model, options, verdict.holds("resource-group-confinement"))
+    assert independent.summary_disagreements(verdict, options, proposal.summary, tolerated) == []
 
 
 def test_left_out_of_the_hard_goals_the_racks_are_not_preferred() -> None:
@@ -234,3 +241,13 @@ def test_while_a_broker_is_down_an_unseen_rack_may_be_its_own_and_is_skipped_not
     )
     after = placement_after(model, plan(model, options).plan)
     assert all(rack_of(model, r[0]) == "rack-c" for r in after.values())
+
+
+def test_the_independent_checker_catches_one_leadership_out_of_its_rack() -> None:
+    model = three_racks()
+    options = PlannerOptions(preferred_leader_racks=("rack-a",))
+    after = placement_after(model, plan(model, options).plan)
+    assert not independent.check(model, options, after).violations
+    key, replicas = next(iter(after.items()))
+    faulty = {**after, key: (*replicas[1:], replicas[0])}  # led from rack-b or rack-c now
+    assert independent.check(model, options, faulty).places(GOAL) == {(GOAL, f"partition {key[0]}-{key[1]}")}
