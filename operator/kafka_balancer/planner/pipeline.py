@@ -73,9 +73,20 @@ class PlanRun:
         return nullcontext() if self.trace is None else self.trace.step(self.st, name)
 
     def again(self, *, detours: bool) -> Callable[[State], None]:
-        """The distribution stage once more, untraced (the passes that revisit a finished plan)."""
+        """The distribution stage once more, untraced (the passes that revisit a finished plan),
+        between the leaderships onto the preferred racks where they apply (a rebuilding round sends
+        partitions back to their original leaders, which may lead from another rack)."""
         quiet = dataclasses.replace(self, trace=None, detours=detours)
-        return lambda _st: _distribute(quiet)
+
+        def replan(_st: State) -> None:
+            racks = _prefers_racks(quiet)
+            if racks:
+                _lead_from_preferred_racks(quiet)
+            _distribute(quiet)
+            if racks:
+                _lead_from_preferred_racks(quiet)
+
+        return replan
 
 
 @dataclass(frozen=True)

@@ -36,19 +36,18 @@ def lead_from_preferred_racks(st: State, allowed: BoolArray) -> int:
     safe = np.maximum(rows, 0)
     want = preferred_tier(tiers, rows, may_lead)
     candidate = (rows != NO_BROKER) & may_lead[safe] & (tiers.tier[safe] == want[:, None])
-    counts = st.load[:, Q_LEADERS].astype(np.int64).tolist()
-    # Partitions with one candidate first (no choice), then the others fill the least-led brokers;
-    # a loop over the partitions that change, each a few list operations.
+    # A partition with one candidate has no choice (one replica per rack: the usual case), vectorised;
+    # the others fill the least-led brokers in turn, a loop over those few partitions.
     choices = candidate.sum(axis=1)
-    order = np.lexsort((parts, choices))
-    slots = np.zeros(parts.size, dtype=np.int64)
-    brokers = rows.tolist()
-    for i in order.tolist():
-        best = -1
-        for k in np.flatnonzero(candidate[i]).tolist():
-            if best < 0 or counts[brokers[i][k]] < counts[brokers[i][best]]:
-                best = k
+    slots = np.argmax(candidate, axis=1).astype(np.int64)
+    single = choices == 1
+    counts = st.load[:, Q_LEADERS].astype(np.int64)
+    counts += np.bincount(rows[single, slots[single]], minlength=counts.size)
+    tally = counts.tolist()
+    several = np.flatnonzero(~single)
+    for i, row, options in zip(several.tolist(), rows[several].tolist(), candidate[several].tolist(), strict=True):
+        best = min((k for k, ok in enumerate(options) if ok), key=lambda k: (tally[row[k]], k))
         slots[i] = best
-        counts[brokers[i][best]] += 1
+        tally[row[best]] += 1
     st.swap_leader(parts.astype(np.int64), slots)
     return int(parts.size)
