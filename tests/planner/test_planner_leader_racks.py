@@ -11,12 +11,13 @@ from collections import Counter
 
 import independent
 import pytest
-from checks import placement_after
+from checks import placement_after, plan_or_refusal
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.model.policy import PolicyError, parse_balance_policy_spec
 from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
 from kafka_balancer.planner.policy import options_from_policy
 from known_gaps import known_gaps
+from refusals import refusal_problem
 
 from bench.random_operations import OPERATIONS, random_case
 
@@ -187,16 +188,11 @@ def test_every_operation_leads_from_the_preferred_racks(seed: int, kind: str) ->
     known = sorted({r for r in model.broker_racks if r})
     racks = tuple(rng.sample(known, k=rng.randint(1, min(2, len(known)))))
     options = dataclasses.replace(options, preferred_leader_racks=racks)
-    try:
-        proposal = plan(model, options)
-    except PlanningError as error:
-        failed: PlanningError | None = error
-    else:
-        failed = None
-    if failed is not None:
-        # A refusal is another hard goal's (as without preferred racks), never this goal's.
-        assert "would still break" not in failed.details, failed
-        assert failed.reason != GOAL
+    proposal = plan_or_refusal(model, options)
+    if isinstance(proposal, PlanningError):
+        # A refusal the docs describe for what this cluster lacks, never this goal's.
+        assert refusal_problem(model, options, proposal) is None, refusal_problem(model, options, proposal)
+        assert proposal.reason != GOAL
         return
     after = placement_after(model, proposal.plan)
     may_lead = {b for b in model.broker_ids.tolist() if model.broker_alive[model.broker_index(b)]}
