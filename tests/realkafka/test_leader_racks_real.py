@@ -33,6 +33,17 @@ def _policy(kafka: RealKafka, work: Path) -> Path:
     return path
 
 
+def _led_by_first_replicas(kafka: RealKafka, partitions: int) -> None:
+    """Wait until the metadata shows every partition, each led by its first replica (a new topic's
+    leaders, and the elections' results, reach every broker's metadata in a moment)."""
+
+    def settled() -> bool:
+        views = kafka.partitions()
+        return len(views) == partitions and all(v.leader == v.replicas[0] for v in views.values())
+
+    kafka.wait_until(settled, "every partition led by its first replica")
+
+
 def test_every_partition_is_led_from_rack_a_after_execution_by_leadership_changes_alone(
     real_kafka: RealKafka, tmp_path: Path
 ) -> None:
@@ -43,6 +54,7 @@ def test_every_partition_is_led_from_rack_a_after_execution_by_leadership_change
         # Three consecutive brokers: one replica in each rack; the first (preferred leader) in every rack in turn.
         assignment = [[brokers[(i + p + k) % len(brokers)] for k in range(3)] for p in range(PARTITIONS)]
         real_kafka.create_topic(name, assignment)
+    _led_by_first_replicas(real_kafka, 2 * PARTITIONS)
     before = real_kafka.partitions()
     led_elsewhere = sum(real_kafka.rack(v.leader) != "rack-a" for v in before.values())
     assert led_elsewhere == 2 * PARTITIONS * 2 // 3  # two thirds led from rack-b and rack-c
@@ -59,6 +71,7 @@ def test_every_partition_is_led_from_rack_a_after_execution_by_leadership_change
 
     code = finish(execute(real_kafka, tmp_path))
     assert code == 0, (tmp_path / "execute.log").read_text()
+    _led_by_first_replicas(real_kafka, 2 * PARTITIONS)  # the elections, as every broker's metadata shows them
     after = real_kafka.partitions()
     assert all(real_kafka.rack(v.leader) == "rack-a" for v in after.values()), after
     assert all(set(v.replicas) == set(before[k].replicas) for k, v in after.items())
@@ -75,6 +88,7 @@ def test_where_rack_a_holds_every_partition_on_one_broker_replica_moves_inside_r
     # Every partition's rack-a replica on a1, led from rack-b or rack-c: leadership alone would pile
     # every leader on a1.
     real_kafka.create_topic("events", [[(b1, b2)[p % 2], a1, (c1, c2)[p // 2 % 2]] for p in range(PARTITIONS)])
+    _led_by_first_replicas(real_kafka, PARTITIONS)
     proposal = snapshot_and_plan(real_kafka, tmp_path, "--policy", str(_policy(real_kafka, tmp_path)))
     summary = proposal["summary"]
     assert summary["hardGoals"]["preferred-leader-racks"] is True
@@ -88,6 +102,7 @@ def test_where_rack_a_holds_every_partition_on_one_broker_replica_moves_inside_r
 
     code = finish(execute(real_kafka, tmp_path))
     assert code == 0, (tmp_path / "execute.log").read_text()
+    _led_by_first_replicas(real_kafka, PARTITIONS)
     after = real_kafka.partitions()
     assert all(real_kafka.rack(v.leader) == "rack-a" for v in after.values()), after
     leaders = Counter(v.leader for v in after.values())

@@ -180,7 +180,8 @@ class Goals(SpecModel):
     """Racks (`broker.rack`) to lead from, most preferred first: a partition is led from the first listed rack
     holding one of its replicas (on a broker that may lead), by leadership changes; the goals that leadership
     carries (leader count, leader bytes-in, network out, CPU) are balanced among the brokers of each listed rack
-    (and of the unlisted racks together). Every name must be a rack of the cluster. Empty = no preference."""
+    (and of the unlisted racks together). A name no broker has is refused, unless a broker is down (Kafka does not
+    tell its rack). Empty = no preference."""
 
     @field_validator("hard", "distribution", "preferred_leader_racks")
     @classmethod

@@ -89,9 +89,9 @@ class Goal:
     # A hard goal without a quantity that leadership moves can mend (a capacity goal: its quantity's).
     leadership_mends: bool = False
     # A hard goal that holds by itself unless the snapshot or the policy says otherwise (nothing
-    # cordoned, no preferred leader racks), added
-    # after proposal ids were issued: left out of the options a proposal id hashes, so the ids of
-    # existing policies do not change. Where it changes a plan, the plan (hashed too) tells them apart.
+    # cordoned, no preferred leader racks), added after proposal ids were issued: left out of the
+    # options a proposal id hashes, so the ids of existing policies do not change. Where it changes
+    # a plan, the plan (hashed too) tells them apart.
     id_neutral: bool = False
 
 
