@@ -324,6 +324,10 @@ FINISHING: Final = (
     # topic slot out of band); so did the stand-ins from afar.
     Stage("shortcuts", _always, lambda run: substitute_moves(run.st, arrived=True)),
     Stage("stand-ins from afar", _always, lambda run: substitute_moves(run.st, far=True)),
+    # Replica moves since the first leadership stage may have taken a leader's rack away or brought a
+    # more preferred one in (where a partition has fewer replicas than there are racks); the leader-borne
+    # goals then finish inside the tiers, by leadership moves that keep each partition in its rack.
+    Stage("leadership to preferred racks again", _prefers_racks, _lead_from_preferred_racks),
     Stage("leader-borne goals by leadership", _always, _finish_by_leadership),
 )
 

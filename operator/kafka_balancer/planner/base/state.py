@@ -22,7 +22,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
-from kafka_balancer.planner.base.leader_racks import leader_tiers
+from kafka_balancer.planner.base.leader_racks import leader_tiers, preferred_tier
 from kafka_balancer.planner.base.scope import Scope, ScopeChanges
 from kafka_balancer.planner.catalogue import CATALOGUE, CORDONED_LOG_DIRS, Catalogue
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
@@ -326,6 +326,18 @@ class State:
         rep = self.rep[rows]
         placed = (rep != NO_BROKER) & ~(rep[:, :, None] == self.model.replicas[rows][:, None, :]).any(axis=2)
         out[rep[placed]] = True
+        return out
+
+    def lead_slots(self, parts: Ints) -> BoolArray:
+        """(n, width): which replica slots of ``parts`` may take their leadership under the preferred
+        leader racks (those in the partition's preferred rack; every slot without racks, or where the
+        partition has no replica in a listed rack). Whether the broker may lead at all is ``can_lead``."""
+        rows = self.rep[parts]
+        if self.tiers is None:
+            return np.ones(rows.shape, dtype=np.bool_)
+        safe = np.maximum(rows, 0)
+        want = preferred_tier(self.tiers, rows, self.active & self.can_lead)
+        out: BoolArray = (want >= self.tiers.listed)[:, None] | (self.tiers.tier[safe] == want[:, None])
         return out
 
     def balance_groups(self, q: int) -> tuple[Ints, int]:

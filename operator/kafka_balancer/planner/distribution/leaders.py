@@ -50,7 +50,7 @@ def leader_pass(st: State, b: Bands, q: int) -> int:
         return 0
     rows = rep[parts]
     safe = np.maximum(rows, 0)
-    room_of = np.where((rows != NO_BROKER) & (take[safe] > 0), take[safe], -1.0)
+    room_of = np.where((rows != NO_BROKER) & (take[safe] > 0) & st.lead_slots(parts), take[safe], -1.0)
     room_of[:, 0] = -1.0
     slot = np.argmax(room_of, axis=1)
     ok = room_of[np.arange(parts.size), slot] > 0
