@@ -246,9 +246,14 @@ def _distribute(run: PlanRun) -> None:
     with every goal guarded (docs/goals.md, "Distribution goals" and "Finishing passes")."""
     st, options = run.st, run.st.options
     done: list[str] = []
+    racks = _prefers_racks(run)
     for goal in goal_order(options):
         done.append(goal)
         with st.scoped(guarded=frozenset(done) | run.strict), run.step(goal):
+            q = st.catalogue.balances(goal)
+            if racks and q is not None and st.catalogue.leadership_carries(q):
+                # The replica moves of the goals before may have changed partitions' preferred racks.
+                _lead_from_preferred_racks(run)
             _turn(st, goal)
     with st.scoped(guarded=frozenset(options.distribution_goals) | run.strict):
         for stage in FINISHING:
