@@ -61,6 +61,7 @@ def run_case(
     disk_capacity: float | None = None,
     racks: int = 3,
     budget: float = SEARCH_TO_THE_END,
+    leader_racks: int = 0,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     model = skewed_cluster(
@@ -72,7 +73,14 @@ def run_case(
     op = OperationOptions("add-brokers", brokers=tuple(range(brokers - new, brokers))) if new else OperationOptions()
     started, cpu = time.perf_counter(), time.process_time()
     try:
-        options = PlannerOptions(operation=op, max_replicas_per_broker=max_replicas, max_planning_seconds=budget)
+        # The first ``leader_racks`` racks as preferredLeaderRacks (docs/goals.md, "Preferred leader racks").
+        preferred = tuple(sorted({r for r in model.broker_racks if r})[:leader_racks])
+        options = PlannerOptions(
+            operation=op,
+            max_replicas_per_broker=max_replicas,
+            preferred_leader_racks=preferred,
+            max_planning_seconds=budget,
+        )
         proposal = plan(model, options)
     except PlanningError as error:
         return {
@@ -114,7 +122,18 @@ def run_case(
         },
         "spreadAfter": _spread(summary),
         "leadersRounded": _leaders_rounded(summary),
+        **_leader_racks(summary),
     }
+
+
+def _leader_racks(summary: dict[str, Any]) -> dict[str, Any]:
+    """With preferred leader racks: partitions led from outside their rack before -> after, and the
+    leader count's max/avg per group and leader tier after."""
+    racks = summary.get("preferredLeaderRacks")
+    if racks is None:
+        return {}
+    tiers = {k: round(v["maxOverAvg"], 3) for k, v in racks["after"]["leaders"].items()}
+    return {"leaderRacks": {"misled": [racks["misledBefore"], racks["misledAfter"]], "leadersMaxOverAvg": tiers}}
 
 
 def _leaders_rounded(summary: dict[str, Any]) -> bool:
@@ -150,6 +169,7 @@ def scale(args: argparse.Namespace) -> None:
         disk_capacity=args.disk_capacity,
         racks=args.racks,
         budget=args.max_seconds,
+        leader_racks=args.preferred_leader_racks,
     )
     print(json.dumps(result))
 
@@ -323,6 +343,7 @@ def main() -> None:
     s.add_argument("--disk-capacity", type=float, default=None, help="x the average broker's disk use")
     s.add_argument("--racks", type=int, default=3)
     s.add_argument("--max-seconds", type=float, default=SEARCH_TO_THE_END, help="the planner's time budget")
+    s.add_argument("--preferred-leader-racks", type=int, default=0, help="lead from the first N racks")
     s.set_defaults(func=scale)
     e = sub.add_parser("seeds")
     e.add_argument("--shape", choices=sorted(SHAPES), default="mixed-rf")

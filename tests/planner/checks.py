@@ -6,6 +6,8 @@ import math
 from collections import Counter
 
 from kafka_balancer.model import ClusterBuilder, ClusterModel, ReassignmentPlan
+from kafka_balancer.model.proposal import Proposal
+from kafka_balancer.planner import PlannerOptions, PlanningError, plan
 
 
 def placement_after(model: ClusterModel, plan: ReassignmentPlan) -> dict[tuple[str, int], tuple[int, ...]]:
@@ -15,6 +17,14 @@ def placement_after(model: ClusterModel, plan: ReassignmentPlan) -> dict[tuple[s
         assert (target.topic, target.partition) in placement, target
         placement[(target.topic, target.partition)] = target.replicas
     return placement
+
+
+def plan_or_refusal(model: ClusterModel, options: PlannerOptions) -> Proposal | PlanningError:
+    """The proposal, or the refusal (for property tests that judge either)."""
+    try:
+        return plan(model, options)
+    except PlanningError as error:
+        return error
 
 
 def rack_spread_ok(model: ClusterModel, replicas: tuple[int, ...], hosts: set[int]) -> bool:

@@ -19,6 +19,10 @@ Readings of the docs where they leave a choice (each says which line it reads):
 - A broker's load (the "quantity per broker" of a distribution goal) counts every replica it holds,
   also of a topic in no group while every broker is in one (such a topic is in no per-topic band:
   it "stays where it is"). A topic moved with ``move-topics`` into ``targetGroup`` is that group's.
+- With ``preferredLeaderRacks`` (and ``preferred-leader-racks`` among the hard goals), a broker "may
+  lead" as above (excluded from leadership only while ``excluded-brokers`` is a hard goal, as the
+  exclusions are), and the goals leadership carries are banded per group and leader tier (each listed
+  rack one tier, the unlisted racks one); the per-topic leader goal weighs no topic.
 """
 
 from __future__ import annotations
@@ -56,6 +60,9 @@ BROKER_GOALS = {  # distribution goal -> (quantity, counts whole items)
     "leader-bytes-in-distribution": ("leader-bytes-in", False),
 }
 TOPIC_GOALS = ("topic-replica-distribution", "topic-leader-distribution")
+# The quantities leadership carries (docs/goals.md, "Preferred leader racks"): banded per leader tier.
+LEADER_BORNE = frozenset({"leaders", "leader-bytes-in", "network-out", "cpu"})
+PREFERRED_RACKS = "preferred-leader-racks"
 # What a demotion (leadership only) can change: docs/goals.md, operations, demote-brokers.
 LEADERSHIP_GOALS = frozenset({"network-out-capacity", "cpu-capacity", "excluded-brokers"})
 
@@ -121,6 +128,20 @@ class Layout:
             for goal, (_, name) in CAPACITY_GOALS.items()
         }
         self._groups(model, options)
+        self._leader_tiers(brokers, options)
+
+    def _leader_tiers(self, brokers: list[Any], options: PlannerOptions) -> None:
+        """``tier``: each broker's position of its rack in ``preferredLeaderRacks`` (unlisted: after the
+        last); ``may_lead``: alive, not removed, not demoted, not excluded from leadership."""
+        self.racks = options.preferred_leader_racks if PREFERRED_RACKS in options.hard_goals else ()
+        listed = {r: i for i, r in enumerate(self.racks)}
+        self.tier = np.array([listed.get(b.rack, len(self.racks)) for b in brokers], dtype=np.int64)
+        no_lead = np.zeros(self.ids.size, bool)
+        if "excluded-brokers" in options.hard_goals:
+            no_lead |= np.isin(self.ids, options.excluded_brokers_for_leadership)
+        if options.operation.type == "demote-brokers":
+            no_lead |= np.isin(self.ids, options.operation.brokers)
+        self.may_lead = self.active & ~no_lead
 
     def _groups(self, model: ClusterModel, options: PlannerOptions) -> None:
         """``broker_group`` and ``topic_group``: index into ``names``; -1 for a topic in no band."""
@@ -238,6 +259,8 @@ def check(model: ClusterModel, options: PlannerOptions, placement: Placement) ->
         found += confinement_violations(layout, rep)
     if "excluded-brokers" in hard:
         found += exclusion_violations(layout, rep, before)
+    if layout.racks:
+        found += leader_rack_violations(layout, rep)
     for goal in options.distribution_goals:
         found += band_violations(layout, rep, goal)
     return Verdict(tuple(sorted(found)))
@@ -328,6 +351,21 @@ def exclusion_violations(layout: Layout, rep: Ints, before: Ints) -> list[Violat
     return found
 
 
+def leader_rack_violations(layout: Layout, rep: Ints) -> list[Violation]:
+    """A partition with a replica on a broker that may lead in a listed rack is led from the first
+    listed rack holding one (docs/goals.md, preferred-leader-racks)."""
+    found = []
+    listed = len(layout.racks)
+    for p in range(rep.shape[0]):
+        row = [b for b in rep[p].tolist() if b >= 0]
+        tiers = [int(layout.tier[b]) for b in row if layout.may_lead[b]]
+        want = min(tiers, default=listed)
+        if want < listed and row and int(layout.tier[row[0]]) != want:
+            detail = f"led by {layout.ids[row[0]]}, not from {layout.racks[want]}"
+            found.append(layout.at_partition(PREFERRED_RACKS, p, detail))
+    return found
+
+
 def band(values: Floats, threshold: float, count: bool) -> tuple[float, float]:
     """[avg x (2 - t), avg x t], rounded outwards for counts."""
     avg = float(values.mean()) if values.size else 0.0
@@ -363,12 +401,19 @@ def bands(layout: Layout, rep: Ints, goal: str) -> list[Band]:
     if goal in BROKER_GOALS:
         quantity, count = BROKER_GOALS[goal]
         load = broker_loads(layout, rep)[quantity]
+        tiered = bool(layout.racks) and quantity in LEADER_BORNE
         for g, name in enumerate(layout.names):
-            members = np.flatnonzero(layout.active & (layout.broker_group == g))
-            out.append(Band(name, None, members, load[members], *band(load[members], threshold, count)))
+            for t in range(len(layout.racks) + 1) if tiered else (None,):
+                members = np.flatnonzero(
+                    layout.active & (layout.broker_group == g) & ((layout.tier == t) if tiered else True)
+                )
+                if members.size or not tiered:
+                    out.append(Band(name, None, members, load[members], *band(load[members], threshold, count)))
         return out
     valid = rep >= 0
     if goal == "topic-leader-distribution":
+        if layout.racks:  # the racks decide where a topic's partitions are led
+            return out
         valid = valid & (np.arange(rep.shape[1]) == 0)[None, :]
     for t, topic in enumerate(m.topics):
         g, parts = int(layout.topic_group[t]), np.flatnonzero(m.partition_topic == t)

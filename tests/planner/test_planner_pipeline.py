@@ -18,10 +18,16 @@ def test_each_operation_runs_the_stages_that_apply_to_it() -> None:
     plan(model, PlannerOptions(), trace=rebalance)
     plan(model, PlannerOptions(operation=OperationOptions("demote-brokers", brokers=(0,))), trace=demote)
     every = [stage.name for stage in STAGES]
-    assert _stages(rebalance) == [s for s in every if s != "capacity by leadership"]
+    racks = {f"leadership {way} preferred racks" for way in ("to", "back to")} | {"leadership to preferred racks again"}
+    assert _stages(rebalance) == [s for s in every if s != "capacity by leadership" and s not in racks]
     # A demotion moves no data: no evacuation, no data-bound capacity repair, no distribution goals.
     assert _stages(demote) == ["operation", "leadership off excluded brokers", "capacity by leadership"]
-    assert _stages(rebalance, depth=1)[-len(FINISHING) :] == [stage.name for stage in FINISHING]
+    # Preferred leader racks: leadership onto them before the distribution goals and again at the end.
+    preferring = Trace()
+    plan(model, PlannerOptions(preferred_leader_racks=(model.broker_racks[0] or "",)), trace=preferring)
+    assert _stages(preferring) == [s for s in every if s != "capacity by leadership"]
+    finishing = [stage.name for stage in FINISHING if stage.name not in racks]
+    assert _stages(rebalance, depth=1)[-len(finishing) :] == finishing
 
 
 def test_a_trace_records_the_plan_without_changing_it() -> None:

@@ -35,6 +35,7 @@ HardGoal = Literal[
     "resource-group-confinement",
     "excluded-brokers",
     "cordoned-log-dirs",
+    "preferred-leader-racks",
 ]
 DistributionGoal = Literal[
     "replica-distribution",
@@ -83,6 +84,8 @@ PROPOSAL_ID_PATTERN: Final = r"^[a-z0-9-]{4,63}$"
 # (a reconciliation waits for the plan; an hour is beyond any cluster this planner was measured on).
 DEFAULT_MAX_PLANNING_SECONDS: Final = 60.0
 MAX_PLANNING_SECONDS_LIMIT: Final = 3600.0
+# A broker.rack value as the ResourceGroup selector and preferredLeaderRacks name it.
+RackName = Annotated[str, Field(min_length=1, max_length=255)]
 
 
 class SpecModel(BaseModel):
@@ -182,13 +185,19 @@ class Goals(SpecModel):
     unfinished when it is spent fails the plan."""
     min_completeness: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
     """Share of partitions that must have load samples in the window before a proposal is made."""
+    preferred_leader_racks: list[RackName] = Field(default_factory=list, max_length=64)
+    """Racks (`broker.rack`) to lead from, most preferred first: a partition is led from the first listed rack
+    holding one of its replicas (on a broker that may lead), by leadership changes; the goals that leadership
+    carries (leader count, leader bytes-in, network out, CPU) are balanced among the brokers of each listed rack
+    (and of the unlisted racks together). A name no broker has is refused, unless a broker is down (Kafka does not
+    tell its rack). Empty = no preference."""
 
-    @field_validator("hard", "distribution")
+    @field_validator("hard", "distribution", "preferred_leader_racks")
     @classmethod
     def _no_duplicates(cls, goals: list[str]) -> list[str]:
         dup = sorted({g for g in goals if goals.count(g) > 1})
         if dup:
-            raise ValueError(f"goal '{dup[0]}' is listed twice")
+            raise ValueError(f"'{dup[0]}' is listed twice")
         return goals
 
 

@@ -88,9 +88,10 @@ class Goal:
     exchanges: frozenset[Exchange] = frozenset()
     # A hard goal without a quantity that leadership moves can mend (a capacity goal: its quantity's).
     leadership_mends: bool = False
-    # A hard goal that holds by itself unless the snapshot says otherwise (nothing cordoned), added
-    # after proposal ids were issued: left out of the options a proposal id hashes, so the ids of
-    # existing policies do not change. Where it changes a plan, the plan (hashed too) tells them apart.
+    # A hard goal that holds by itself unless the snapshot or the policy says otherwise (nothing
+    # cordoned, no preferred leader racks), added after proposal ids were issued: left out of the
+    # options a proposal id hashes, so the ids of existing policies do not change. Where it changes
+    # a plan, the plan (hashed too) tells them apart.
     id_neutral: bool = False
 
 
@@ -146,6 +147,7 @@ RACK_AWARENESS: Final = "rack-awareness"
 GROUP_CONFINEMENT: Final = "resource-group-confinement"
 EXCLUDED_BROKERS: Final = "excluded-brokers"
 CORDONED_LOG_DIRS: Final = "cordoned-log-dirs"
+PREFERRED_LEADER_RACKS: Final = "preferred-leader-racks"
 REPLICA_COUNT_GOAL: Final = "replica-distribution"
 LEADER_COUNT_GOAL: Final = "leader-count-distribution"
 TOPIC_REPLICA_GOAL: Final = "topic-replica-distribution"
@@ -165,6 +167,7 @@ GOALS: Final = (
     Goal(GROUP_CONFINEMENT, "hard"),
     Goal(EXCLUDED_BROKERS, "hard", leadership_mends=True),
     Goal(CORDONED_LOG_DIRS, "hard", id_neutral=True),
+    Goal(PREFERRED_LEADER_RACKS, "hard", leadership_mends=True, id_neutral=True),
     Goal(REPLICA_COUNT_GOAL, "distribution", REPLICAS, frozenset({Exchange.COUNT_EXCHANGES})),
     Goal("disk-distribution", "distribution", DISK_BYTES, _BYTE_SHIFTS),
     Goal("network-in-distribution", "distribution", "network-in", _BYTE_SHIFTS),

@@ -12,7 +12,7 @@ from typing import Any
 
 from kafka_balancer.model.policy import DEFAULT_MAX_PLANNING_SECONDS, MAX_PLANNING_SECONDS_LIMIT, OPERATIONS
 from kafka_balancer.model.topic_patterns import PatternError, compile_pattern, matches_any
-from kafka_balancer.planner.catalogue import CATALOGUE, Catalogue
+from kafka_balancer.planner.catalogue import CATALOGUE, PREFERRED_LEADER_RACKS, Catalogue
 
 
 class PlanningError(Exception):
@@ -107,6 +107,8 @@ class PlannerOptions:
     # The time budget (planner/base/budget.py); not part of the proposal id: it bounds the search,
     # it does not say what to plan.
     max_planning_seconds: float = field(default=DEFAULT_MAX_PLANNING_SECONDS, compare=False)
+    # Racks to lead from, most preferred first (empty: no preference, and not part of the proposal id).
+    preferred_leader_racks: tuple[str, ...] = ()
     # The goals this plan knows (not part of the proposal id: the goal names above are).
     catalogue: Catalogue = field(default=CATALOGUE, compare=False, repr=False)
 
@@ -123,6 +125,9 @@ class PlannerOptions:
                 "goals.maxPlanningSeconds", f"must be in (0, {MAX_PLANNING_SECONDS_LIMIT:g}]", self.max_planning_seconds
             )
         self._check_groups()
+        racks = list(self.preferred_leader_racks)
+        if len(set(racks)) != len(racks):
+            raise _invalid("goals.preferredLeaderRacks", "must not list a rack twice", racks)
 
     def _check_goals(self) -> None:
         """The goals are the catalogue's, each listed once."""
@@ -157,6 +162,12 @@ class PlannerOptions:
     def hard(self, goal: str) -> bool:
         return goal in self.hard_goals
 
+    @property
+    def leader_racks(self) -> tuple[str, ...]:
+        """The preferred leader racks in force: none when the hard goal is left out of ``hard_goals``
+        (as the excluded brokers are ignored without ``excluded-brokers``)."""
+        return self.preferred_leader_racks if self.hard(PREFERRED_LEADER_RACKS) else ()
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form; part of the proposal id."""
         out: dict[str, Any] = {}
@@ -170,5 +181,9 @@ class PlannerOptions:
                 value = tuple(asdict(g) for g in value)
             elif f.name == "hard_goals":
                 value = tuple(g for g in value if not self.catalogue.goal(g).id_neutral)
+            elif f.name == "preferred_leader_racks":
+                value = self.leader_racks
+                if not value:
+                    continue  # added after proposal ids were issued: without it, an id stays as it was
             out[f.name] = value
         return out

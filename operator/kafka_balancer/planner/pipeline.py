@@ -35,6 +35,8 @@ from kafka_balancer.planner.finishing.substitute import substitute_moves
 from kafka_balancer.planner.finishing.tighten import leaders_off_average, tighten_leaders
 from kafka_balancer.planner.hard.evacuate import bad_slots, evacuate, fix_leadership
 from kafka_balancer.planner.hard.feasibility import precheck
+from kafka_balancer.planner.hard.leader_racks import applies as leader_racks_apply
+from kafka_balancer.planner.hard.leader_racks import lead_from_preferred_racks
 from kafka_balancer.planner.hard.operations import change_replication_factor, move_topics
 from kafka_balancer.planner.hard.pinned import repair_capacity, repair_capacity_by_leadership, repair_racks_and_groups
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
@@ -73,9 +75,20 @@ class PlanRun:
         return nullcontext() if self.trace is None else self.trace.step(self.st, name)
 
     def again(self, *, detours: bool) -> Callable[[State], None]:
-        """The distribution stage once more, untraced (the passes that revisit a finished plan)."""
+        """The distribution stage once more, untraced (the passes that revisit a finished plan),
+        between the leaderships onto the preferred racks where they apply (a rebuilding round sends
+        partitions back to their original leaders, which may lead from another rack)."""
         quiet = dataclasses.replace(self, trace=None, detours=detours, revisits=True)
-        return lambda _st: _distribute(quiet)
+
+        def replan(_st: State) -> None:
+            racks = _prefers_racks(quiet)
+            if racks:
+                _lead_from_preferred_racks(quiet)
+            _distribute(quiet)
+            if racks:
+                _lead_from_preferred_racks(quiet)
+
+        return replan
 
     def runs(self, stage: Stage) -> bool:
         """Whether ``stage`` runs now: it applies, and it is not bounded or the time budget is not spent.
@@ -216,6 +229,16 @@ def _evacuation(run: PlanRun) -> None:
     evacuate(st, parts, slots)
 
 
+def _prefers_racks(run: PlanRun) -> bool:
+    return leader_racks_apply(run.st)
+
+
+def _lead_from_preferred_racks(run: PlanRun) -> None:
+    """Leadership onto each partition's preferred leader rack, wherever the options let it move
+    (also where the operation pinned the partition: a leadership change moves no data)."""
+    lead_from_preferred_racks(run.st, run.free | run.movable)
+
+
 def _always(_run: PlanRun) -> bool:
     return True
 
@@ -243,11 +266,16 @@ def _distribute(run: PlanRun) -> None:
     with every goal guarded (docs/goals.md, "Distribution goals" and "Finishing passes")."""
     st, options = run.st, run.st.options
     done: list[str] = []
+    racks = _prefers_racks(run)
     for goal in goal_order(options):
         done.append(goal)
         if not run.runs(Stage(f"distribution goals ({goal})", _always, _distribute, bounded=True)):
             break
         with st.scoped(guarded=frozenset(done) | run.strict), run.step(goal):
+            q = st.catalogue.balances(goal)
+            if racks and q is not None and st.catalogue.leadership_carries(q):
+                # The replica moves of the goals before may have changed partitions' preferred racks.
+                _lead_from_preferred_racks(run)
             _turn(st, goal)
     with st.scoped(guarded=frozenset(options.distribution_goals) | run.strict):
         for stage in FINISHING:
@@ -323,6 +351,11 @@ FINISHING: Final = (
     # topic slot out of band); so did the stand-ins from afar.
     Stage("shortcuts", _always, lambda run: substitute_moves(run.st, arrived=True), bounded=True),
     Stage("stand-ins from afar", _always, lambda run: substitute_moves(run.st, far=True), bounded=True),
+    # Replica moves since the first leadership stage may have taken a leader's rack away or brought a
+    # more preferred one in (where a partition has fewer replicas than there are racks); the leader-borne
+    # goals then finish inside the tiers, by leadership moves that keep each partition in its rack.
+    # A hard goal's stage: never cut by the time budget.
+    Stage("leadership to preferred racks again", _prefers_racks, _lead_from_preferred_racks),
     Stage("leader-borne goals by leadership", _always, _finish_by_leadership, bounded=True),
 )
 
@@ -333,6 +366,7 @@ STAGES: Final = (
     Stage("racks and groups of pinned partitions", _moves_data, lambda run: repair_racks_and_groups(run.st, run.free)),
     Stage("evacuation", _moves_data, _evacuation),
     Stage("leadership off excluded brokers", _always, lambda run: fix_leadership(run.st)),
+    Stage("leadership to preferred racks", _prefers_racks, _lead_from_preferred_racks),
     Stage(
         "capacity by leadership",
         lambda run: not _moves_data(run),
@@ -349,6 +383,10 @@ STAGES: Final = (
     # keeps them: two of the plans it mends need them (docs/performance.md).
     Stage("rebuilding rounds", _balances, lambda run: rebuild_rounds(run.st, run.again(detours=False)), bounded=True),
     Stage("count exchanges", _balances, lambda run: exchange_pass(run.st, run.again(detours=True)), bounded=True),
+    # Again at the end: the distribution goals balance the leader-borne loads inside each leader
+    # tier, which keeps most leaderships in their rack, but a leadership may still leave it where a
+    # lower tier had room (or a replica move took the leader's rack away). A hard goal's stage.
+    Stage("leadership back to preferred racks", _prefers_racks, _lead_from_preferred_racks),
 )
 
 

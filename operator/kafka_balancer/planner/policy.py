@@ -62,6 +62,7 @@ def options_from_policy(
         excluded_brokers_for_replicas=tuple(goals.excluded_brokers_for_replicas),
         excluded_brokers_for_leadership=tuple(goals.excluded_brokers_for_leadership),
         max_planning_seconds=goals.max_planning_seconds,
+        preferred_leader_racks=tuple(goals.preferred_leader_racks),
         resource_groups=group_options,
         operation=operation,
         # A rebalance limited to some topics names them in operation.topics.

@@ -16,7 +16,14 @@ from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal, content_id, model_fingerprint, planning_basis
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.budget import Budget
-from kafka_balancer.planner.base.measures import balancedness, goal_violation, hard_goal_status, quantity_stats
+from kafka_balancer.planner.base.measures import (
+    balance_group_stats,
+    balancedness,
+    goal_violation,
+    hard_goal_status,
+    misled_partitions,
+    quantity_stats,
+)
 from kafka_balancer.planner.base.state import State, arrived_replicas, resolve_groups
 from kafka_balancer.planner.catalogue import CATALOGUE
 from kafka_balancer.planner.options import PlannerOptions
@@ -31,6 +38,10 @@ class Evaluation:
     balancedness: float
     hard_goals: dict[str, bool] = field(default_factory=dict)
     quantities: tuple[str, ...] = CATALOGUE.quantity_names
+    # With preferred leader racks: per quantity leadership carries, its spread per group and leader
+    # tier (``group/tier``), which is what its goal balances; and the partitions not led from their rack.
+    tiered: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    misled: int = 0
 
     def max_over_avg(self, resource: str, group: str | None = None) -> float:
         """Largest max/avg ratio of ``resource`` (replicas|leaders|disk|network-in|network-out|cpu) over groups."""
@@ -57,7 +68,18 @@ def evaluate_state(st: State, original: Ints) -> Evaluation:
     violations = {g: goal_violation(st, g) for g in st.options.distribution_goals}
     goals = {g: {"holds": v <= 1e-9, "violation": round(v, 6)} for g, v in violations.items()}
     hard = hard_goal_status(st, original)
-    return Evaluation(quantity_stats(st), goals, balancedness(st, violations), hard, st.catalogue.quantity_names)
+    tiered: dict[str, dict[str, dict[str, Any]]] = {}
+    if st.tiers is not None:
+        tiered = {st.catalogue.quantity_names[q]: balance_group_stats(st, q) for q in st.catalogue.leading}
+    return Evaluation(
+        quantity_stats(st),
+        goals,
+        balancedness(st, violations),
+        hard,
+        st.catalogue.quantity_names,
+        tiered,
+        int(misled_partitions(st).sum()),
+    )
 
 
 def evaluate(model: ClusterModel, options: PlannerOptions | None = None) -> Evaluation:
@@ -141,6 +163,8 @@ def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, 
     }
     if budget.cut_short is not None:
         summary["timeBudgetReached"] = {"seconds": budget.seconds, "stage": budget.cut_short}
+    if options.leader_racks:
+        summary["preferredLeaderRacks"] = _leader_racks_summary(ev_before, ev_after, options)
     return Proposal(pid, changes.plan, changes.leaders, summary, basis)
 
 
@@ -160,4 +184,18 @@ def _goal_stats(ev: Evaluation, goal: str, options: PlannerOptions) -> dict[str,
     if q is None:
         return {"violation": ev.goals[goal]["violation"]}
     name = options.catalogue.quantity_names[q]
+    if name in ev.tiered:
+        return ev.tiered[name]
     return {group: stats[name] for group, stats in ev.groups.items()}
+
+
+def _leader_racks_summary(before: Evaluation, after: Evaluation, options: PlannerOptions) -> dict[str, Any]:
+    """The preferred-leader-racks goal before and after: the partitions led from outside their preferred
+    rack, and the spread of each quantity leadership carries per group and leader tier."""
+    return {
+        "racks": list(options.leader_racks),
+        "misledBefore": before.misled,
+        "misledAfter": after.misled,
+        "before": before.tiered,
+        "after": after.tiered,
+    }

@@ -123,7 +123,7 @@ def leader_candidates(st: State, index: tuple[Ints, Ints], s: int, d: int) -> tu
     if not st.can_lead[d]:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     parts = led_partitions(st, index, s)
-    hit = st.rep[parts] == d
+    hit = (st.rep[parts] == d) & st.lead_slots(parts)  # in the partition's preferred leader rack
     has = hit.any(axis=1)
     parts = parts[has]
     return parts, np.argmax(hit[has], axis=1).astype(np.int64)

@@ -15,11 +15,13 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.leader_racks import misled
 from kafka_balancer.planner.base.state import State, arrived_replicas
 from kafka_balancer.planner.catalogue import (
     CORDONED_LOG_DIRS,
     EXCLUDED_BROKERS,
     GROUP_CONFINEMENT,
+    PREFERRED_LEADER_RACKS,
     RACK_AWARENESS,
     TOPIC_LEADER_GOAL,
     TOPIC_REPLICA_GOAL,
@@ -33,14 +35,17 @@ TOPIC_LEADER_MAX_CV: Final = 0.5
 
 
 def bands(st: State, q: int, threshold: float) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Per-broker (lower, upper, group average) of quantity ``q``; inactive brokers get (-inf, inf)."""
+    """Per-broker (lower, upper, group average) of quantity ``q``; inactive brokers get (-inf, inf).
+
+    The average is over the broker's balance group (``State.balance_groups``: its resource group, or
+    its leader tier of it)."""
     groups = st.groups
-    ng = len(groups.names)
+    key, ng = st.balance_groups(q)
     weights = np.where(st.active, st.load[:, q], 0.0)
-    total = np.bincount(groups.broker, weights=weights, minlength=ng)
-    count = np.bincount(groups.broker, weights=st.active.astype(np.float64), minlength=ng)
+    total = np.bincount(key, weights=weights, minlength=ng)
+    count = np.bincount(key, weights=st.active.astype(np.float64), minlength=ng)
     avg_g = np.divide(total, count, out=np.zeros(ng), where=count > 0)
-    avg = avg_g[groups.broker]
+    avg = avg_g[key]
     lower = avg * (2.0 - threshold)
     upper = avg * threshold
     if st.catalogue.count(q):
@@ -86,9 +91,10 @@ def topic_brokers(st: State) -> BoolArray:
 
 
 def topic_leader_applies(st: State) -> BoolArray:
-    """Topics whose partitions carry similar load (bytes-in CV under TOPIC_LEADER_MAX_CV)."""
+    """Topics whose partitions carry similar load (bytes-in CV under TOPIC_LEADER_MAX_CV); none
+    with preferred leader racks (the racks decide where a topic's partitions are led)."""
     nt = len(st.model.topics)
-    if st.model.num_partitions == 0:
+    if st.model.num_partitions == 0 or st.tiers is not None:
         return np.zeros(nt, dtype=np.bool_)
     n = np.bincount(st.ptopic, minlength=nt).astype(np.float64)
     s1 = np.bincount(st.ptopic, weights=st.model.bytes_in, minlength=nt)
@@ -177,11 +183,25 @@ def hard_goal_status(st: State, original: Ints, scope: BoolArray | None = None) 
             status[goal] = not outside.any()
         elif goal == EXCLUDED_BROKERS:
             status[goal] = _excluded_hold(st, original)
+        elif goal == PREFERRED_LEADER_RACKS:
+            status[goal] = not bool(misled_partitions(st, original, scope).any())
         elif goal == CORDONED_LOG_DIRS:
             status[goal] = not bool(
                 np.any(arrived_replicas(st.rep, original) & st.model.broker_cordoned[np.maximum(st.rep, 0)])
             )
     return status
+
+
+def misled_partitions(st: State, original: Ints | None = None, scope: BoolArray | None = None) -> BoolArray:
+    """(P,) partitions not led from their preferred leader rack (none without preferred racks); with
+    ``scope``, one outside it counts only where it was led from its preferred rack in ``original``."""
+    if st.tiers is None:
+        return np.zeros(st.rep.shape[0], dtype=np.bool_)
+    may_lead = st.active & st.can_lead
+    now = misled(st.tiers, st.rep, may_lead)
+    if scope is not None and original is not None:
+        now &= scope | ~misled(st.tiers, original, may_lead)
+    return now
 
 
 def over_limit(st: State, q: int, *, scoped: bool) -> BoolArray:
@@ -220,6 +240,19 @@ def _excluded_hold(st: State, original: Ints) -> bool:
     return not bool(np.any(~st.can_lead[leader] & could_lead & (leader != NO_BROKER)))
 
 
+def spread_stats(values: FloatArray) -> dict[str, float]:
+    """avg, max/avg, min/avg and stddev/avg of one quantity over some brokers (1.0 when all are zero)."""
+    avg = float(values.mean())
+    if avg <= 0:
+        return {"avg": 0.0, "maxOverAvg": 1.0, "minOverAvg": 1.0, "stddevOverAvg": 0.0}
+    return {
+        "avg": avg,
+        "maxOverAvg": float(values.max() / avg),
+        "minOverAvg": float(values.min() / avg),
+        "stddevOverAvg": float(values.std() / avg),
+    }
+
+
 def quantity_stats(st: State) -> dict[str, dict[str, Any]]:
     """Per group, per quantity: avg, max/avg, min/avg, stddev/avg over the group's active brokers."""
     out: dict[str, dict[str, Any]] = {}
@@ -229,19 +262,26 @@ def quantity_stats(st: State) -> dict[str, dict[str, Any]]:
             continue
         group: dict[str, Any] = {"brokers": [int(b) for b in st.model.broker_ids[members]]}
         for q, quantity in enumerate(st.catalogue.quantity_names):
-            values = st.load[members, q]
-            avg = float(values.mean())
-            if avg > 0:
-                stats = {
-                    "avg": avg,
-                    "maxOverAvg": float(values.max() / avg),
-                    "minOverAvg": float(values.min() / avg),
-                    "stddevOverAvg": float(values.std() / avg),
-                }
-            else:
-                stats = {"avg": 0.0, "maxOverAvg": 1.0, "minOverAvg": 1.0, "stddevOverAvg": 0.0}
-            group[quantity] = stats
+            group[quantity] = spread_stats(st.load[members, q])
         out[name] = group
+    return out
+
+
+def balance_group_names(st: State, q: int) -> list[str]:
+    """Names of the balance groups of ``q`` (``State.balance_groups``): a group, or ``group/tier``."""
+    if st.tiers is None or not st.catalogue.leadership_carries(q):
+        return list(st.groups.names)
+    return [f"{g}/{t}" for g in st.groups.names for t in st.tiers.names]
+
+
+def balance_group_stats(st: State, q: int) -> dict[str, dict[str, Any]]:
+    """Per balance group of ``q`` with active brokers: its brokers and the spread of ``q`` over them."""
+    key, _ = st.balance_groups(q)
+    out: dict[str, dict[str, Any]] = {}
+    for i, name in enumerate(balance_group_names(st, q)):
+        members = st.active & (key == i)
+        if members.any():
+            out[name] = {"brokers": [int(b) for b in st.model.broker_ids[members]], **spread_stats(st.load[members, q])}
     return out
 
 

@@ -23,6 +23,7 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.budget import Budget
+from kafka_balancer.planner.base.leader_racks import leader_tiers, preferred_tier
 from kafka_balancer.planner.base.scope import Scope, ScopeChanges
 from kafka_balancer.planner.catalogue import CATALOGUE, CORDONED_LOG_DIRS, Catalogue
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
@@ -152,6 +153,8 @@ class State:
         if op.type == "demote-brokers":
             for b in op.brokers:
                 self.can_lead[self.index_of(b, "operation.brokers")] = False
+        # Preferred leader racks: the tier each broker's leaderships count in (None without them).
+        self.tiers = leader_tiers(model, options)
         movable: BoolArray = groups.balanced[groups.partition] if model.num_partitions else np.zeros(0, bool)
         if options.topics:
             wanted = np.array([t in set(options.topics) for t in model.topics], dtype=np.bool_)
@@ -326,6 +329,29 @@ class State:
         placed = (rep != NO_BROKER) & ~(rep[:, :, None] == self.model.replicas[rows][:, None, :]).any(axis=2)
         out[rep[placed]] = True
         return out
+
+    def lead_slots(self, parts: Ints) -> BoolArray:
+        """(n, width): which replica slots of ``parts`` may take their leadership under the preferred
+        leader racks (those in the partition's preferred rack; every slot without racks, or where the
+        partition has no replica in a listed rack). Whether the broker may lead at all is ``can_lead``."""
+        rows = self.rep[parts]
+        if self.tiers is None:
+            return np.ones(rows.shape, dtype=np.bool_)
+        safe = np.maximum(rows, 0)
+        want = preferred_tier(self.tiers, rows, self.active & self.can_lead)
+        out: BoolArray = (want >= self.tiers.listed)[:, None] | (self.tiers.tier[safe] == want[:, None])
+        return out
+
+    def balance_groups(self, q: int) -> tuple[Ints, int]:
+        """Per broker, the set of brokers quantity ``q`` is balanced among (a resource group, or with
+        preferred leader racks one leader tier of it for the quantities leadership carries), and how
+        many such sets there are."""
+        ng = len(self.groups.names)
+        if self.tiers is None or not self.catalogue.leadership_carries(q):
+            return self.groups.broker, ng
+        width = len(self.tiers.names)
+        key: Ints = self.groups.broker * width + self.tiers.tier
+        return key, ng * width
 
     def group_racks(self) -> Ints:
         """Number of distinct racks among each group's hosting brokers."""

@@ -50,7 +50,7 @@ def leader_pass(st: State, b: Bands, q: int) -> int:
         return 0
     rows = rep[parts]
     safe = np.maximum(rows, 0)
-    room_of = np.where((rows != NO_BROKER) & (take[safe] > 0), take[safe], -1.0)
+    room_of = np.where((rows != NO_BROKER) & (take[safe] > 0) & st.lead_slots(parts), take[safe], -1.0)
     room_of[:, 0] = -1.0
     slot = np.argmax(room_of, axis=1)
     ok = room_of[np.arange(parts.size), slot] > 0
@@ -104,13 +104,14 @@ def _give_and_take(st: State, b: Bands, q: int) -> tuple[FloatArray, FloatArray]
         # Brokers outside balanced groups have infinite bands: keep them out of the arithmetic.
         edge_hi, edge_lo = np.where(finite, hi, avg), np.where(finite, lo, avg)
         high, low = edge_hi - MARGIN * (edge_hi - avg), edge_lo + MARGIN * (avg - edge_lo)
-    group_under = np.bincount(st.groups.broker, weights=under, minlength=len(st.groups.names)) > 0
+    key, ng = st.balance_groups(q)
+    group_under = np.bincount(key, weights=under, minlength=ng) > 0
     give = np.where(over, load - high, 0.0)
-    give = np.where(~over & finite & group_under[st.groups.broker] & (load > avg + tol), load - avg, give)
+    give = np.where(~over & finite & group_under[key] & (load > avg + tol), load - avg, give)
     take = np.where(under, low - load, 0.0)
-    group_over = np.bincount(st.groups.broker, weights=over, minlength=len(st.groups.names)) > 0
+    group_over = np.bincount(key, weights=over, minlength=ng) > 0
     room = np.where(np.isfinite(avg), np.maximum(high - load, 0.0), 0.0)
-    take = np.where(~under & finite & st.can_lead & group_over[st.groups.broker], np.minimum(avg - load, room), take)
+    take = np.where(~under & finite & st.can_lead & group_over[key], np.minimum(avg - load, room), take)
     take = np.maximum(take, 0.0)
     if not (give > 0).any() or not (take > 0).any():
         return None

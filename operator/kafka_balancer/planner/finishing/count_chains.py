@@ -155,6 +155,8 @@ def _candidates(st: State, b: Bands) -> Candidates:
     safe = np.maximum(dst, 0)
     ok = (dst != NO_BROKER) & (src != NO_BROKER) & st.scope.movable[parts]
     ok &= st.active[safe] & st.can_lead[safe] & np.isfinite(b.upper[safe, Q_LEADERS])
+    if st.tiers is not None:  # only to a follower in the partition's preferred leader rack
+        ok &= st.lead_slots(np.arange(rows.shape[0]))[:, 1:].ravel()
     parts, slots, src, dst = parts[ok], slots[ok], src[ok], dst[ok]
     topics = st.ptopic[parts]
     on = b.topic_leader_on[topics]
