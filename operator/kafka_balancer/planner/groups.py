@@ -18,7 +18,6 @@ from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget
 from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner.base.arrays import Ints
-from kafka_balancer.planner.base.budget import Budget
 from kafka_balancer.planner.base.state import State, resolve_groups
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
 from kafka_balancer.planner.pipeline import plan
@@ -107,7 +106,5 @@ def merge(
     after.rep = rep
     after.refresh_loads()
     before = State(model, options, resolve_groups(model, options))
-    budget = Budget(options.max_planning_seconds)
-    if cut_short:
-        budget.cut_short = "; ".join(f"group '{name}': {stage}" for name, stage in sorted(cut_short.items()))
-    return build_proposal(model, options, before, after, budget)
+    cut = "; ".join(f"group '{name}': {stage}" for name, stage in sorted((cut_short or {}).items()))
+    return build_proposal(model, options, before, after, cut or None)

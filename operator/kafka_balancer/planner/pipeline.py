@@ -91,11 +91,20 @@ class PlanRun:
         return replan
 
     def runs(self, stage: Stage) -> bool:
-        """Whether ``stage`` runs now: it applies, and it is not bounded or the time budget is not spent.
-        A stage of the first pass is named to the budget (a revisit's stages are part of the revisiting one)."""
-        if not self.revisits:
-            self.st.budget.stage = stage.name
+        """Whether ``stage`` runs now: it applies, and it is not bounded or the time budget is not spent."""
+        self._starting(stage.name)
         return stage.applies(self) and not (stage.bounded and self.st.budget.spent())
+
+    def out_of_time(self, step: str) -> bool:
+        """Whether the time budget is spent as ``step`` (a part of a bounded stage) would start."""
+        self._starting(step)
+        return self.st.budget.spent()
+
+    def _starting(self, name: str) -> None:
+        """Names the step starting to the budget: a step of the first pass (a revisit's steps are part
+        of the revisiting stage)."""
+        if not self.revisits:
+            self.st.budget.stage = name
 
 
 @dataclass(frozen=True)
@@ -133,7 +142,7 @@ def plan(model: ClusterModel, options: PlannerOptions | None = None, *, trace: T
             break
         strict |= worse
     _final_checks(st, model.replicas, before.scope.movable)
-    return build_proposal(model, options, before, st, budget)
+    return build_proposal(model, options, before, st, budget.cut_short)
 
 
 def _run(
@@ -269,7 +278,7 @@ def _distribute(run: PlanRun) -> None:
     racks = _prefers_racks(run)
     for goal in goal_order(options):
         done.append(goal)
-        if not run.runs(Stage(f"distribution goals ({goal})", _always, _distribute, bounded=True)):
+        if run.out_of_time(f"distribution goals ({goal})"):
             break
         with st.scoped(guarded=frozenset(done) | run.strict), run.step(goal):
             q = st.catalogue.balances(goal)

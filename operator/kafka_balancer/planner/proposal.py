@@ -15,7 +15,6 @@ from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal, content_id, model_fingerprint, planning_basis
 from kafka_balancer.planner.base.arrays import Ints
-from kafka_balancer.planner.base.budget import Budget
 from kafka_balancer.planner.base.measures import (
     balance_group_stats,
     balancedness,
@@ -133,9 +132,11 @@ def _changes(model: ClusterModel, rep: Ints) -> _Changes:
     return _Changes(ReassignmentPlan.of(targets), leader_changes, moves, bytes_to_move)
 
 
-def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, st: State, budget: Budget) -> Proposal:
+def build_proposal(
+    model: ClusterModel, options: PlannerOptions, before: State, st: State, cut_short: str | None = None
+) -> Proposal:
     """The proposal taking the placement of ``before`` to that of ``st`` (summary and id included);
-    ``budget`` says which stage the time budget cut short, if any."""
+    ``cut_short``: the stage the time budget (``options.max_planning_seconds``) cut short, if any."""
     changes = _changes(model, st.rep)
     basis = planning_basis(model_fingerprint(model), options.to_dict())
     pid = content_id(basis, changes.plan, changes.leaders)
@@ -161,8 +162,8 @@ def build_proposal(model: ClusterModel, options: PlannerOptions, before: State, 
             for name, stats in ev_after.groups.items()
         },
     }
-    if budget.cut_short is not None:
-        summary["timeBudgetReached"] = {"seconds": budget.seconds, "stage": budget.cut_short}
+    if cut_short is not None:
+        summary["timeBudgetReached"] = {"seconds": options.max_planning_seconds, "stage": cut_short}
     if options.leader_racks:
         summary["preferredLeaderRacks"] = _leader_racks_summary(ev_before, ev_after, options)
     return Proposal(pid, changes.plan, changes.leaders, summary, basis)
