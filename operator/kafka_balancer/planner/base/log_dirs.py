@@ -158,10 +158,24 @@ class DirBands:
     weighed: BoolArray
 
 
-def dir_bands(layout: DirLayout, held: FloatArray, threshold: float, unplaced: FloatArray | None = None) -> DirBands:
+def largest_replicas(layout: DirLayout, rep: Ints, size: FloatArray) -> FloatArray:
+    """(D,) the largest replica of each directory's broker (under ``rep``): its directories' grain."""
+    nb = len(layout.first) - 1
+    on = rep != NO_BROKER
+    largest: FloatArray = np.zeros(nb)
+    np.maximum.at(largest, rep[on], np.broadcast_to(size[:, None], rep.shape)[on])
+    out: FloatArray = largest[layout.broker]
+    return out
+
+
+def dir_bands(
+    layout: DirLayout, held: FloatArray, threshold: float, grain: FloatArray, unplaced: FloatArray | None = None
+) -> DirBands:
     """Each open directory's share of what its broker's open and removed directories hold (and of the
     ``unplaced`` bytes per broker, not in a directory yet), in proportion to its volume size where
-    each open one of that broker has a known size, else equal."""
+    each open one of that broker has a known size, else equal. The band around it is widened by the
+    ``grain`` (its broker's largest replica): whole replicas cannot fill a directory more finely, as
+    the count goals' bands are rounded outwards to whole items."""
     nb = len(layout.first) - 1
     opened = layout.open
     n_open = per_broker(layout, opened, nb)
@@ -176,8 +190,8 @@ def dir_bands(layout: DirLayout, held: FloatArray, threshold: float, unplaced: F
     total = totals[layout.broker]
     target = np.divide(total * weight, total_weight, out=np.zeros_like(weight), where=total_weight > 0)
     weighed = opened & (n_open[layout.broker] >= 2)
-    lower = np.where(weighed, target * (2.0 - threshold), -math.inf)
-    upper = np.where(weighed, target * threshold, math.inf)
+    lower = np.where(weighed, target * (2.0 - threshold) - grain, -math.inf)
+    upper = np.where(weighed, target * threshold + grain, math.inf)
     return DirBands(target, lower, upper, weighed)
 
 

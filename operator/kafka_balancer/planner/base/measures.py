@@ -22,6 +22,7 @@ from kafka_balancer.planner.base.log_dirs import (
     dir_bytes,
     dir_limits,
     distribution_violation,
+    largest_replicas,
     snapshot_dirs,
 )
 from kafka_balancer.planner.base.log_dirs import (
@@ -126,7 +127,8 @@ def goal_violation(st: State, goal: str) -> float:
         held = log_dir_bytes(st)
         if held is None or st.dir_layout is None:
             return 0.0
-        return distribution_violation(dir_bands(st.dir_layout, held, threshold), held)
+        grain = largest_replicas(st.dir_layout, st.rep, st.model.size_bytes)
+        return distribution_violation(dir_bands(st.dir_layout, held, threshold, grain), held)
     q = st.catalogue.balances(goal)
     if q is not None:
         lower, upper, avg = bands(st, q, threshold)
