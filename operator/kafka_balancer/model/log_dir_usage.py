@@ -79,10 +79,6 @@ class DirLimits:
         if not 1.0 <= self.balance_threshold <= 10.0:
             raise ModelError(f"balanceThreshold must be between 1.0 and 10.0, got {self.balance_threshold!r}")
 
-    @classmethod
-    def of(cls, goals: Goals) -> DirLimits:
-        return cls(goals.capacity_threshold, goals.balance_threshold)
-
     def over_capacity(self, usage: LogDirUsage) -> bool:
         u = usage.utilisation
         return u is not None and u > self.capacity_threshold + _TOLERANCE
