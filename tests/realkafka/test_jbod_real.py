@@ -11,10 +11,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from kafka.admin import KafkaAdminClient
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.port import LOG_DIR_THROTTLE_RATE, LOG_DIRS, TopicPartition
+from kafka_balancer.metrics import LOG_DIR_METRIC_NAMES, Metrics, PolicyKey, log_dir_samples
+from kafka_balancer.model import ClusterModel
+from kafka_balancer.model.log_dir_usage import log_dir_usage
+from kafka_balancer.report import render_report
 from real_kafka import RealKafka
 
 from realkafka.workflow import execute, finish, run_watched, snapshot_and_plan, watch_for
@@ -92,6 +97,7 @@ def test_one_execute_moves_replicas_between_brokers_and_between_directories(
         # broker 1's first directory, the skewed one, gave up what the plan moved off it
         on_first = {tp for (tp, b), d in adapter.replica_log_dirs(replicas).items() if b == 1 and d.path == dirs[1][0]}
         assert TopicPartition(TOPIC, 0) not in on_first
+        _shows_the_real_directories(adapter.read_cluster(with_sizes=True), dirs, second)
         print(f"JBOD execute: {len(named)} replicas into named directories in {seconds:.1f} s ({watch.polls} polls)")
     finally:
         adapter.close()
@@ -196,3 +202,25 @@ def test_a_planned_proposal_balances_brokers_and_their_directories_in_one_execut
         )
     finally:
         adapter.close()
+
+
+def _shows_the_real_directories(model: ClusterModel, dirs: dict[int, list[str]], second: dict[int, str]) -> None:
+    """The report's per-directory table and the log-directory metrics, of the cluster as read after the
+    run: every real directory, each holding the sizes of the replicas DescribeLogDirs lists in it."""
+    usage = log_dir_usage(model)
+    held = {(u.broker_id, u.path): u.bytes for u in usage}
+    assert {b: [path for broker, path in held if broker == b] for b in dirs} == dirs
+    expected: dict[tuple[int, str | None], float] = {}
+    for p in range(model.num_partitions):
+        for b in model.replica_ids(p):
+            key = (b, model.replica_log_dir(p, b))
+            expected[key] = expected.get(key, 0.0) + float(model.size_bytes[p])
+    assert held == pytest.approx({key: expected.get(key, 0.0) for key in held})
+    moved = sum(float(model.size_bytes[model.partition_index(TOPIC, p)]) for p in (0, 3))
+    assert held[(1, second[1])] >= moved > 0  # broker 1's ledger-0 and ledger-3, put in its second directory
+    html = render_report(model, model, {})
+    assert all(f'data-log-dir="{path}"' in html for paths in dirs.values() for path in paths)
+    metrics = Metrics()
+    metrics.set_analysis_samples(PolicyKey("p", "ns", "c"), log_dir_samples(usage), replaces=LOG_DIR_METRIC_NAMES)
+    assert f'broker="1",cluster="c",log_dir="{second[1]}"' in metrics.exposition().decode()
+    print("log directories after:", {f"{b}:{path}": round(v / MB, 1) for (b, path), v in held.items() if v}, "MB")
