@@ -60,6 +60,10 @@ BYTES = {
 }
 BROKER_BYTES = {1: (60 * GB, 60 * GB), 2: (50 * GB, 60 * GB)}
 SIZES = {(1, "/data/0"): 55 * GB, (1, "/data/1"): 100 * GB, (2, "/data/0"): 100 * GB, (2, "/data/1"): 100 * GB}
+# log-dir-distribution's targets (docs/goals.md, "Log directories"): broker 1's two open directories share
+# its 60 GB by volume size, 55 : 100, before and after; broker 2 has one open directory (/data/1 is
+# cordoned), so none of its is weighed. The band is widened by broker 1's largest replica, t-0's 30 GB.
+TARGETS = {(1, "/data/0"): 60 * GB * 55 / 155, (1, "/data/1"): 60 * GB * 100 / 155}
 
 
 def _rows(html: str) -> dict[tuple[int, str], dict[str, str]]:
@@ -106,22 +110,36 @@ def test_the_report_of_a_plan_naming_directories_shows_every_directory_before_an
             continue
         assert _number(cells["utilisation-before"]) == pytest.approx(before / size)
         assert _number(cells["utilisation-after"]) == pytest.approx(after / size)
-        # The broker's own average: its bytes over its two directories.
-        assert _number(cells["deviation-before"]) == pytest.approx(before / (broker_before / 2) - 1)
-        assert _number(cells["deviation-after"]) == pytest.approx(after / (broker_after / 2) - 1)
+        target = TARGETS.get(key)
+        if target is None:  # not weighed: no target to deviate from
+            assert _number(cells["deviation-before"]) is None
+            assert _number(cells["deviation-after"]) is None
+            continue
+        assert _number(cells["deviation-before"]) == pytest.approx(before / target - 1)
+        assert _number(cells["deviation-after"]) == pytest.approx(after / target - 1)
 
     assert [rows[k]["cordoned"] for k in BYTES] == ["", "", "", "cordoned", ""]
-    # 50/55 = 90.9% of /data/0 is over the default 80%; 50 of broker 1's 60 is +67% off its average of 30,
-    # 20 of 60 -33%: outside the ±10% band. Broker 2 before: 30 and 20 around 25 (±20%); after 30 and 20
-    # around 30 (0% and -33%): the 10 GB not yet in a directory count in the broker's average.
-    assert rows[(1, "/data/0")]["flagged"] == "before: over capacity, outside band; after: outside band"
-    assert rows[(1, "/data/1")]["flagged"] == "before: outside band; after: outside band"
-    assert rows[(2, "/data/0")]["flagged"] == "before: outside band"
-    assert rows[(2, "/data/1")]["flagged"] == "before: outside band; after: outside band"
-    assert rows[(2, "")]["flagged"] == ""
+    # 50/55 = 90.9% of /data/0 is over the default 80%. Broker 1 before: 50 GB against a target of
+    # 21.3 (+134.8%) and 10 against 38.7 (-74.2%), inside the band 21.3 x 0.9 - 30 .. 21.3 x 1.1 + 30
+    # (resp. 38.7 x ...): whole replicas of up to 30 GB fill no finer. After: 20 and 40, -6.1% and +3.3%.
+    assert rows[(1, "/data/0")]["flagged"] == "before: over capacity"
+    assert all(rows[k]["flagged"] == "" for k in BYTES if k != (1, "/data/0"))
     text = " ".join(parse(html).text)
-    for shown in ("90.9%", "+66.7%", "-33.3%", "50.0 GB"):
+    for shown in ("90.9%", "+134.8%", "-74.2%", "-6.1%", "+3.3%", "50.0 GB"):
         assert shown in text
+
+
+def test_a_directory_outside_its_band_is_flagged(tmp_path: Path) -> None:
+    """Ten 1 GB replicas of broker 1 in /a, none in /b: 10 GB against a target of 5 (+100%), above
+    5 x 1.1 + 1 (the band widened by the broker's largest replica, 1 GB)."""
+    builder = ClusterBuilder()
+    builder.add_broker(1, log_dirs=(LogDir("/a", total_bytes=100 * GB), LogDir("/b", total_bytes=100 * GB)))
+    for p in range(10):
+        builder.add_partition("t", p, [1], size_bytes=GB, log_dirs=["/a"])
+    model = builder.build()
+    rows = _rows(render_report(model, model, {}))
+    assert rows[(1, "/a")]["flagged"] == "before: outside band; after: outside band"
+    assert rows[(1, "/b")]["flagged"] == "before: outside band; after: outside band"
 
 
 def test_the_thresholds_flagged_against_are_the_users(tmp_path: Path) -> None:

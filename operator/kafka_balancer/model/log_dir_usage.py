@@ -2,7 +2,8 @@
 
 A directory's bytes are the partition sizes of the replicas in it (the model's one size per
 partition), its utilisation those bytes over its volume's size (``totalBytes`` from DescribeLogDirs),
-its ratio those bytes over the broker's own average (the broker's bytes over its directories). A
+its ratio those bytes over its target, the broker's own average as log-dir-distribution weighs it
+(kafka_balancer.model.log_dirs: the open directories share the broker's bytes by volume size). A
 broker's replicas in no directory it reports (moved by a plan with ``"any"``, or not listed by
 DescribeLogDirs) are one more row of that broker, with ``path`` None, so that the rows of a broker
 always add up to its bytes. A broker whose directories are not known (a snapshot without them, a
@@ -18,6 +19,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, ClusterModel, LogDir
 from kafka_balancer.model.errors import ModelError
+from kafka_balancer.model.log_dirs import band, dir_bands, dir_bytes, largest_replicas, layout_of, snapshot_dirs
 from kafka_balancer.model.policy import Goals
 
 # Float noise allowed at the edges of the band and of the capacity limit.
@@ -37,6 +39,11 @@ class LogDirUsage:
     replicas: int
     broker_bytes: float  # the broker's bytes in all its directories and in none
     broker_dirs: int  # the broker's directories
+    # Its share of the broker's bytes as log-dir-distribution weighs it (None where the goal does not
+    # weigh it: a cordoned directory, a broker with one open, the row of no directory), and the grain
+    # its band is widened by (the broker's largest replica).
+    target: float | None = None
+    grain: float = 0.0
 
     @property
     def share(self) -> float | None:
@@ -51,24 +58,19 @@ class LogDirUsage:
         return self.bytes / self.total_bytes
 
     @property
-    def average(self) -> float:
-        """What each of the broker's directories would hold if they held the same."""
-        return self.broker_bytes / self.broker_dirs
-
-    @property
     def ratio(self) -> float | None:
-        """Bytes over the broker's own average (1.0 = at the average); None for the row of no directory
-        and for a broker that holds nothing."""
-        if self.path is None or self.broker_bytes <= 0:
+        """Bytes over its target (1.0 = at the broker's own average); None where the goal does not weigh
+        it and for a broker that holds nothing."""
+        if self.target is None or self.target <= 0:
             return None
-        return self.bytes / self.average
+        return self.bytes / self.target
 
 
 @dataclass(frozen=True)
 class DirLimits:
     """The goals' thresholds a directory is flagged against: ``capacityThreshold`` of its volume's size
-    and the ``balanceThreshold`` band ``[avg x (2 - t), avg x t]`` around its broker's own average
-    (docs/goals.md); the defaults are the BalancePolicy's."""
+    and log-dir-distribution's ``balanceThreshold`` band around its target
+    (kafka_balancer.model.log_dirs.band; docs/goals.md); the defaults are the BalancePolicy's."""
 
     capacity_threshold: float = float(Goals.model_fields["capacity_threshold"].default)
     balance_threshold: float = float(Goals.model_fields["balance_threshold"].default)
@@ -84,9 +86,11 @@ class DirLimits:
         return u is not None and u > self.capacity_threshold + _TOLERANCE
 
     def out_of_band(self, usage: LogDirUsage) -> bool:
-        r = usage.ratio
-        t = self.balance_threshold
-        return r is not None and not 2 - t - _TOLERANCE <= r <= t + _TOLERANCE
+        if usage.target is None:
+            return False
+        lower, upper = band(np.array([usage.target]), np.array([usage.grain]), self.balance_threshold)
+        slack = _TOLERANCE * max(1.0, usage.target)
+        return not float(lower[0]) - slack <= usage.bytes <= float(upper[0]) + slack
 
 
 def log_dir_usage(model: ClusterModel) -> tuple[LogDirUsage, ...]:
@@ -111,6 +115,7 @@ def log_dir_usage(model: ClusterModel) -> tuple[LogDirUsage, ...]:
     held = np.bincount(slot, weights=sizes, minlength=width)
     replicas = np.bincount(slot, minlength=width)
     broker_bytes = np.bincount(broker, weights=sizes, minlength=model.num_brokers)
+    targets, grains = _targets(model)
     out: list[LogDirUsage] = []
     for b in np.flatnonzero(counts).tolist():
         dirs: tuple[LogDir | None, ...] = (*model.log_dirs(b), None)  # None: the row of no directory
@@ -129,9 +134,28 @@ def log_dir_usage(model: ClusterModel) -> tuple[LogDirUsage, ...]:
                     replicas=int(replicas[at]),
                     broker_bytes=float(broker_bytes[b]),
                     broker_dirs=len(dirs) - 1,
+                    target=None if d is None else targets.get((b, k)),
+                    grain=grains[b],
                 )
             )
     return tuple(out)
+
+
+def _targets(model: ClusterModel) -> tuple[dict[tuple[int, int], float], list[float]]:
+    """(broker index, directory index) -> its target, where log-dir-distribution weighs it; and each
+    broker's grain (its largest replica)."""
+    layout = layout_of(model)
+    if layout is None:
+        return {}, [0.0] * model.num_brokers
+    held = dir_bytes(layout, model.replicas, snapshot_dirs(layout, model), model.size_bytes)
+    grain = largest_replicas(layout, model.replicas, model.size_bytes)
+    bands = dir_bands(layout, held, 1.0, grain)
+    local = np.arange(layout.count) - layout.first[layout.broker]
+    targets = {(int(layout.broker[d]), int(local[d])): float(bands.target[d]) for d in np.flatnonzero(bands.weighed)}
+    grains = [0.0] * model.num_brokers
+    for d in range(layout.count):
+        grains[int(layout.broker[d])] = float(grain[d])
+    return targets, grains
 
 
 @dataclass(frozen=True)

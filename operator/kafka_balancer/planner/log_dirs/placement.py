@@ -22,18 +22,9 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.model.log_dirs import DirBands, DirLayout, dir_bands, dir_bytes, largest_replicas, per_broker
 from kafka_balancer.planner.base.arrays import Ints
-from kafka_balancer.planner.base.log_dirs import (
-    DirBands,
-    DirLayout,
-    carried_dirs,
-    dir_bands,
-    dir_bytes,
-    dir_limits,
-    largest_replicas,
-    over_limit,
-    per_broker,
-)
+from kafka_balancer.planner.base.log_dirs import carried_dirs, dir_limits, over_limit
 from kafka_balancer.planner.base.measures import log_dir_over_limit
 from kafka_balancer.planner.base.state import State, arrived_replicas
 from kafka_balancer.planner.catalogue import LOG_DIR_CAPACITY, LOG_DIR_DISTRIBUTION
