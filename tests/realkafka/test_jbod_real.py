@@ -35,17 +35,9 @@ def test_one_execute_moves_replicas_between_brokers_and_between_directories(
 ) -> None:
     adapter = KafkaAdapter(ConnectionSpec(real_kafka.bootstrap_servers))
     try:
-        dirs = {b: adapter.broker_configs([b])[b][LOG_DIRS].split(",") for b in range(1, 6)}
         assignment = [[1 + p % 3, 1 + (p + 1) % 3] for p in range(PARTITIONS)]
         real_kafka.create_topic(TOPIC, assignment, {"min.insync.replicas": "1"})
-        # The skew: every replica in its broker's first directory (moved there while the topic is empty).
-        replicas = [(TopicPartition(TOPIC, p), b) for p, rs in enumerate(assignment) for b in rs]
-        assert all(e is None for e in adapter.alter_replica_log_dirs({r: dirs[r[1]][0] for r in replicas}).values())
-        real_kafka.wait_until(
-            lambda: all(d.path == dirs[b][0] and d.future_path is None
-                        for (_, b), d in adapter.replica_log_dirs(replicas).items()),
-            "every replica in the first directory",
-        )  # fmt: skip
+        dirs, replicas = _skew_into_first_directories(adapter, real_kafka, TOPIC, assignment)
         written = real_kafka.produce(
             TOPIC, partitions=range(PARTITIONS), records_per_partition=8 * MB // RECORD, record_bytes=RECORD
         )
@@ -109,8 +101,9 @@ SPREAD_PARTITIONS = 48
 
 def _skew_into_first_directories(
     adapter: KafkaAdapter, kafka: RealKafka, topic: str, assignment: list[list[int]]
-) -> None:
-    """Every replica of ``topic`` (still empty) into its broker's first log directory."""
+) -> tuple[dict[int, list[str]], list[tuple[TopicPartition, int]]]:
+    """The skew: every replica of ``topic`` (still empty) in its broker's first log directory. Returns
+    each broker's directories and the replicas."""
     dirs = {b: adapter.broker_configs([b])[b][LOG_DIRS].split(",") for b in kafka.broker_ids}
     replicas = [(TopicPartition(topic, p), b) for p, rs in enumerate(assignment) for b in rs]
     assert all(e is None for e in adapter.alter_replica_log_dirs({r: dirs[r[1]][0] for r in replicas}).values())
@@ -119,6 +112,7 @@ def _skew_into_first_directories(
                     for (_, b), d in adapter.replica_log_dirs(replicas).items()),
         "every replica in the first directory",
     )  # fmt: skip
+    return dirs, replicas
 
 
 def _bytes_per_dir(kafka: RealKafka, topic: str) -> dict[int, dict[str, tuple[int, int, int]]]:
