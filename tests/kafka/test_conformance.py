@@ -558,3 +558,11 @@ def test_replica_log_dirs_are_read_and_moved_between_and_into_a_brokers_director
         (tp, 4): "INVALID_REPLICA_ASSIGNMENT",
     }
     assert adapter.replica_log_dirs([(tp, 3)])[(tp, 3)].path == dirs[3][1]
+    # A broker that is down: its replica is answered BROKER_NOT_AVAILABLE (to ask again), the others go on.
+    kafka_target.stop_broker(4)
+    wait_until(lambda: 4 not in {b.id for b in adapter.describe_cluster().brokers}, "broker 4 out of the cluster")
+    down = adapter.alter_replica_log_dirs({(tp, 3): dirs[3][1], (tp, 4): four})
+    assert {key: None if e is None else e.name for key, e in down.items()} == {
+        (tp, 3): None,
+        (tp, 4): "BROKER_NOT_AVAILABLE",
+    }

@@ -114,7 +114,7 @@ def test_a_broker_stopped_mid_run_holds_its_moves_until_it_returns(real_kafka: R
     run_watched(real_kafka, proc, watch, until=only_broker_6_left)
     assert proc.poll() is None, "execute ended while broker 6 was down"
     time.sleep(3)
-    assert proc.poll() is None
+    assert proc.poll() is None, (tmp_path / "execute.log").read_text()[-3000:]
     real_kafka.start_broker(6)
     run_watched(real_kafka, proc, watch)
     assert finish(proc) == 0, (tmp_path / "execute.log").read_text()

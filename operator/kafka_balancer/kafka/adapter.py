@@ -647,12 +647,21 @@ class KafkaAdapter:
     def alter_replica_log_dirs(
         self, moves: Mapping[tuple[TopicPartition, int], str]
     ) -> dict[tuple[TopicPartition, int], KafkaError | None]:
-        """Through kafka-python (librdkafka has no AlterReplicaLogDirs), one request per broker."""
+        """Through kafka-python (librdkafka has no AlterReplicaLogDirs), one request per broker. A replica
+        on a broker that is down gets BROKER_NOT_AVAILABLE (kafka-python would fail the whole call), so a
+        caller asks again once the broker is back."""
         if not moves:
             return {}
-        request = {KpTopicPartitionReplica(tp.topic, tp.partition, b): path for (tp, b), path in moves.items()}
-        raw = self._kp_call(lambda kp: kp.alter_replica_log_dirs(request))
-        out: dict[tuple[TopicPartition, int], KafkaError | None] = {}
+        live = {b.id for b in self.describe_cluster().brokers}
+        out: dict[tuple[TopicPartition, int], KafkaError | None] = {
+            (tp, b): KafkaError("BROKER_NOT_AVAILABLE", f"broker {b} is not among the live brokers {sorted(live)}", tp)
+            for (tp, b) in moves
+            if b not in live
+        }
+        request = {
+            KpTopicPartitionReplica(tp.topic, tp.partition, b): path for (tp, b), path in moves.items() if b in live
+        }
+        raw = self._kp_call(lambda kp: kp.alter_replica_log_dirs(request)) if request else {}
         for tpr, err in raw.items():
             tp = TopicPartition(tpr.topic, tpr.partition)
             out[(tp, tpr.broker_id)] = (
