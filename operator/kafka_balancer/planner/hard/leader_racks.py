@@ -1,7 +1,7 @@
 """Hard goal ``preferred-leader-racks``: leadership onto each partition's preferred leader rack.
 
-Only leaderships move (no data): a partition with a replica in a listed rack is led from the most
-preferred such rack (:mod:`kafka_balancer.planner.base.leader_racks`), so a leadership change always
+Only leaderships move (no data): a partition with a replica in a listed rack (of its group's list) is
+led from the most preferred such rack (:mod:`kafka_balancer.planner.base.leader_racks`), so a leadership change always
 suffices. A partition already led from there keeps its leader; one that is not goes to the replica
 there whose broker leads least so far (a partition with two replicas in that rack has a choice).
 The distribution goals then balance the leaderships inside each rack, with replica moves only
@@ -29,13 +29,14 @@ def lead_from_preferred_racks(st: State, allowed: BoolArray) -> int:
     if tiers is None:
         return 0
     may_lead = st.active & st.can_lead
-    parts = np.flatnonzero(misled(tiers, st.rep, may_lead) & allowed)
+    parts = np.flatnonzero(misled(tiers, st.rep, st.groups.partition, may_lead) & allowed)
     if parts.size == 0:
         return 0
     rows = st.rep[parts]
+    group = st.groups.partition[parts]
     safe = np.maximum(rows, 0)
-    want = preferred_tier(tiers, rows, may_lead)
-    candidate = (rows != NO_BROKER) & may_lead[safe] & (tiers.tier[safe] == want[:, None])
+    want = preferred_tier(tiers, rows, group, may_lead)
+    candidate = (rows != NO_BROKER) & may_lead[safe] & (tiers.of_replicas(rows, group) == want[:, None])
     # A partition with one candidate has no choice (one replica per rack: the usual case), vectorised;
     # the others fill the least-led brokers in turn, a loop over those few partitions.
     choices = candidate.sum(axis=1)
