@@ -8,12 +8,19 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections import Counter
+from pathlib import Path
 
 import independent
 import pytest
+import yaml
 from checks import placement_after, plan_or_refusal
 from kafka_balancer.model import ClusterBuilder, ClusterModel
-from kafka_balancer.model.policy import PolicyError, parse_balance_policy_spec, parse_resource_group_spec
+from kafka_balancer.model.policy import (
+    PolicyError,
+    parse_balance_policy_spec,
+    parse_manifests,
+    parse_resource_group_spec,
+)
 from kafka_balancer.planner import GroupOptions, OperationOptions, PlannerOptions, PlanningError, plan
 from kafka_balancer.planner.policy import options_from_policy
 from known_gaps import known_gaps
@@ -21,6 +28,7 @@ from refusals import refusal_problem
 
 from bench.random_operations import OPERATIONS, random_case
 
+REPO = Path(__file__).resolve().parents[2]
 GOAL = "preferred-leader-racks"
 RACK_NAMES = ("rack-a", "rack-b", "rack-c")
 EAST, WEST = range(1, 7), range(7, 13)  # six brokers each, two per rack
@@ -206,3 +214,35 @@ def test_move_topics_into_a_group_leads_them_from_that_groups_racks() -> None:
     after = placement_after(model, plan(model, options).plan)
     moved = [r for (t, _), r in after.items() if t == "e0"]
     assert all(set(r) <= set(WEST) and rack_of_id(r[0]) == "rack-c" for r in moved)
+
+
+def test_the_example_leads_each_teams_topics_from_its_own_zone() -> None:
+    """examples/13-preferred-leader-racks-per-group.yaml, planned as the CLI reads it, on its 15 brokers in
+    three zones (one replica per zone, leaders spread over every zone)."""
+    docs = list(yaml.safe_load_all((REPO / "examples" / "13-preferred-leader-racks-per-group.yaml").read_text()))
+    (policy,), resource_groups = parse_manifests(docs)
+    zones = ("eu-west-1a", "eu-west-1b", "eu-west-1c")
+    builder = ClusterBuilder()
+    for b in range(1, 16):
+        builder.add_broker(b, rack=zones[(b - 1) % 3])
+    for topic, first, count in (("payments-eu", 1, 6), ("clickstream.web", 7, 6), ("logs-app", 13, 3)):
+        for p in range(2 * count):
+            replicas = [first + (p + k) % count for k in range(3)]
+            builder.add_partition(topic, p, replicas, size_bytes=1e6)
+    model = builder.build()
+    options = options_from_policy(policy.spec, [(g.metadata.name, g.spec) for g in resource_groups], model)
+    proposal = plan(model, options)
+    after = placement_after(model, proposal.plan)
+    zone = {b: zones[(b - 1) % 3] for b in range(1, 16)}
+    led = {
+        t: Counter(zone[r[0]] for (topic, _), r in after.items() if topic == t)
+        for t in ("payments-eu", "clickstream.web", "logs-app")
+    }
+    assert led == {
+        "payments-eu": {"eu-west-1a": 12},
+        "clickstream.web": {"eu-west-1c": 12},
+        "logs-app": {"eu-west-1b": 6},
+    }
+    assert proposal.summary["moves"] == 0
+    assert proposal.summary["goals"]["leader-count-distribution"]["holdsAfter"] is True
+    assert independent.check(model, options, after).violations == ()
