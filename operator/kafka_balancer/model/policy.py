@@ -453,8 +453,9 @@ class ResourceGroupSpec(SpecModel):
     """The group's topics; a topic in no group is balanced over the brokers in no group (if every broker is in
     a group, it stays where it is: no distribution goal moves it; its replicas on dead or removed brokers go to
     any broker, rack-aware, and may settle on another broker where one ends above a capacity limit; its
-    leadership moves off demoted or excluded brokers, and to another of its replicas where a broker is above a
-    network-out or CPU limit that no other leadership move repairs)."""
+    leadership moves off demoted or excluded brokers, to its preferred leader rack where a replica re-placed there
+    made that rack preferred, and to another of its replicas where a broker is above a network-out or CPU limit that
+    no other leadership move repairs)."""
     preferred_leader_racks: list[RackName] = Field(default_factory=list, max_length=64)
     """Racks (`broker.rack`) to lead this group's topics from, most preferred first, in place of the policy's
     `goals.preferredLeaderRacks` (which a group without its own list follows): a partition of the group's topics
