@@ -163,6 +163,26 @@ def group_racks(model: ClusterModel, seed: int) -> tuple[tuple[str, ...], tuple[
 
 # The random cases with resource groups (about half of them have two).
 CASES = [(seed, kind) for seed in range(24) for kind in OPERATIONS if random_case(seed, kind)[1].resource_groups]
+# Random cases with a policy-wide list only that were refused ("the plan would still break hard goal
+# preferred-leader-racks") while the plan's own replica moves could give a partition the options leave
+# be a more preferred rack that no stage then led it from.
+POLICY_WIDE = [62, 94, 110, 153, 321]
+
+
+def led_as_answered(model: ClusterModel, options: PlannerOptions) -> None:
+    """Plan (or check the refusal is a documented one, never this goal's) and judge the placement: every
+    partition the options let move is led from its group's preferred rack; a topic in no group while every
+    broker is in one stays where it is, its leadership too (the summary then says the goal is broken,
+    which summary_disagreements checks)."""
+    proposal = planned_or_refused(model, options)
+    if proposal is None:
+        return
+    after = placement_after(model, proposal.plan)
+    verdict = independent.check(model, options, after)
+    misled = [v for v in verdict.violations if v.goal == GOAL and independent.answers_for(options, v)]
+    assert not misled, misled
+    tolerated = known_gaps(model, options, verdict.holds("resource-group-confinement"))
+    assert independent.summary_disagreements(verdict, options, proposal.summary, tolerated) == []
 
 
 @pytest.mark.parametrize(("seed", "kind"), CASES)
@@ -177,18 +197,16 @@ def test_every_operation_leads_each_group_from_its_own_list(seed: int, kind: str
             for g, racks in zip(options.resource_groups, lists, strict=True)
         ),
     )
-    proposal = planned_or_refused(model, options)  # a refusal: one the docs describe, never this goal's
-    if proposal is None:
-        return
-    after = placement_after(model, proposal.plan)
-    verdict = independent.check(model, options, after)
-    # Every partition the options let move is led from its group's preferred rack; a topic in no group
-    # while every broker is in one stays where it is, its leadership too (the summary then says the goal
-    # is broken, which summary_disagreements checks).
-    misled = [v for v in verdict.violations if v.goal == GOAL and independent.answers_for(options, v)]
-    assert not misled, misled
-    tolerated = known_gaps(model, options, verdict.holds("resource-group-confinement"))
-    assert independent.summary_disagreements(verdict, options, proposal.summary, tolerated) == []
+    led_as_answered(model, options)
+
+
+@pytest.mark.parametrize("seed", POLICY_WIDE)
+def test_a_partition_the_plan_gave_a_more_preferred_rack_is_led_from_it(seed: int) -> None:
+    model, options = random_case(seed, OPERATIONS[seed % len(OPERATIONS)])
+    known = sorted({r for r in model.broker_racks if r})
+    rng = random.Random(seed)  # the lists of test_planner_leader_racks.py's random cases
+    racks = tuple(rng.sample(known, k=rng.randint(1, min(2, len(known)))))
+    led_as_answered(model, dataclasses.replace(options, preferred_leader_racks=racks))
 
 
 def test_the_independent_checker_judges_a_partition_by_its_groups_list() -> None:
