@@ -36,6 +36,7 @@ from bench.synthetic import (
     seed_range,
     skewed_cluster,
     with_disk_capacity,
+    with_log_dirs,
 )
 
 
@@ -62,6 +63,7 @@ def run_case(
     racks: int = 3,
     budget: float = SEARCH_TO_THE_END,
     leader_racks: int = 0,
+    log_dirs: int = 0,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     model = skewed_cluster(
@@ -69,6 +71,8 @@ def run_case(
     )
     if disk_capacity is not None:
         model = with_disk_capacity(model, disk_capacity)
+    if log_dirs:
+        model = with_log_dirs(model, log_dirs, seed=seed)
     generated = time.perf_counter() - started
     op = OperationOptions("add-brokers", brokers=tuple(range(brokers - new, brokers))) if new else OperationOptions()
     started, cpu = time.perf_counter(), time.process_time()
@@ -123,6 +127,7 @@ def run_case(
         "spreadAfter": _spread(summary),
         "leadersRounded": _leaders_rounded(summary),
         **_leader_racks(summary),
+        **_log_dirs(summary),
     }
 
 
@@ -134,6 +139,20 @@ def _leader_racks(summary: dict[str, Any]) -> dict[str, Any]:
         return {}
     tiers = {k: round(v["maxOverAvg"], 3) for k, v in racks["after"]["leaders"].items()}
     return {"leaderRacks": {"misled": [racks["misledBefore"], racks["misledAfter"]], "leadersMaxOverAvg": tiers}}
+
+
+def _log_dirs(summary: dict[str, Any]) -> dict[str, Any]:
+    """On JBOD brokers: directories out of their broker's band before -> after, the largest directory
+    over its target after, and the replicas and bytes moved between a broker's directories."""
+    dirs = summary.get("logDirs")
+    if dirs is None:
+        return {}
+    return {
+        "logDirsOutOfBand": [dirs["before"]["outOfBand"], dirs["after"]["outOfBand"]],
+        "logDirMaxOverTarget": round(dirs["after"]["maxOverTarget"], 3),
+        "movesBetweenDirs": dirs["movesBetweenDirs"],
+        "bytesBetweenDirs": dirs["bytesBetweenDirs"],
+    }
 
 
 def _leaders_rounded(summary: dict[str, Any]) -> bool:
@@ -170,6 +189,7 @@ def scale(args: argparse.Namespace) -> None:
         racks=args.racks,
         budget=args.max_seconds,
         leader_racks=args.preferred_leader_racks,
+        log_dirs=args.log_dirs,
     )
     print(json.dumps(result))
 
@@ -344,6 +364,7 @@ def main() -> None:
     s.add_argument("--racks", type=int, default=3)
     s.add_argument("--max-seconds", type=float, default=SEARCH_TO_THE_END, help="the planner's time budget")
     s.add_argument("--preferred-leader-racks", type=int, default=0, help="lead from the first N racks")
+    s.add_argument("--log-dirs", type=int, default=0, help="JBOD: N log directories per broker (bench.synthetic)")
     s.set_defaults(func=scale)
     e = sub.add_parser("seeds")
     e.add_argument("--shape", choices=sorted(SHAPES), default="mixed-rf")

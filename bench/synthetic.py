@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
+from kafka_balancer.model.cluster import NO_BROKER, ClusterModel, LogDir
 
 # Shapes whose seeds 1-8 docs/performance.md reports ("Other seeds"): `bench.planner seeds` plans them,
 # `bench.planner_floor --shape` bounds them.
@@ -170,3 +170,17 @@ def with_disk_capacity(model: ClusterModel, factor: float) -> ClusterModel:
     capacity = model.capacity.copy()
     capacity[:, 0] = factor * broker_disk(model).mean()
     return dataclasses.replace(model, capacity=capacity)
+
+
+def with_log_dirs(model: ClusterModel, count: int, *, seed: int = 1, skew: float = 2.0) -> ClusterModel:
+    """``model`` on JBOD brokers: ``count`` log directories each (``/data/0`` ..), every volume of
+    2x the busiest broker's bytes / ``count`` (room for any plan, so the directory goals are weighed, not
+    its capacity), and each replica in a directory drawn with weights 1 : ... : 1 + ``skew`` (the first
+    directory of a broker fills fastest, as one does when disks were added later)."""
+    rng = np.random.default_rng(seed)
+    volume = 2.0 * float(broker_disk(model).max()) / count
+    dirs = tuple(LogDir(f"/data/{j}", total_bytes=volume, usable_bytes=volume) for j in range(count))
+    weights = 1.0 + skew * np.linspace(1.0, 0.0, count)
+    local = rng.choice(count, size=model.replicas.shape, p=weights / weights.sum()).astype(np.int16)
+    local[model.replicas == NO_BROKER] = -1
+    return dataclasses.replace(model, broker_log_dirs=(dirs,) * model.num_brokers, replica_dir=_frozen(local))

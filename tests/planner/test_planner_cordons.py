@@ -1,6 +1,6 @@
 """Cordoned log directories (KIP-1066): a broker whose every log directory is cordoned gets no new
 replica from any plan, while what it holds may move away; a broker with some directories left
-uncordoned still takes replicas (Kafka puts them in those). The goal is `cordoned-log-dirs`."""
+uncordoned still takes replicas, and the plan names one of those. The goal is `cordoned-log-dirs`."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_a_cordoned_new_broker_gets_nothing_where_it_would_get_its_share() -> No
     cordoned = plan(with_cordons(model, full={4}))
     assert 4 not in arrivals(model, cordoned.plan)
     assert cordoned.summary["hardGoals"][GOAL] is True
-    # One directory of two cordoned: Kafka places the replica in the other, so the broker takes its share.
+    # One directory of two cordoned: the replica goes in the other, so the broker takes its share.
     partial = plan(with_cordons(model, full=set(), partial={4}))
     assert 4 in arrivals(model, partial.plan)
 
@@ -80,10 +80,18 @@ def test_removing_a_broker_when_only_cordoned_brokers_could_host_names_the_cordo
         plan(model, PlannerOptions(operation=OperationOptions("remove-brokers", brokers=(1,))))
 
 
-def test_nothing_cordoned_leaves_the_proposal_id_as_without_log_dirs() -> None:
+def test_a_half_cordoned_broker_takes_its_share_into_its_open_directory() -> None:
     model = new_broker_cluster()
-    assert plan(with_cordons(model, full=set(), partial={1})).id == plan(model).id
-    assert plan(with_cordons(model, full={4})).id != plan(model).id
+    without_dirs = plan(model)
+    half = plan(with_cordons(model, full=set(), partial={4}))
+    # The same brokers as without directories; the plan names the open one for what broker 4 receives.
+    assert [(t.topic, t.partition, t.replicas) for t in half.plan.partitions] == [
+        (t.topic, t.partition, t.replicas) for t in without_dirs.plan.partitions
+    ]
+    named = [t.named_log_dirs for t in half.plan.partitions if 4 in t.replicas]
+    assert named
+    assert all(d[4] == "/data/4/1" for d in named)
+    assert plan(with_cordons(model, full={4})).id != without_dirs.id
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

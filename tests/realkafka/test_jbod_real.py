@@ -1,19 +1,23 @@
-"""JBOD on real Kafka 4.3.1 brokers (issue 34): one `kafka-balancer execute` of one hand-written
-reassignment JSON (`log_dirs` as kafka-reassign-partitions.sh takes it) moves replicas between brokers
-into named log directories and between a broker's own directories, off a skewed directory, under both
-throttles; afterwards every replica is in its directory, every record is still there, no throttle is left."""
+"""JBOD on real Kafka 4.3.1 brokers (issue 34): one `kafka-balancer execute` of one reassignment JSON
+(`log_dirs` as kafka-reassign-partitions.sh takes it) moves replicas between brokers into named log
+directories and between a broker's own directories, off a skewed directory, under both throttles;
+afterwards every replica is in its directory, every record is still there, no throttle is left.
+
+The first test runs a hand-written plan (the executor alone); the second the planner's own, from a
+`snapshot` of the cluster: every directory ends within its broker's band and under its limit."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from kafka.admin import KafkaAdminClient
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.port import LOG_DIR_THROTTLE_RATE, LOG_DIRS, TopicPartition
 from real_kafka import RealKafka
 
-from realkafka.workflow import execute, finish, run_watched, watch_for
+from realkafka.workflow import execute, finish, run_watched, snapshot_and_plan, watch_for
 
 MB = 1_000_000
 RECORD = 10_000
@@ -89,5 +93,105 @@ def test_one_execute_moves_replicas_between_brokers_and_between_directories(
         on_first = {tp for (tp, b), d in adapter.replica_log_dirs(replicas).items() if b == 1 and d.path == dirs[1][0]}
         assert TopicPartition(TOPIC, 0) not in on_first
         print(f"JBOD execute: {len(named)} replicas into named directories in {seconds:.1f} s ({watch.polls} polls)")
+    finally:
+        adapter.close()
+
+
+SPREAD = "spread"
+SPREAD_PARTITIONS = 48
+
+
+def _skew_into_first_directories(
+    adapter: KafkaAdapter, kafka: RealKafka, topic: str, assignment: list[list[int]]
+) -> None:
+    """Every replica of ``topic`` (still empty) into its broker's first log directory."""
+    dirs = {b: adapter.broker_configs([b])[b][LOG_DIRS].split(",") for b in kafka.broker_ids}
+    replicas = [(TopicPartition(topic, p), b) for p, rs in enumerate(assignment) for b in rs]
+    assert all(e is None for e in adapter.alter_replica_log_dirs({r: dirs[r[1]][0] for r in replicas}).values())
+    kafka.wait_until(
+        lambda: all(d.path == dirs[b][0] and d.future_path is None
+                    for (_, b), d in adapter.replica_log_dirs(replicas).items()),
+        "every replica in the first directory",
+    )  # fmt: skip
+
+
+def _bytes_per_dir(kafka: RealKafka, topic: str) -> dict[int, dict[str, tuple[int, int]]]:
+    """broker -> log directory -> (bytes of ``topic``'s replicas in it, its volume's size), as
+    DescribeLogDirs v4+ reports them."""
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    try:
+        out: dict[int, dict[str, tuple[int, int]]] = {}
+        for b in kafka.broker_ids:
+            [entry] = admin.describe_log_dirs(brokers=[b])
+            out[b] = {
+                d["log_dir"]: (
+                    sum(p["partition_size"] for t in d["topics"] if t["name"] == topic for p in t["partitions"]),
+                    d["total_bytes"],
+                )
+                for d in entry["log_dirs"]
+            }
+        return out
+    finally:
+        admin.close()
+
+
+def _outside_band(held: dict[int, dict[str, tuple[int, int]]], threshold: float) -> list[tuple[int, str, float]]:
+    """Directories outside ±threshold of their broker's average (the volumes are equal: one file system)."""
+    bad = []
+    for b, dirs in held.items():
+        avg = sum(h for h, _ in dirs.values()) / len(dirs)
+        low, high = avg * (2 - threshold), avg * threshold
+        bad += [(b, d, h / avg) for d, (h, _) in dirs.items() if avg and not low <= h <= high]
+    return bad
+
+
+def test_a_planned_proposal_balances_brokers_and_their_directories_in_one_execute(
+    real_kafka: RealKafka, tmp_path: Path
+) -> None:
+    adapter = KafkaAdapter(ConnectionSpec(real_kafka.bootstrap_servers))
+    try:
+        # Brokers 1-4 hold every replica, each in its first directory; brokers 5 and 6 are empty.
+        assignment = [[1 + p % 4, 1 + (p + 1) % 4] for p in range(SPREAD_PARTITIONS)]
+        real_kafka.create_topic(SPREAD, assignment, {"min.insync.replicas": "1"})
+        _skew_into_first_directories(adapter, real_kafka, SPREAD, assignment)
+        written = real_kafka.produce(
+            SPREAD, partitions=range(SPREAD_PARTITIONS), records_per_partition=50, record_bytes=RECORD
+        )
+        before = _bytes_per_dir(real_kafka, SPREAD)
+        assert _outside_band({b: before[b] for b in (1, 2, 3, 4)}, 1.10)  # the check below is not vacuous
+
+        proposal = snapshot_and_plan(real_kafka, tmp_path, "--topics", SPREAD)
+        summary = proposal["summary"]
+        assert summary["hardGoals"]["log-dir-capacity"] is True
+        assert summary["goals"]["log-dir-distribution"]["holdsAfter"] is True
+        entries = proposal["plan"]["partitions"]
+        original = {p: set(rs) for p, rs in enumerate(assignment)}
+        between_brokers = [e for e in entries if set(e["replicas"]) != original[e["partition"]]]
+        between_dirs = [
+            e for e in entries
+            if any(d != "any" and b in original[e["partition"]]
+                   for b, d in zip(e["replicas"], e.get("log_dirs", ["any"] * len(e["replicas"])), strict=True))
+        ]  # fmt: skip
+        assert between_brokers
+        assert between_dirs
+
+        watch = watch_for(real_kafka, {SPREAD: 1})
+        proc = execute(real_kafka, tmp_path, "--throttle", "10MB/s")
+        seconds = run_watched(real_kafka, proc, watch)
+        code = finish(proc)
+        assert code == 0, (tmp_path / "execute.log").read_text()
+        assert not watch.violations, watch.violations
+
+        after = _bytes_per_dir(real_kafka, SPREAD)
+        assert _outside_band(after, 1.10) == []
+        assert all(h <= 0.8 * size for dirs in after.values() for h, size in dirs.values())
+        assert all(sum(h for h, _ in after[b].values()) > 0 for b in (5, 6))
+        assert real_kafka.read_back(SPREAD, range(SPREAD_PARTITIONS)) == written
+        assert real_kafka.throttle_leftovers() == {}
+        worst = max(h / (sum(x for x, _ in ds.values()) / len(ds)) for ds in after.values() for h, _ in ds.values())
+        print(
+            f"JBOD plan+execute: {len(between_brokers)} partitions between brokers, {len(between_dirs)} with a "
+            f"replica between directories, in {seconds:.1f} s; largest directory over its broker's average: {worst:.3f}"
+        )
     finally:
         adapter.close()

@@ -49,6 +49,17 @@ def _ids(text: str) -> tuple[int, ...]:
     return ids
 
 
+def _log_dirs(text: str) -> tuple[tuple[int, str], ...]:
+    """``BROKER:PATH,...`` (remove-disks), e.g. ``1:/var/lib/kafka/data-0,2:/var/lib/kafka/data-0``."""
+    out = []
+    for item in (x.strip() for x in text.split(",") if x.strip()):
+        broker, sep, path = item.partition(":")
+        if not sep or not broker.strip().isdigit() or not path.startswith("/"):
+            raise argparse.ArgumentTypeError(f"expected BROKER:/absolute/path entries, got {shown(item)}")
+        out.append((_ids(broker)[0], path))
+    return tuple(out)
+
+
 def _names(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
@@ -63,6 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replication-factor", type=integer, help="new replication factor (change-replication-factor)")
     parser.add_argument("--target-brokers", type=_ids, help="brokers to move topics onto (move-topics)")
     parser.add_argument("--target-group", help="ResourceGroup to move topics into (move-topics)")
+    parser.add_argument(
+        "--log-dirs", type=_log_dirs, help="log directories to empty (remove-disks), e.g. 1:/data/0,2:/data/0"
+    )
     parser.add_argument("--output", required=True, help="where to write the reassignment JSON")
     parser.add_argument("--summary", help="where to write the summary JSON")
     parser.add_argument("--proposal", help="where to write the whole proposal (plan, leader changes, summary)")
@@ -106,6 +120,7 @@ def _operation(args: argparse.Namespace, base: OperationOptions) -> OperationOpt
         "replication_factor": args.replication_factor,
         "target_brokers": args.target_brokers,
         "target_group": args.target_group,
+        "log_dirs": args.log_dirs,
     }
     changes: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if args.operation is not None and args.operation != base.type:

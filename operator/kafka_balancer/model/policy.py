@@ -36,6 +36,7 @@ HardGoal = Literal[
     "excluded-brokers",
     "cordoned-log-dirs",
     "preferred-leader-racks",
+    "log-dir-capacity",
 ]
 DistributionGoal = Literal[
     "replica-distribution",
@@ -47,6 +48,7 @@ DistributionGoal = Literal[
     "leader-bytes-in-distribution",
     "topic-replica-distribution",
     "topic-leader-distribution",
+    "log-dir-distribution",
 ]
 OperationName = Literal[
     "rebalance",
@@ -56,6 +58,7 @@ OperationName = Literal[
     "fix-offline-replicas",
     "change-replication-factor",
     "move-topics",
+    "remove-disks",
 ]
 ImbalanceResource = Literal["replicas", "leaders", "disk", "network-in", "network-out", "cpu"]
 Mode = Literal["DryRun", "Manual", "Auto"]
@@ -210,12 +213,21 @@ class Goals(SpecModel):
 # ----- BalancePolicy.spec.operation -------------------------------------------------------------
 
 
+class LogDirRef(SpecModel):
+    """One log directory of one broker (remove-disks)."""
+
+    broker: BrokerId
+    """The broker's id."""
+    path: Annotated[str, Field(pattern=r"^/.*", min_length=2, max_length=4096)]
+    """An absolute path among the broker's `log.dirs`."""
+
+
 class Operation(SpecModel):
     """What the proposal does. `rebalance` balances the groups; the others change the cluster's shape."""
 
     type: OperationName = "rebalance"
     """One of rebalance, add-brokers, remove-brokers, demote-brokers, fix-offline-replicas,
-    change-replication-factor, move-topics."""
+    change-replication-factor, move-topics, remove-disks."""
     brokers: list[BrokerId] = Field(default_factory=list)
     """Brokers to add, remove or demote (add-brokers, remove-brokers, demote-brokers)."""
     topics: list[TopicName] = Field(default_factory=list)
@@ -227,12 +239,18 @@ class Operation(SpecModel):
     nothing else moves)."""
     target_group: K8sName | None = None
     """ResourceGroup to move the topics into (move-topics)."""
+    log_dirs: list[LogDirRef] = Field(default_factory=list, max_length=4096)
+    """Log directories to empty (remove-disks): their replicas move to the open directories of the same broker,
+    which must hold them under `capacityThreshold`. Between brokers only what a hard goal already broken needs
+    moves (as for every operation)."""
 
     @model_validator(mode="after")
     def _required_fields(self) -> Operation:
         needs_brokers = {"add-brokers", "remove-brokers", "demote-brokers"}
         if self.type in needs_brokers and not self.brokers:
             raise ValueError(f"operation {self.type} needs a non-empty 'brokers' list")
+        if self.type == "remove-disks" and not self.log_dirs:
+            raise ValueError("operation remove-disks needs a non-empty 'logDirs' list")
         if self.type == "change-replication-factor" and (not self.topics or self.replication_factor is None):
             raise ValueError("operation change-replication-factor needs 'topics' and 'replicationFactor'")
         if self.type == "move-topics":

@@ -6,7 +6,8 @@ count, leader bytes-in. Its record says whether it counts whole items, how much 
 carries, which column of the snapshot's capacities limits it, and how to load it per partition.
 
 A :class:`Goal` is a hard goal (a limit a plan never breaks), a distribution goal (a quantity inside
-its group's band) or a per-topic goal (a topic's replicas or leaders spread over its group). Every
+its group's band), a per-topic goal (a topic's replicas or leaders spread over its group) or a
+directory goal (a broker's bytes spread over its log directories: planner/log_dirs). Every
 table the planner reads about goals (which quantity a goal balances, which goals are capacities,
 which quantities leadership carries, which exchanges a goal may use) is a view of these records,
 so adding a goal is one record here (and a loader, for a new quantity); see docs/goals.md.
@@ -39,7 +40,7 @@ Loader = Callable[[ClusterModel, IntArray], tuple[FloatArray | float, FloatArray
 # How much of a quantity leadership carries: none (leader and followers carry the same), part (the
 # leader carries more), all (followers carry none of it).
 Leadership = Literal["none", "part", "all"]
-GoalKind = Literal["hard", "distribution", "topic"]
+GoalKind = Literal["hard", "distribution", "topic", "directory"]
 
 
 class Exchange(Enum):
@@ -88,8 +89,8 @@ class Goal:
     exchanges: frozenset[Exchange] = frozenset()
     # A hard goal without a quantity that leadership moves can mend (a capacity goal: its quantity's).
     leadership_mends: bool = False
-    # A hard goal that holds by itself unless the snapshot or the policy says otherwise (nothing
-    # cordoned, no preferred leader racks), added after proposal ids were issued: left out of the
+    # A goal that holds by itself unless the snapshot or the policy says otherwise (nothing cordoned,
+    # no preferred leader racks, no log directories), added after proposal ids were issued: left out of the
     # options a proposal id hashes, so the ids of existing policies do not change. Where it changes
     # a plan, the plan (hashed too) tells them apart.
     id_neutral: bool = False
@@ -148,6 +149,8 @@ GROUP_CONFINEMENT: Final = "resource-group-confinement"
 EXCLUDED_BROKERS: Final = "excluded-brokers"
 CORDONED_LOG_DIRS: Final = "cordoned-log-dirs"
 PREFERRED_LEADER_RACKS: Final = "preferred-leader-racks"
+LOG_DIR_CAPACITY: Final = "log-dir-capacity"
+LOG_DIR_DISTRIBUTION: Final = "log-dir-distribution"
 REPLICA_COUNT_GOAL: Final = "replica-distribution"
 LEADER_COUNT_GOAL: Final = "leader-count-distribution"
 TOPIC_REPLICA_GOAL: Final = "topic-replica-distribution"
@@ -168,6 +171,7 @@ GOALS: Final = (
     Goal(EXCLUDED_BROKERS, "hard", leadership_mends=True),
     Goal(CORDONED_LOG_DIRS, "hard", id_neutral=True),
     Goal(PREFERRED_LEADER_RACKS, "hard", leadership_mends=True, id_neutral=True),
+    Goal(LOG_DIR_CAPACITY, "hard", id_neutral=True),
     Goal(REPLICA_COUNT_GOAL, "distribution", REPLICAS, frozenset({Exchange.COUNT_EXCHANGES})),
     Goal("disk-distribution", "distribution", DISK_BYTES, _BYTE_SHIFTS),
     Goal("network-in-distribution", "distribution", "network-in", _BYTE_SHIFTS),
@@ -177,6 +181,7 @@ GOALS: Final = (
     Goal("leader-bytes-in-distribution", "distribution", "leader-bytes-in", _LEADERSHIP_SHIFTS),
     Goal(TOPIC_REPLICA_GOAL, "topic", REPLICAS),
     Goal(TOPIC_LEADER_GOAL, "topic", LEADERS),
+    Goal(LOG_DIR_DISTRIBUTION, "directory", id_neutral=True),
 )
 
 
@@ -222,8 +227,8 @@ class Catalogue:
 
     @cached_property
     def distribution_goals(self) -> tuple[str, ...]:
-        """Distribution and per-topic goals: the default ``spec.goals.distribution``."""
-        return self.names("distribution", "topic")
+        """Distribution, per-topic and directory goals: the default ``spec.goals.distribution``."""
+        return self.names("distribution", "topic", "directory")
 
     @cached_property
     def topic_goals(self) -> tuple[str, ...]:

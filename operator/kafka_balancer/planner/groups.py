@@ -19,8 +19,9 @@ from kafka_balancer.model.plan import PartitionTarget
 from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.log_dirs.placement import place_log_dirs
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
-from kafka_balancer.planner.pipeline import plan
+from kafka_balancer.planner.pipeline import plan, shape_only
 from kafka_balancer.planner.proposal import build_proposal
 
 
@@ -47,6 +48,8 @@ def subset(model: ClusterModel, parts: Ints) -> ClusterModel:
         bytes_out=model.bytes_out[parts],
         messages_in=model.messages_in[parts],
         cpu_leader=model.cpu_leader[parts],
+        elr_mask=None if model.elr_mask is None else model.elr_mask[parts],
+        replica_dir=None if model.replica_dir is None else model.replica_dir[parts],
         _index=None,
     )
 
@@ -105,6 +108,9 @@ def merge(
         rep[p, : len(row)] = row
     after.rep = rep
     after.refresh_loads()
+    # The groups' plans each placed their replicas in directories; placed again over the whole cluster
+    # (a group's brokers are its own, so this gives each broker what its group's plan gave it).
+    place_log_dirs(after, after.scope.movable, balance=not shape_only(options))
     before = State(model, options, resolve_groups(model, options))
     cut = "; ".join(f"group '{name}': {stage}" for name, stage in sorted((cut_short or {}).items()))
     return build_proposal(model, options, before, after, cut or None)

@@ -74,6 +74,8 @@ class OperationOptions:
     replication_factor: int | None = None
     target_brokers: tuple[int, ...] = ()
     target_group: str | None = None
+    # remove-disks: (broker id, log directory path) pairs to empty.
+    log_dirs: tuple[tuple[int, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.type not in OPERATIONS:
@@ -85,6 +87,8 @@ class OperationOptions:
                 raise _invalid("operation.topics", "must not be empty for change-replication-factor", [])
             if self.replication_factor is None or self.replication_factor < 1:
                 raise _invalid("operation.replicationFactor", "must be an integer >= 1", self.replication_factor)
+        if self.type == "remove-disks" and not self.log_dirs:
+            raise _invalid("operation.logDirs", "must not be empty for remove-disks", [])
         if self.type == "move-topics":
             if not self.topics:
                 raise _invalid("operation.topics", "must not be empty for move-topics", [])
@@ -195,9 +199,11 @@ class PlannerOptions:
             value = getattr(self, f.name)
             if isinstance(value, OperationOptions):
                 value = asdict(value)
+                if not value["log_dirs"]:
+                    del value["log_dirs"]  # added after proposal ids were issued (remove-disks)
             elif f.name == "resource_groups":
                 value = tuple(self._group_dict(g) for g in value)
-            elif f.name == "hard_goals":
+            elif f.name in {"hard_goals", "distribution_goals"}:
                 value = tuple(g for g in value if not self.catalogue.goal(g).id_neutral)
             elif f.name == "preferred_leader_racks":
                 value = self.leader_racks

@@ -39,13 +39,16 @@ from kafka_balancer.planner.hard.leader_racks import applies as leader_racks_app
 from kafka_balancer.planner.hard.leader_racks import lead_from_preferred_racks
 from kafka_balancer.planner.hard.operations import change_replication_factor, move_topics
 from kafka_balancer.planner.hard.pinned import repair_capacity, repair_capacity_by_leadership, repair_racks_and_groups
+from kafka_balancer.planner.log_dirs.placement import place_log_dirs
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
 from kafka_balancer.planner.proposal import build_proposal
 from kafka_balancer.planner.trace import Trace
 
 # Operations that only change the cluster's shape: no distribution rounds afterwards, so the
 # data moved is just what the operation needs.
-SHAPE_ONLY: Final = frozenset({"demote-brokers", "fix-offline-replicas", "change-replication-factor", "move-topics"})
+SHAPE_ONLY: Final = frozenset(
+    {"demote-brokers", "fix-offline-replicas", "change-replication-factor", "move-topics", "remove-disks"}
+)
 # The per-topic replica goal also runs once right after this goal's turn.
 TOPIC_SPREAD_EARLY_AFTER: Final = "disk-distribution"
 # Rounds of that early pass (and of the repeat at the end): gains fall off fast (measured at 1.3M
@@ -131,7 +134,9 @@ def plan(model: ClusterModel, options: PlannerOptions | None = None, *, trace: T
     budget = Budget(options.max_planning_seconds)
     before = State(model, options, resolve_groups(model, options))
     comparable = options.operation.type in {"rebalance", "add-brokers"} and not _holds_inactive(before)
-    start = {g: goal_violation(before, g) for g in options.distribution_goals} if comparable else {}
+    # The broker-level goals (the directory goal is the last stage's, on the placement it is given).
+    broker_goals = [g for g in options.distribution_goals if options.catalogue.goal(g).kind != "directory"]
+    start = {g: goal_violation(before, g) for g in broker_goals} if comparable else {}
     strict: frozenset[str] = frozenset()
     while True:
         if trace is not None:
@@ -192,7 +197,7 @@ def _operation(run: PlanRun) -> None:
             # Named brokers: the topics stay on them (the capacity repair may settle them on another
             # named broker, and moves others to make room).
             run.movable = np.zeros_like(run.movable)
-    elif _shape_only(st.options):
+    elif shape_only(st.options):
         run.movable = np.zeros_like(run.movable)
 
 
@@ -209,7 +214,7 @@ def _check_operation(st: State) -> None:
                 raise PlanningError("invalid-options", f"field 'operation.brokers' names broker {b}, which is down")
 
 
-def _shape_only(options: PlannerOptions) -> bool:
+def shape_only(options: PlannerOptions) -> bool:
     """Whether the plan only changes the cluster's shape (no distribution goals afterwards).
 
     Removing brokers onto named target brokers is such a change, as a hardware swap: their
@@ -248,6 +253,15 @@ def _lead_from_preferred_racks(run: PlanRun) -> None:
     lead_from_preferred_racks(run.st, run.free | run.movable)
 
 
+def _places_log_dirs(run: PlanRun) -> bool:
+    # demote-brokers moves no data: every replica stays in its directory.
+    return run.st.dir_layout is not None and _moves_data(run)
+
+
+def _place_log_dirs(run: PlanRun) -> None:
+    place_log_dirs(run.st, run.free, balance=_balances(run))
+
+
 def _always(_run: PlanRun) -> bool:
     return True
 
@@ -258,7 +272,7 @@ def _moves_data(run: PlanRun) -> bool:
 
 
 def _balances(run: PlanRun) -> bool:
-    return not _shape_only(run.st.options)
+    return not shape_only(run.st.options)
 
 
 # ----- the distribution stage -------------------------------------------------------------------------
@@ -384,7 +398,7 @@ STAGES: Final = (
     Stage(
         "capacity",
         _moves_data,
-        lambda run: repair_capacity(run.st, run.free, run.evacuated, fewest_bytes=_shape_only(run.st.options)),
+        lambda run: repair_capacity(run.st, run.free, run.evacuated, fewest_bytes=shape_only(run.st.options)),
     ),
     Stage("distribution goals", _balances, _distribute, bounded=True),
     # Without the detours: on small clusters they made a round cost seconds (24 s of a 66-partition
@@ -396,6 +410,8 @@ STAGES: Final = (
     # tier, which keeps most leaderships in their rack, but a leadership may still leave it where a
     # lower tier had room (or a replica move took the leader's rack away). A hard goal's stage.
     Stage("leadership back to preferred racks", _prefers_racks, _lead_from_preferred_racks),
+    # JBOD: each replica's log directory, for the brokers' placement reached (a hard goal's stage).
+    Stage("log directories", _places_log_dirs, _place_log_dirs),
 )
 
 

@@ -53,6 +53,7 @@ def options_from_policy(
         replication_factor=op.replication_factor,
         target_brokers=tuple(op.target_brokers),
         target_group=op.target_group,
+        log_dirs=tuple((d.broker, d.path) for d in op.log_dirs) if op.type == "remove-disks" else (),
     )
     return PlannerOptions(
         hard_goals=tuple(goals.hard),

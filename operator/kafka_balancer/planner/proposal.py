@@ -11,15 +11,18 @@ from typing import Any
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
-from kafka_balancer.model.plan import PartitionTarget, ReassignmentPlan
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel
+from kafka_balancer.model.plan import ANY_LOG_DIR, PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal, content_id, model_fingerprint, planning_basis
 from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.log_dirs import carried_dirs, dir_bands, dir_limits, snapshot_dirs
+from kafka_balancer.planner.base.log_dirs import over_limit as dir_over_limit
 from kafka_balancer.planner.base.measures import (
     balance_group_stats,
     balancedness,
     goal_violation,
     hard_goal_status,
+    log_dir_bytes,
     misled_partitions,
     quantity_stats,
 )
@@ -62,9 +65,18 @@ class Evaluation:
         }
 
 
+def weighed_goals(st: State) -> tuple[str, ...]:
+    """The distribution goals the statistics weigh: the directory goal only where the cluster has log
+    directories (elsewhere it has nothing to weigh, and would only raise every balancedness)."""
+    catalogue = st.catalogue
+    return tuple(
+        g for g in st.options.distribution_goals if catalogue.goal(g).kind != "directory" or st.dir_layout is not None
+    )
+
+
 def evaluate_state(st: State, original: Ints) -> Evaluation:
     """The statistics of the working placement (``original``: the placement before planning)."""
-    violations = {g: goal_violation(st, g) for g in st.options.distribution_goals}
+    violations = {g: goal_violation(st, g) for g in weighed_goals(st)}
     goals = {g: {"holds": v <= 1e-9, "violation": round(v, 6)} for g, v in violations.items()}
     hard = hard_goal_status(st, original)
     tiered: dict[str, dict[str, dict[str, Any]]] = {}
@@ -88,32 +100,45 @@ def evaluate(model: ClusterModel, options: PlannerOptions | None = None) -> Eval
     """
     options = options or PlannerOptions()
     st = State(model, options, resolve_groups(model, options))
+    if st.dir_layout is not None:
+        st.dirs = snapshot_dirs(st.dir_layout, model)
     return evaluate_state(st, model.replicas)
 
 
 @dataclass(frozen=True)
 class _Changes:
-    """What a placement changes: the reassignment, the leader changes, the moves and their bytes."""
+    """What a placement changes: the reassignment, the leader changes, the moves and their bytes (between
+    brokers, and between a broker's log directories)."""
 
     plan: ReassignmentPlan
     leaders: tuple[LeaderChange, ...]
     moves: int
     bytes: float
+    dir_moves: int = 0
+    dir_bytes: float = 0.0
 
 
-def _changes(model: ClusterModel, rep: Ints) -> _Changes:
+def _changes(model: ClusterModel, st: State) -> _Changes:
+    rep = st.rep
     width = max(model.replicas.shape[1], rep.shape[1])
     orig = np.full((model.num_partitions, width), NO_BROKER, dtype=np.int32)
     orig[:, : model.replicas.shape[1]] = model.replicas
     final = np.full_like(orig, NO_BROKER)
     final[:, : rep.shape[1]] = rep
-    changed = np.flatnonzero((orig != final).any(axis=1))
+    named = _named_dirs(st, width)
+    changed = np.flatnonzero((orig != final).any(axis=1) | named.any(axis=1))
     ids = model.broker_ids
     targets = []
     for p in changed.tolist():
         row = final[p]
+        valid = row >= 0
         targets.append(
-            PartitionTarget(model.topic_name(p), int(model.partition_id[p]), tuple(int(ids[b]) for b in row[row >= 0]))
+            PartitionTarget(
+                model.topic_name(p),
+                int(model.partition_id[p]),
+                tuple(int(ids[b]) for b in row[valid]),
+                _log_dirs(st, named[p], p) if named[p].any() else None,
+            )
         )
     new_leader = final[:, 0]
     lead_changed = np.flatnonzero((new_leader != model.leader) & (new_leader != NO_BROKER))
@@ -126,10 +151,41 @@ def _changes(model: ClusterModel, rep: Ints) -> _Changes:
         )
         for p in lead_changed.tolist()
     )
-    per_part = arrived_replicas(final[changed], orig[changed]).sum(axis=1)
+    arrived = arrived_replicas(final, orig)
+    per_part = arrived[changed].sum(axis=1)
     moves = int(per_part.sum())
     bytes_to_move = float((model.size_bytes[changed] * per_part).sum())
-    return _Changes(ReassignmentPlan.of(targets), leader_changes, moves, bytes_to_move)
+    between_dirs = (named & ~arrived).sum(axis=1)
+    return _Changes(
+        ReassignmentPlan.of(targets),
+        leader_changes,
+        moves,
+        bytes_to_move,
+        int(between_dirs.sum()),
+        float((model.size_bytes * between_dirs).sum()),
+    )
+
+
+def _named_dirs(st: State, width: int) -> BoolArray:
+    """(P, width) replica slots whose log directory the plan names: a replica a broker receives into a
+    chosen directory, or one moving between its broker's directories."""
+    out: BoolArray = np.zeros((st.model.num_partitions, width), dtype=np.bool_)
+    if st.dir_layout is None or st.dirs is None:
+        return out
+    carried = carried_dirs(st.dir_layout, st.model, st.rep)
+    out[:, : st.rep.shape[1]] = (st.dirs >= 0) & (st.dirs != carried)
+    return out
+
+
+def _log_dirs(st: State, named: BoolArray, p: int) -> tuple[str, ...]:
+    """One entry per replica: the named directory's path, ``any`` for the replicas that stay where they are."""
+    assert st.dir_layout is not None
+    assert st.dirs is not None
+    paths = st.dir_layout.paths
+    row = st.rep[p]
+    return tuple(
+        paths[int(st.dirs[p, k])] if named[k] else ANY_LOG_DIR for k in range(row.shape[0]) if row[k] != NO_BROKER
+    )
 
 
 def build_proposal(
@@ -137,11 +193,17 @@ def build_proposal(
 ) -> Proposal:
     """The proposal taking the placement of ``before`` to that of ``st`` (summary and id included);
     ``cut_short``: the stage the time budget (``options.max_planning_seconds``) cut short, if any."""
-    changes = _changes(model, st.rep)
+    layout = before.dir_layout
+    if layout is not None:
+        before.dirs = snapshot_dirs(layout, model)
+        if st.dirs is None:  # no stage placed them (demote-brokers): every replica stays where it is
+            st.dirs = carried_dirs(layout, model, st.rep)
+    changes = _changes(model, st)
     basis = planning_basis(model_fingerprint(model), options.to_dict())
     pid = content_id(basis, changes.plan, changes.leaders)
     ev_before = evaluate_state(before, model.replicas)
     ev_after = evaluate_state(st, model.replicas)
+    weighed = weighed_goals(st)
     summary = {
         "proposalId": pid,
         "operation": options.operation.type,
@@ -152,10 +214,8 @@ def build_proposal(
         "balancednessBefore": ev_before.balancedness,
         "balancednessAfter": ev_after.balancedness,
         "goalsHolding": ev_after.goals_holding,
-        "goalsViolated": [
-            g for g in (*options.hard_goals, *options.distribution_goals) if g not in ev_after.goals_holding
-        ],
-        "goals": {g: _goal_summary(ev_before, ev_after, g, options) for g in options.distribution_goals},
+        "goalsViolated": [g for g in (*options.hard_goals, *weighed) if g not in ev_after.goals_holding],
+        "goals": {g: _goal_summary(ev_before, ev_after, g, options) for g in weighed},
         "hardGoals": ev_after.hard_goals,
         "groups": {
             name: {"brokers": stats["brokers"], "before": ev_before.groups.get(name, {}), "after": stats}
@@ -166,6 +226,8 @@ def build_proposal(
         summary["timeBudgetReached"] = {"seconds": options.max_planning_seconds, "stage": cut_short}
     if options.prefers_leader_racks:
         summary["preferredLeaderRacks"] = _leader_racks_summary(ev_before, ev_after, options)
+    if layout is not None:
+        summary["logDirs"] = log_dirs_summary(before, st, changes.dir_moves, changes.dir_bytes)
     return Proposal(pid, changes.plan, changes.leaders, summary, basis)
 
 
@@ -203,3 +265,32 @@ def _leader_racks_summary(before: Evaluation, after: Evaluation, options: Planne
         "before": before.tiered,
         "after": after.tiered,
     }
+
+
+def log_dirs_summary(before: State, after: State, moves: int, moved_bytes: float) -> dict[str, Any]:
+    """The log directories before and after: how far each broker's directories are from their targets
+    (its own average, log-dir-distribution) and how many are above their limit (log-dir-capacity)."""
+    layout = after.dir_layout
+    assert layout is not None
+    out: dict[str, Any] = {
+        "directories": layout.count,
+        "cordoned": int(layout.cordoned.sum()),
+        "removed": [layout.name(int(d), after.model.broker_ids) for d in np.flatnonzero(layout.removed)],
+        "movesBetweenDirs": moves,
+        "bytesBetweenDirs": moved_bytes,
+    }
+    limits = dir_limits(layout, after.options.capacity_threshold)
+    for name, st in (("before", before), ("after", after)):
+        held = log_dir_bytes(st)
+        assert held is not None
+        bands = dir_bands(layout, held, after.options.balance_threshold)
+        weighed = bands.weighed & (bands.target > 0)
+        ratio = held[weighed] / bands.target[weighed]
+        outside = (held > bands.upper * (1 + 1e-9) + 1e-9) | (held < bands.lower * (1 - 1e-9) - 1e-9)
+        out[name] = {
+            "maxOverTarget": float(ratio.max()) if ratio.size else 1.0,
+            "minOverTarget": float(ratio.min()) if ratio.size else 1.0,
+            "outOfBand": int((outside & weighed).sum()),
+            "overLimit": int(dir_over_limit(held, limits).sum()),
+        }
+    return out

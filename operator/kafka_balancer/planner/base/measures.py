@@ -16,11 +16,24 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.leader_racks import misled
+from kafka_balancer.planner.base.log_dirs import (
+    carried_dirs,
+    dir_bands,
+    dir_bytes,
+    dir_limits,
+    distribution_violation,
+    snapshot_dirs,
+)
+from kafka_balancer.planner.base.log_dirs import (
+    over_limit as dir_over_limit,
+)
 from kafka_balancer.planner.base.state import State, arrived_replicas
 from kafka_balancer.planner.catalogue import (
     CORDONED_LOG_DIRS,
     EXCLUDED_BROKERS,
     GROUP_CONFINEMENT,
+    LOG_DIR_CAPACITY,
+    LOG_DIR_DISTRIBUTION,
     PREFERRED_LEADER_RACKS,
     RACK_AWARENESS,
     TOPIC_LEADER_GOAL,
@@ -111,6 +124,11 @@ def topic_leader_applies(st: State) -> BoolArray:
 def goal_violation(st: State, goal: str) -> float:
     """Total out-of-band distance of one distribution goal, relative to its group averages."""
     threshold = st.options.balance_threshold
+    if goal == LOG_DIR_DISTRIBUTION:
+        held = log_dir_bytes(st)
+        if held is None or st.dir_layout is None:
+            return 0.0
+        return distribution_violation(dir_bands(st.dir_layout, held, threshold), held)
     q = st.catalogue.balances(goal)
     if q is not None:
         lower, upper, avg = bands(st, q, threshold)
@@ -172,10 +190,7 @@ def hard_goal_status(st: State, original: Ints, scope: BoolArray | None = None) 
     capacity = dict(st.catalogue.capacity_goals)
     for goal in opts.hard_goals:
         if goal == RACK_AWARENESS:
-            now = _mask(rack_violations(st), st.rep.shape[0])
-            if scope is not None:
-                now &= scope | ~_mask(rack_violations(st, original), st.rep.shape[0])
-            status[goal] = not now.any()
+            status[goal] = _racks_hold(st, original, scope)
         elif goal in capacity:
             status[goal] = not bool(over_limit(st, capacity[goal], scoped=scope is not None).any())
         elif goal == GROUP_CONFINEMENT:
@@ -187,11 +202,64 @@ def hard_goal_status(st: State, original: Ints, scope: BoolArray | None = None) 
             status[goal] = _excluded_hold(st, original)
         elif goal == PREFERRED_LEADER_RACKS:
             status[goal] = not bool(misled_partitions(st, original, scope).any())
-        elif goal == CORDONED_LOG_DIRS:
-            status[goal] = not bool(
-                np.any(arrived_replicas(st.rep, original) & st.model.broker_cordoned[np.maximum(st.rep, 0)])
-            )
+        elif goal in {CORDONED_LOG_DIRS, LOG_DIR_CAPACITY}:
+            status[goal] = _log_dir_goal_holds(st, goal, original, scoped=scope is not None)
     return status
+
+
+def _racks_hold(st: State, original: Ints, scope: BoolArray | None) -> bool:
+    now = _mask(rack_violations(st), st.rep.shape[0])
+    if scope is not None:
+        now &= scope | ~_mask(rack_violations(st, original), st.rep.shape[0])
+    return not now.any()
+
+
+def _log_dir_goal_holds(st: State, goal: str, original: Ints, *, scoped: bool) -> bool:
+    """cordoned-log-dirs: no replica arrives on a cordoned broker or in a cordoned directory;
+    log-dir-capacity: no directory above its limit."""
+    if goal == LOG_DIR_CAPACITY:
+        return not bool(log_dir_over_limit(st, scoped=scoped).any())
+    onto_cordoned = arrived_replicas(st.rep, original) & st.model.broker_cordoned[np.maximum(st.rep, 0)]
+    return not bool(onto_cordoned.any() or into_cordoned_dirs(st).any())
+
+
+def log_dir_bytes(st: State) -> FloatArray | None:
+    """(D,) bytes of the replicas in each log directory, once placed (``State.dirs``); None before."""
+    if st.dir_layout is None or st.dirs is None:
+        return None
+    return dir_bytes(st.dir_layout, st.rep, st.dirs, st.model.size_bytes)
+
+
+def snapshot_log_dir_bytes(st: State) -> FloatArray | None:
+    """(D,) bytes of the replicas in each log directory as the snapshot places them."""
+    if st.dir_layout is None:
+        return None
+    model = st.model
+    return dir_bytes(st.dir_layout, model.replicas, snapshot_dirs(st.dir_layout, model), model.size_bytes)
+
+
+def log_dir_over_limit(st: State, *, scoped: bool) -> BoolArray:
+    """(D,) directories above their limit (log-dir-capacity); ``scoped``: only those of brokers in the
+    groups being balanced, or elsewhere where the plan added bytes (as for the broker limits)."""
+    held = log_dir_bytes(st)
+    start = snapshot_log_dir_bytes(st)
+    layout = st.dir_layout
+    if held is None or start is None or layout is None:
+        return np.zeros(0, dtype=np.bool_)
+    over = dir_over_limit(held, dir_limits(layout, st.options.capacity_threshold))
+    if scoped:
+        over &= st.scope.groups[st.groups.broker][layout.broker] | (held > start * (1 + EPS) + 1e-9)
+    return over
+
+
+def into_cordoned_dirs(st: State) -> BoolArray:
+    """(P, width) replicas the plan puts in a cordoned log directory (none before directories are placed)."""
+    layout = st.dir_layout
+    if layout is None or st.dirs is None:
+        return np.zeros(st.rep.shape, dtype=np.bool_)
+    moved = (st.dirs >= 0) & (st.dirs != carried_dirs(layout, st.model, st.rep))
+    out: BoolArray = moved & layout.cordoned[np.maximum(st.dirs, 0)]
+    return out
 
 
 def misled_partitions(st: State, original: Ints | None = None, scope: BoolArray | None = None) -> BoolArray:
@@ -295,7 +363,7 @@ def balancedness(st: State, violations: dict[str, float]) -> float:
     A goal's share is lost in proportion to its out-of-band distance (summed over brokers,
     relative to the group average), fully lost at a distance of one average.
     """
-    goals = st.options.distribution_goals
+    goals = [g for g in st.options.distribution_goals if g in violations]  # those that weigh this placement
     if not goals:
         return 100.0
     weights = np.array([1.5 ** (len(goals) - i) for i in range(len(goals))])

@@ -20,12 +20,13 @@ from typing import Final, Unpack
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel, FloatArray
+from kafka_balancer.model.cluster import DISK, NO_BROKER, BoolArray, ClusterModel, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.budget import Budget
 from kafka_balancer.planner.base.leader_racks import leader_tiers, preferred_tier
+from kafka_balancer.planner.base.log_dirs import DirLayout, build_layout, dir_disk_limits
 from kafka_balancer.planner.base.scope import Scope, ScopeChanges
-from kafka_balancer.planner.catalogue import CATALOGUE, CORDONED_LOG_DIRS, Catalogue
+from kafka_balancer.planner.catalogue import CATALOGUE, CORDONED_LOG_DIRS, LOG_DIR_CAPACITY, Catalogue
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
 
 # A copy of the placement and its totals: (rep, load, tcount, tlead).
@@ -168,6 +169,10 @@ class State:
         self.has_unmanaged = bool(self.unmanaged.any())
         # What the stage running may move and must keep (see planner.scope); every goal guards at first.
         self.scope = Scope(movable=movable, groups=groups.balanced, guarded=frozenset(options.distribution_goals))
+        # JBOD: the cluster's log directories (None when none are known), and each replica's directory
+        # (``State.dirs``), which the log-directory stage sets last (planner/log_dirs).
+        self.dir_layout: DirLayout | None = build_layout(model, options)
+        self.dirs: Ints | None = None
         self.limit: FloatArray = np.full((nb, self.catalogue.size), math.inf)
         self._set_limits()
         self.refresh_loads()
@@ -196,6 +201,9 @@ class State:
             else:
                 cap = self.model.capacity[:, column] * opts.capacity_threshold
                 self.limit[:, q] = np.where(np.isnan(cap), math.inf, cap)
+                if column == DISK and self.dir_layout is not None and opts.hard(LOG_DIR_CAPACITY):
+                    # A broker cannot hold more than its directories may (log-dir-capacity).
+                    self.limit[:, q] = np.minimum(self.limit[:, q], dir_disk_limits(self.dir_layout, self.model, opts))
 
     @property
     def rf(self) -> Ints:
