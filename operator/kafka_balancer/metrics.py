@@ -2,7 +2,8 @@
 
 One :class:`Metrics` object owns its own registry, so several operators (or tests) in one process
 never share series. Labels are policy, namespace, cluster, group, resource, state, reason: nothing
-per partition or per broker, so the series count stays proportional to policies x groups.
+per partition, and per broker only the log-directory gauges (one series per directory), so the series
+count stays proportional to policies x groups plus the directories of the clusters watched.
 Base units: bytes, seconds, ratios; counters end in ``_total``.
 """
 
@@ -16,6 +17,8 @@ from typing import Final
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, start_http_server
+
+from kafka_balancer.model.log_dir_usage import LogDirUsage
 
 PREFIX: Final = "kafka_balancer_"
 STATES: Final = (
@@ -31,13 +34,18 @@ STATES: Final = (
 # Analysis on a laptop-size cluster takes seconds; on a 1M-replica cluster, minutes.
 _DURATION_BUCKETS: Final = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 
+# The log_dir label of a broker's replicas in no directory it reports (a path is never this).
+UNKNOWN_LOG_DIR: Final = "unknown"
+
 _P = ("policy", "namespace")
 _PC = ("policy", "namespace", "cluster")
-# Consumer-group balance and durability audit (issue 8): name -> (help, labels after policy/namespace/cluster).
-# Per consumer group only for the policy's topN groups: the series grow with topN (at most 100), not with the
-# cluster's groups.
-# The values come from analysis.consumer_groups.metric_samples and analysis.audit.metric_samples.
+# Observations of the cluster, each family replaced whole at every reading (set_analysis_samples): consumer-group
+# balance, the durability audit (issue 8) and the log directories (JBOD): name -> (help, labels after
+# policy/namespace/cluster). Per consumer group only for the policy's topN groups: the series grow with topN (at
+# most 100), not with the cluster's groups. The values come from analysis.consumer_groups.metric_samples,
+# analysis.audit.metric_samples and log_dir_samples below.
 _G = ("group",)
+_D = ("broker", "log_dir")
 _ANALYSIS_GAUGES: Final = {
     "consumer_group_imbalance_ratio": ("Partitions on a consumer group's busiest member over the mean (1 = even).", _G),
     "consumer_group_lag_imbalance_ratio": ("Lag of a consumer group's most lagging member over the mean.", _G),
@@ -51,7 +59,17 @@ _ANALYSIS_GAUGES: Final = {
     "consumer_groups_lag": ("Total lag of all consumer groups analysed, in messages.", ()),
     "durability_flagged_topics": ("Topics with a risky durability setting, by flag.", ("flag",)),
     "partitions_at_risk": ("Partitions offline, under-replicated or at/below min.insync.replicas.", ("risk",)),
+    "log_dir_bytes": (
+        f"Bytes of the replicas in a broker's log directory (log_dir {UNKNOWN_LOG_DIR!r}: in none it reports).",
+        _D,
+    ),
+    "log_dir_volume_bytes": ("Size of the volume a log directory is on (DescribeLogDirs totalBytes).", _D),
+    "log_dir_volume_usable_bytes": ("Free space of the volume a log directory is on (usableBytes).", _D),
+    "log_dir_utilisation_ratio": ("Bytes of the replicas in a log directory over its volume's size.", _D),
+    "log_dir_cordoned": ("1 for a log directory listed in its broker's cordoned.log.dirs, else 0.", _D),
 }
+# Every log-directory gauge: log_dir_samples replaces them whole (a directory gone loses its series).
+LOG_DIR_METRIC_NAMES: Final = tuple(f"{PREFIX}{name}" for name in _ANALYSIS_GAUGES if name.startswith("log_dir_"))
 
 
 @dataclass(frozen=True)
@@ -329,6 +347,25 @@ class Metrics:
         """Serve /metrics over HTTP in a daemon thread; port 0 picks a free port."""
         server, thread = start_http_server(port, addr=addr, registry=self.registry)
         return MetricsServer(server, thread)
+
+
+def log_dir_samples(usage: Iterable[LogDirUsage]) -> list[tuple[str, dict[str, str], float]]:
+    """The log-directory gauges of :func:`~kafka_balancer.model.log_dir_usage.log_dir_usage`'s rows, for
+    :meth:`Metrics.set_analysis_samples` with ``replaces=LOG_DIR_METRIC_NAMES``; a figure not known
+    (a volume's size) has no series."""
+    out: list[tuple[str, dict[str, str], float]] = []
+    for row in usage:
+        labels = {"broker": str(row.broker_id), "log_dir": UNKNOWN_LOG_DIR if row.path is None else row.path}
+        figures: dict[str, float | None] = {"log_dir_bytes": row.bytes}
+        if row.path is not None:
+            figures |= {
+                "log_dir_volume_bytes": row.total_bytes,
+                "log_dir_volume_usable_bytes": row.usable_bytes,
+                "log_dir_utilisation_ratio": row.utilisation,
+                "log_dir_cordoned": float(row.cordoned),
+            }
+        out += [(f"{PREFIX}{name}", labels, value) for name, value in figures.items() if value is not None]
+    return out
 
 
 def _remove(metric: Gauge | Counter, labels: tuple[str, ...]) -> None:

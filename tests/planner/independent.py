@@ -62,6 +62,8 @@ BROKER_GOALS = {  # distribution goal -> (quantity, counts whole items)
     "leader-bytes-in-distribution": ("leader-bytes-in", False),
 }
 TOPIC_GOALS = ("topic-replica-distribution", "topic-leader-distribution")
+# Judged from the plan's log_dirs, which a placement of brokers does not carry: test_planner_log_dirs.py.
+DIRECTORY_GOALS = frozenset({"log-dir-distribution"})
 # The quantities leadership carries (docs/goals.md, "Preferred leader racks"): banded per leader tier.
 LEADER_BORNE = frozenset({"leaders", "leader-bytes-in", "network-out", "cpu"})
 PREFERRED_RACKS = "preferred-leader-racks"
@@ -269,7 +271,8 @@ def check(model: ClusterModel, options: PlannerOptions, placement: Placement) ->
     if any(layout.racks_of):
         found += leader_rack_violations(layout, rep)
     for goal in options.distribution_goals:
-        found += band_violations(layout, rep, goal)
+        if goal not in DIRECTORY_GOALS:
+            found += band_violations(layout, rep, goal)
     return Verdict(tuple(sorted(found)))
 
 
@@ -460,7 +463,9 @@ def distances(model: ClusterModel, options: PlannerOptions, placement: Placement
     layout = Layout(model, options)
     rep = replica_array(layout, placement)
     return {
-        goal: sum(float(b.distance().sum()) for b in bands(layout, rep, goal)) for goal in options.distribution_goals
+        goal: sum(float(b.distance().sum()) for b in bands(layout, rep, goal))
+        for goal in options.distribution_goals
+        if goal not in DIRECTORY_GOALS
     }
 
 

@@ -160,5 +160,5 @@ def _nothing_gets_worse(model: ClusterModel, options: PlannerOptions, proposal: 
         assert stats["holdsAfter"] or not stats["holdsBefore"], goal
     before = {(p.topic, p.partition): p.replicas for p in model.partitions()}
     now, then = distances(model, options, placement_after(model, proposal.plan)), distances(model, options, before)
-    for goal in options.distribution_goals:
+    for goal in now:
         assert now[goal] <= then[goal] + 1e-6 * max(1.0, then[goal]), (goal, then[goal], now[goal])

@@ -14,6 +14,7 @@ from kafka_balancer.cli import CommandError
 from kafka_balancer.cli.files import load_snapshot, read_json
 from kafka_balancer.model import ClusterModel, ReassignmentPlan
 from kafka_balancer.model.errors import ModelError
+from kafka_balancer.model.log_dir_usage import DirLimits
 from kafka_balancer.report import planned, write_report
 
 HELP = "Write the HTML before/after report of a plan or an execution (per-broker charts)."
@@ -27,6 +28,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     after.add_argument("--proposal", help="proposal JSON (kafka-balancer plan --proposal): its plan and summary")
     parser.add_argument("--summary", help="summary JSON (kafka-balancer plan --summary); overrides a proposal's")
     parser.add_argument("--title", default="kafka-balancer report", help="page title")
+    defaults = DirLimits()
+    parser.add_argument(
+        "--capacity-threshold",
+        type=float,
+        default=defaults.capacity_threshold,
+        help="flag a log directory above this share of its volume (goals.capacityThreshold)",
+    )
+    parser.add_argument(
+        "--balance-threshold",
+        type=float,
+        default=defaults.balance_threshold,
+        help="flag a log directory outside this band around its broker's average (goals.balanceThreshold)",
+    )
     parser.add_argument("--output", required=True, help="where to write the HTML file")
 
 
@@ -52,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         if not isinstance(summary, dict):
             raise ModelError(f"--summary {args.summary}: expected a JSON object, got {type(summary).__name__}")
     try:
-        path = write_report(args.output, before, after, summary, title=args.title)
+        limits = DirLimits(args.capacity_threshold, args.balance_threshold)
+        path = write_report(args.output, before, after, summary, title=args.title, limits=limits)
     except OSError as err:
         raise CommandError(f"--output {args.output}: cannot write: {err.strerror or err}") from None
     print(f"report written to {path.resolve()}")

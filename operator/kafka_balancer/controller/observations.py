@@ -1,6 +1,7 @@
 """Side observations made with the same Kafka connection as the reconciliation: consumer-group balance
-(when ``spec.analysis.consumerGroups.enabled``) and the durability audit. Both are reported (status,
-metrics), never acted on, so a failure here is logged and never stalls the policy.
+(when ``spec.analysis.consumerGroups.enabled``), the durability audit and what each log directory holds
+(JBOD). All are reported (status, metrics), never acted on, so a failure here is logged and never stalls
+the policy.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from kafka_balancer.analysis import consumer_groups
 from kafka_balancer.controller.status import ConsumerGroupStatus, DurabilityStatus
 from kafka_balancer.durability import audit
 from kafka_balancer.kafka.port import KafkaPort
-from kafka_balancer.metrics import Metrics, PolicyKey
+from kafka_balancer.metrics import LOG_DIR_METRIC_NAMES, Metrics, PolicyKey, log_dir_samples
 from kafka_balancer.model import ClusterModel
+from kafka_balancer.model.log_dir_usage import log_dir_usage
 from kafka_balancer.model.policy import BalancePolicySpec
 
 log = logging.getLogger(__name__)
@@ -30,7 +32,7 @@ class Observations:
 
 
 def observe(port: KafkaPort, model: ClusterModel, spec: BalancePolicySpec) -> Observations:
-    out = Observations()
+    out = Observations(samples=log_dir_samples(log_dir_usage(model)), replaces=LOG_DIR_METRIC_NAMES)
     try:
         report = audit(model, port.topic_configs(model.topics))
     except Exception as err:

@@ -9,6 +9,7 @@ always a subset of the replicas.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
@@ -298,6 +299,14 @@ class ClusterModel:
         )  # fmt: skip
         extra = sum(a.nbytes for a in (self.replica_dir, self.elr_mask) if a is not None)
         return int(sum(a.nbytes for a in arrays) + extra)
+
+    def with_replica_dirs(self, replica_dir: npt.NDArray[np.int16]) -> ClusterModel:
+        """A copy with each replica in another of its broker's log directories (indices as ``replica_dir``)."""
+        if replica_dir.shape != self.replicas.shape:
+            raise ValueError(
+                f"replica_dir must have the shape {self.replicas.shape} of replicas, got {replica_dir.shape}"
+            )
+        return dataclasses.replace(self, replica_dir=_frozen(np.array(replica_dir, dtype=np.int16)))
 
     def with_placement(self, replicas: IntArray, leader: IntArray) -> ClusterModel:
         """A copy with new replica placement and leaders; the ISR becomes every live replica.

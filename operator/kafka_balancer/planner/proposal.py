@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel
+from kafka_balancer.model.log_dirs import dir_bands, largest_replicas, snapshot_dirs
 from kafka_balancer.model.plan import ANY_LOG_DIR, PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal, content_id, model_fingerprint, planning_basis
 from kafka_balancer.planner.base.arrays import Ints
-from kafka_balancer.planner.base.log_dirs import carried_dirs, dir_bands, dir_limits, snapshot_dirs
+from kafka_balancer.planner.base.log_dirs import carried_dirs, dir_limits
 from kafka_balancer.planner.base.log_dirs import over_limit as dir_over_limit
 from kafka_balancer.planner.base.measures import (
     balance_group_stats,
@@ -283,7 +284,8 @@ def log_dirs_summary(before: State, after: State, moves: int, moved_bytes: float
     for name, st in (("before", before), ("after", after)):
         held = log_dir_bytes(st)
         assert held is not None
-        bands = dir_bands(layout, held, after.options.balance_threshold)
+        grain = largest_replicas(layout, st.rep, st.model.size_bytes)
+        bands = dir_bands(layout, held, after.options.balance_threshold, grain)
         weighed = bands.weighed & (bands.target > 0)
         ratio = held[weighed] / bands.target[weighed]
         outside = (held > bands.upper * (1 + 1e-9) + 1e-9) | (held < bands.lower * (1 - 1e-9) - 1e-9)

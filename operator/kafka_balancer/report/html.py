@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from kafka_balancer.model import ClusterModel
+from kafka_balancer.model.log_dir_usage import DirLimits
 from kafka_balancer.report.loads import METRICS, BrokerLoads, broker_loads
+from kafka_balancer.report.log_dirs import log_dir_table
 from kafka_balancer.report.svg import AFTER_COLOUR, BEFORE_COLOUR, BarChart, human
 
 # Summary keys shown as headline figures, with the unit used to print them. Other scalar entries
@@ -44,6 +46,7 @@ th { background: #f4f4f4; }
 td.l, th.l { text-align: left; }
 .dead { color: #b00; }
 .cordoned { color: #a60; }
+td.flag { color: #b00; font-weight: bold; }
 .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
 """
 
@@ -160,8 +163,10 @@ def render_report(
     summary: Mapping[str, Any],
     *,
     title: str = "kafka-balancer report",
+    limits: DirLimits | None = None,
 ) -> str:
-    """The report as one HTML document (a string); ``summary`` is the proposal/run summary JSON."""
+    """The report as one HTML document (a string); ``summary`` is the proposal/run summary JSON,
+    ``limits`` the thresholds the per-log-directory table flags against (the policy defaults if None)."""
     loads_before, loads_after = broker_loads(before), broker_loads(after)
     ids, pos_before, pos_after = _aligned(loads_before, loads_after)
     racks = {b: loads_after.racks[i] for b, i in pos_after.items()} | {
@@ -220,6 +225,7 @@ def render_report(
         "<h2>Per broker</h2>"
         f'<table class="brokers"><tr><th class="l" rowspan="2">Broker (rack)</th>{head_cells}</tr>'
         f"<tr>{sub_cells}</tr>{''.join(body_rows)}</table>"
+        + log_dir_table(before, after, limits or DirLimits())
         + _goals_table(summary)
         + (f'<h2>Summary</h2><table class="summary">{details}</table>' if details else "")
         + "</body></html>\n"
@@ -233,11 +239,12 @@ def write_report(
     summary: Mapping[str, Any],
     *,
     title: str = "kafka-balancer report",
+    limits: DirLimits | None = None,
 ) -> Path:
     """Write the report atomically (a reader never sees half a file); returns the path written."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    text = render_report(before, after, summary, title=title)
+    text = render_report(before, after, summary, title=title, limits=limits)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:

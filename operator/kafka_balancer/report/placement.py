@@ -1,7 +1,9 @@
 """The cluster as a plan leaves it: the "after" side of a report drawn before (or instead of) executing.
 
 A dry run has a proposal but no second snapshot; applying the plan's replica lists to the model gives
-the placement the execution would produce (first replica = preferred leader, elected at the end).
+the placement the execution would produce (first replica = preferred leader, elected at the end), and
+its ``log_dirs`` the directory of each replica: the one named, else the one the broker keeps it in,
+else (a replica received with ``"any"``) none known until the broker chooses.
 """
 
 from __future__ import annotations
@@ -36,4 +38,23 @@ def planned(model: ClusterModel, plan: ReassignmentPlan) -> ClusterModel:
         replicas[p] = NO_BROKER
         replicas[p, : len(row)] = row
         leader[p] = row[0]
-    return model.with_placement(replicas, leader)
+    return _in_named_dirs(model.with_placement(replicas, leader), plan)
+
+
+def _in_named_dirs(model: ClusterModel, plan: ReassignmentPlan) -> ClusterModel:
+    """``model`` with each replica the plan names a directory for in that directory (checked before)."""
+    named = [t for t in plan.partitions if t.named_log_dirs]
+    if not named:
+        return model
+    if model.replica_dir is None:
+        replica_dir = np.full(model.replicas.shape, -1, dtype=np.int16)
+    else:
+        replica_dir = np.array(model.replica_dir, dtype=np.int16)
+    for target in named:
+        p = model.partition_index(target.topic, target.partition)
+        for k, broker_id in enumerate(target.replicas):
+            path = target.named_log_dirs.get(broker_id)
+            if path is not None:
+                paths = [d.path for d in model.log_dirs(model.broker_index(broker_id))]
+                replica_dir[p, k] = paths.index(path)
+    return model.with_replica_dirs(replica_dir)

@@ -1,9 +1,5 @@
-"""The log-directory level (JBOD): every known directory, the replicas in each, and its two goals.
-
-A broker with several ``log.dirs`` keeps each replica in one of them. The directories of the whole
-cluster are numbered flat (:class:`DirLayout`); a placement of replicas in directories is a
-``(P, width)`` array of those numbers over the replica slots, ``-1`` where no directory is known
-(a broker without known directories, a snapshot without them, a replica not placed yet).
+"""The log-directory level (JBOD) in a plan: the operation's removals, what stays where it is, and the
+two goals (the layout, the bytes and the band are the model's: kafka_balancer.model.log_dirs).
 
 Two goals weigh it (docs/goals.md, "Log directories"):
 
@@ -18,12 +14,13 @@ Two goals weigh it (docs/goals.md, "Log directories"):
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel, FloatArray
+from kafka_balancer.model.log_dirs import DirBands, DirLayout, dir_bytes, layout_of, per_broker, snapshot_dirs
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
 
@@ -31,50 +28,19 @@ from kafka_balancer.planner.options import PlannerOptions, PlanningError
 _EPS = 1e-9
 
 
-@dataclass(frozen=True)
-class DirLayout:
-    """Every known log directory, flat: directory ``d`` is on broker ``broker[d]``; broker ``b``'s are
-    ``first[b]:first[b + 1]``, in its ``log.dirs`` order."""
-
-    broker: Ints  # (D,) broker index
-    first: Ints  # (B + 1,) offsets
-    paths: tuple[str, ...]  # (D,)
-    size: FloatArray  # (D,) the volume's total bytes; NaN where not known
-    cordoned: BoolArray  # (D,) takes no new replica, keeps what it holds
-    removed: BoolArray  # (D,) to be emptied (remove-disks): takes no new replica, keeps none
-
-    @property
-    def count(self) -> int:
-        return len(self.paths)
-
-    @property
-    def open(self) -> BoolArray:
-        """Directories that may take replicas."""
-        out: BoolArray = ~self.cordoned & ~self.removed
-        return out
-
-    def name(self, d: int, broker_ids: Ints) -> str:
-        return f"broker {int(broker_ids[self.broker[d]])} {self.paths[d]}"
-
-
 def build_layout(model: ClusterModel, options: PlannerOptions) -> DirLayout | None:
     """The cluster's directories (None when no broker reported any), with the operation's removals.
 
     A directory named by ``operation.logDirs`` that the cluster does not have is refused by name.
     """
-    if not model.broker_log_dirs:
+    layout = layout_of(model)
+    if layout is None:
         _check_removals_without_dirs(options)
         return None
-    counts = np.array([len(model.log_dirs(b)) for b in range(model.num_brokers)], dtype=np.int64)
-    first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    dirs = [d for b in range(model.num_brokers) for d in model.log_dirs(b)]
-    broker = np.repeat(np.arange(model.num_brokers, dtype=np.int64), counts)
-    size = np.array([math.nan if d.total_bytes is None else d.total_bytes for d in dirs], dtype=np.float64)
-    cordoned = np.array([d.cordoned for d in dirs], dtype=np.bool_)
-    removed = np.zeros(len(dirs), dtype=np.bool_)
+    removed = layout.removed.copy()
     for i, (broker_id, path) in enumerate(options.operation.log_dirs):
-        removed[_named_dir(model, first, broker_id, path, i)] = True
-    return DirLayout(broker, first, tuple(d.path for d in dirs), size, cordoned, removed)
+        removed[_named_dir(model, layout.first, broker_id, path, i)] = True
+    return dataclasses.replace(layout, removed=removed)
 
 
 def _check_removals_without_dirs(options: PlannerOptions) -> None:
@@ -103,17 +69,6 @@ def _named_dir(model: ClusterModel, first: Ints, broker_id: int, path: str, i: i
     return int(first[b]) + paths.index(path)
 
 
-def snapshot_dirs(layout: DirLayout, model: ClusterModel) -> Ints:
-    """(P, max_rf) each replica's directory in the snapshot; -1 where not known."""
-    out: Ints = np.full(model.replicas.shape, -1, dtype=np.int64)
-    if model.replica_dir is None:
-        return out
-    local = model.replica_dir.astype(np.int64)
-    known = (model.replicas != NO_BROKER) & (local >= 0)
-    out[known] = layout.first[model.replicas[known]] + local[known]
-    return out
-
-
 def carried_dirs(layout: DirLayout, model: ClusterModel, rep: Ints) -> Ints:
     """(P, width of ``rep``) each replica's directory where its broker held the partition in the
     snapshot (it stays where it is); -1 for the replicas a broker receives and where none is known."""
@@ -126,59 +81,11 @@ def carried_dirs(layout: DirLayout, model: ClusterModel, rep: Ints) -> Ints:
     return out
 
 
-def dir_bytes(layout: DirLayout, rep: Ints, dirs: Ints, size: FloatArray) -> FloatArray:
-    """(D,) bytes of the replicas in each directory."""
-    placed = (rep != NO_BROKER) & (dirs >= 0)
-    weights = np.broadcast_to(size[:, None], rep.shape)[placed]
-    out: FloatArray = np.bincount(dirs[placed], weights=weights, minlength=layout.count).astype(np.float64)
-    return out
-
-
-def per_broker(layout: DirLayout, values: FloatArray | BoolArray, nb: int) -> FloatArray:
-    """(B,) the sum of a per-directory value over each broker's directories."""
-    out: FloatArray = np.bincount(layout.broker, weights=values.astype(np.float64), minlength=nb).astype(np.float64)
-    return out
-
-
 def dir_limits(layout: DirLayout, capacity_threshold: float) -> FloatArray:
     """(D,) the most replica bytes each directory may hold: capacityThreshold of its volume; unlimited
     where its size is not known."""
     out: FloatArray = np.where(np.isnan(layout.size), math.inf, layout.size * capacity_threshold)
     return out
-
-
-@dataclass(frozen=True)
-class DirBands:
-    """Per directory: the bytes its broker's average gives it (``target``) and the band around it;
-    (-inf, inf) for directories the goal does not weigh (closed ones, a broker with one open)."""
-
-    target: FloatArray
-    lower: FloatArray
-    upper: FloatArray
-    weighed: BoolArray
-
-
-def dir_bands(layout: DirLayout, held: FloatArray, threshold: float, unplaced: FloatArray | None = None) -> DirBands:
-    """Each open directory's share of what its broker's open and removed directories hold (and of the
-    ``unplaced`` bytes per broker, not in a directory yet), in proportion to its volume size where
-    each open one of that broker has a known size, else equal."""
-    nb = len(layout.first) - 1
-    opened = layout.open
-    n_open = per_broker(layout, opened, nb)
-    sized = per_broker(layout, opened & ~np.isnan(layout.size), nb)
-    by_size = (sized == n_open)[layout.broker]
-    weight = np.where(opened, np.where(by_size, np.nan_to_num(layout.size), 1.0), 0.0)
-    total_weight = per_broker(layout, weight, nb)[layout.broker]
-    movable = np.where(opened | layout.removed, held, 0.0)
-    totals = per_broker(layout, movable, nb)
-    if unplaced is not None:
-        totals = totals + unplaced
-    total = totals[layout.broker]
-    target = np.divide(total * weight, total_weight, out=np.zeros_like(weight), where=total_weight > 0)
-    weighed = opened & (n_open[layout.broker] >= 2)
-    lower = np.where(weighed, target * (2.0 - threshold), -math.inf)
-    upper = np.where(weighed, target * threshold, math.inf)
-    return DirBands(target, lower, upper, weighed)
 
 
 def distribution_violation(bands: DirBands, held: FloatArray) -> float:

@@ -14,19 +14,11 @@ from typing import Any, Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.model.log_dirs import dir_bands, dir_bytes, largest_replicas, snapshot_dirs
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.leader_racks import misled
-from kafka_balancer.planner.base.log_dirs import (
-    carried_dirs,
-    dir_bands,
-    dir_bytes,
-    dir_limits,
-    distribution_violation,
-    snapshot_dirs,
-)
-from kafka_balancer.planner.base.log_dirs import (
-    over_limit as dir_over_limit,
-)
+from kafka_balancer.planner.base.log_dirs import carried_dirs, dir_limits, distribution_violation
+from kafka_balancer.planner.base.log_dirs import over_limit as dir_over_limit
 from kafka_balancer.planner.base.state import State, arrived_replicas
 from kafka_balancer.planner.catalogue import (
     CORDONED_LOG_DIRS,
@@ -128,7 +120,8 @@ def goal_violation(st: State, goal: str) -> float:
         held = log_dir_bytes(st)
         if held is None or st.dir_layout is None:
             return 0.0
-        return distribution_violation(dir_bands(st.dir_layout, held, threshold), held)
+        grain = largest_replicas(st.dir_layout, st.rep, st.model.size_bytes)
+        return distribution_violation(dir_bands(st.dir_layout, held, threshold, grain), held)
     q = st.catalogue.balances(goal)
     if q is not None:
         lower, upper, avg = bands(st, q, threshold)

@@ -21,10 +21,11 @@ from typing import Final, Unpack
 import numpy as np
 
 from kafka_balancer.model.cluster import DISK, NO_BROKER, BoolArray, ClusterModel, FloatArray
+from kafka_balancer.model.log_dirs import DirLayout
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.budget import Budget
 from kafka_balancer.planner.base.leader_racks import leader_tiers, preferred_tier
-from kafka_balancer.planner.base.log_dirs import DirLayout, build_layout, dir_disk_limits
+from kafka_balancer.planner.base.log_dirs import build_layout, dir_disk_limits
 from kafka_balancer.planner.base.scope import Scope, ScopeChanges
 from kafka_balancer.planner.catalogue import CATALOGUE, CORDONED_LOG_DIRS, LOG_DIR_CAPACITY, Catalogue
 from kafka_balancer.planner.options import PlannerOptions, PlanningError

@@ -22,17 +22,9 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.model.log_dirs import DirBands, DirLayout, dir_bands, dir_bytes, largest_replicas, per_broker
 from kafka_balancer.planner.base.arrays import Ints
-from kafka_balancer.planner.base.log_dirs import (
-    DirBands,
-    DirLayout,
-    carried_dirs,
-    dir_bands,
-    dir_bytes,
-    dir_limits,
-    over_limit,
-    per_broker,
-)
+from kafka_balancer.planner.base.log_dirs import carried_dirs, dir_limits, over_limit
 from kafka_balancer.planner.base.measures import log_dir_over_limit
 from kafka_balancer.planner.base.state import State, arrived_replicas
 from kafka_balancer.planner.catalogue import LOG_DIR_CAPACITY, LOG_DIR_DISTRIBUTION
@@ -54,13 +46,14 @@ class _Placing:
     arrived: BoolArray  # (P, width) replicas the plan brings to their broker
     free: BoolArray  # (P, width) replicas this stage may place (their partition may move)
     limits: FloatArray  # (D,)
+    grain: FloatArray  # (D,) the largest replica of the directory's broker (planner.base.log_dirs)
     balance: bool  # log-dir-distribution is among the goals
 
     def held(self) -> FloatArray:
         return dir_bytes(self.layout, self.st.rep, self.dirs, self.st.model.size_bytes)
 
     def bands(self, held: FloatArray, unplaced: FloatArray | None = None) -> DirBands:
-        return dir_bands(self.layout, held, self.st.options.balance_threshold, unplaced)
+        return dir_bands(self.layout, held, self.st.options.balance_threshold, self.grain, unplaced)
 
 
 def place_log_dirs(st: State, movable: BoolArray, *, balance: bool) -> None:
@@ -81,6 +74,7 @@ def place_log_dirs(st: State, movable: BoolArray, *, balance: bool) -> None:
         arrived_replicas(rep, st.model.replicas),
         on & movable[:, None],
         dir_limits(layout, st.options.capacity_threshold),
+        largest_replicas(layout, rep, st.model.size_bytes),
         balance and LOG_DIR_DISTRIBUTION in st.options.distribution_goals,
     )
     _fill(placing)
@@ -184,8 +178,11 @@ def _round(pl: _Placing) -> bool:
     aim = np.minimum(np.where(layout.removed, 0.0, np.where(balanced, bands.target, held)), limits)
     busy = (per_broker(layout, work.astype(np.float64), nb) > 0)[layout.broker]
     excess = np.where(busy, held - aim, -np.inf)
-    # Room: up to the target where the directory is balanced, else up to its limit.
-    room = np.where(layout.open & busy, np.minimum(np.where(balanced, bands.target, limits), limits) - held, -np.inf)
+    # Room: up to the target where the directory is balanced, else up to its limit; up to the limit
+    # also on a broker with a directory above its limit (the hard goal before the balance).
+    over = (per_broker(layout, over_limit(held, limits), nb) > 0)[layout.broker]
+    upto = np.where(balanced & ~over, np.minimum(bands.target, limits), limits)
+    room = np.where(layout.open & busy, upto - held, -np.inf)
     dst = _ranked_per_broker(layout, room, nb, 0)
     upper = np.minimum(np.where(balanced, bands.upper, limits), limits)
     lower = np.where(balanced, bands.lower, -np.inf)
@@ -206,7 +203,8 @@ def _round(pl: _Placing) -> bool:
         s, d = src[ok], dst[ok]
         most[ok] = np.minimum(np.minimum(excess[s] + room[d], upper[d] - held[d]), held[s] - lower[s])
         done |= _move(pl, src, dst, gap, most)
-        stuck = ok & ~done
+        # An exchange puts a replica into the source: only into an open one.
+        stuck = ok & ~done & layout.open[np.maximum(src, 0)]
         if stuck.any():
             done |= _swap(pl, np.where(stuck, src, -1), dst, gap)
     return bool(done.any())
