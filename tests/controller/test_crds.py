@@ -8,6 +8,7 @@ schema's defaults, the status subresource and the printer columns.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from kafka_balancer.controller.crddocs import render_docs
 from kafka_balancer.controller.crdgen import all_crds, render
 from kafka_balancer.model.policy import (
     OPERATIONS,
+    PolicyError,
     parse_balance_policy_spec,
     parse_manifests,
     parse_resource_group_spec,
@@ -207,6 +209,24 @@ def test_schema_refuses_bad_values(patch: dict[str, Any], field: str, validate: 
     refused = validate(_policy_doc(spec))
     assert refused is not None
     assert field in refused
+
+
+@pytest.mark.parametrize(
+    ("racks", "words"), [(["rack-a", ""], "[1]: String should have at least 1 character"), (["a"] * 65, ": ")]
+)
+def test_a_groups_bad_preferred_leader_rack_is_refused_naming_the_field(
+    racks: list[str], words: str, validate: Validator
+) -> None:
+    """An empty rack name or a list too long: the schema (offline and on the server) and the model refuse it,
+    naming the field. (A name no broker has is the planner's to refuse, naming the group's field too:
+    tests/planner/test_planner_group_leader_racks.py.)"""
+    spec = {"brokers": {"ids": [1]}, "preferredLeaderRacks": racks}
+    doc = {"apiVersion": API, "kind": "ResourceGroup", "metadata": {"name": "g", "namespace": POLICY_NAMESPACE}}
+    refused = validate({**doc, "spec": spec})
+    assert refused is not None
+    assert "preferredLeaderRacks" in refused
+    with pytest.raises(PolicyError, match=rf"spec\.preferredLeaderRacks{re.escape(words)}"):
+        parse_resource_group_spec(spec)
 
 
 @pytest.mark.parametrize(("spec", "field", "words"), INVALID_SPECS)

@@ -22,7 +22,9 @@ Readings of the docs where they leave a choice (each says which line it reads):
 - With ``preferredLeaderRacks`` (and ``preferred-leader-racks`` among the hard goals), a broker "may
   lead" as above (excluded from leadership only while ``excluded-brokers`` is a hard goal, as the
   exclusions are), and the goals leadership carries are banded per group and leader tier (each listed
-  rack one tier, the unlisted racks one); the per-topic leader goal weighs no topic.
+  rack one tier, the unlisted racks one); the per-topic leader goal weighs no topic. A ResourceGroup's
+  own ``preferredLeaderRacks`` replaces the policy's list for its topics and for the tiers of its
+  brokers; the topics in no group follow the policy's list.
 """
 
 from __future__ import annotations
@@ -133,11 +135,16 @@ class Layout:
         self._leader_tiers(brokers, options)
 
     def _leader_tiers(self, brokers: list[Any], options: PlannerOptions) -> None:
-        """``tier``: each broker's position of its rack in ``preferredLeaderRacks`` (unlisted: after the
-        last); ``may_lead``: alive, not removed, not demoted, not excluded from leadership."""
-        self.racks = options.preferred_leader_racks if PREFERRED_RACKS in options.hard_goals else ()
-        listed = {r: i for i, r in enumerate(self.racks)}
-        self.tier = np.array([listed.get(b.rack, len(self.racks)) for b in brokers], dtype=np.int64)
+        """``racks_of[g]``: the preferred leader racks in force for group ``g``'s topics (docs/goals.md,
+        "Preferred leader racks"): its ResourceGroup's own ``preferredLeaderRacks``, else the policy's
+        ``goals.preferredLeaderRacks``, which the topics in no group (index -1) follow too; none unless
+        ``preferred-leader-racks`` is a hard goal. ``may_lead``: alive, not removed, not demoted, not
+        excluded from leadership."""
+        hard = PREFERRED_RACKS in options.hard_goals
+        policy = options.preferred_leader_racks if hard else ()
+        own = {g.name: g.preferred_leader_racks for g in options.resource_groups} if hard else {}
+        self.racks_of = [own.get(name) or policy for name in self.names] + [policy]
+        self.rack_name = [b.rack for b in brokers]
         no_lead = np.zeros(self.ids.size, bool)
         if "excluded-brokers" in options.hard_goals:
             no_lead |= np.isin(self.ids, options.excluded_brokers_for_leadership)
@@ -261,7 +268,7 @@ def check(model: ClusterModel, options: PlannerOptions, placement: Placement) ->
         found += confinement_violations(layout, rep)
     if "excluded-brokers" in hard:
         found += exclusion_violations(layout, rep, before)
-    if layout.racks:
+    if any(layout.racks_of):
         found += leader_rack_violations(layout, rep)
     for goal in options.distribution_goals:
         if goal not in DIRECTORY_GOALS:
@@ -355,16 +362,16 @@ def exclusion_violations(layout: Layout, rep: Ints, before: Ints) -> list[Violat
 
 
 def leader_rack_violations(layout: Layout, rep: Ints) -> list[Violation]:
-    """A partition with a replica on a broker that may lead in a listed rack is led from the first
-    listed rack holding one (docs/goals.md, preferred-leader-racks)."""
+    """A partition with a replica on a broker that may lead in a rack of its group's list is led from
+    the first rack of that list holding one (docs/goals.md, preferred-leader-racks)."""
     found = []
-    listed = len(layout.racks)
     for p in range(rep.shape[0]):
+        racks = layout.racks_of[int(layout.topic_group[layout.model.partition_topic[p]])]
         row = [b for b in rep[p].tolist() if b >= 0]
-        tiers = [int(layout.tier[b]) for b in row if layout.may_lead[b]]
-        want = min(tiers, default=listed)
-        if want < listed and row and int(layout.tier[row[0]]) != want:
-            detail = f"led by {layout.ids[row[0]]}, not from {layout.racks[want]}"
+        held = {layout.rack_name[b] for b in row if layout.may_lead[b]}
+        want = next((r for r in racks if r in held), None)
+        if want is not None and layout.rack_name[row[0]] != want:
+            detail = f"led by {layout.ids[row[0]]}, not from {want}"
             found.append(layout.at_partition(PREFERRED_RACKS, p, detail))
     return found
 
@@ -404,24 +411,20 @@ def bands(layout: Layout, rep: Ints, goal: str) -> list[Band]:
     if goal in BROKER_GOALS:
         quantity, count = BROKER_GOALS[goal]
         load = broker_loads(layout, rep)[quantity]
-        tiered = bool(layout.racks) and quantity in LEADER_BORNE
         for g, name in enumerate(layout.names):
-            for t in range(len(layout.racks) + 1) if tiered else (None,):
-                members = np.flatnonzero(
-                    layout.active & (layout.broker_group == g) & ((layout.tier == t) if tiered else True)
-                )
-                if members.size or not tiered:
-                    out.append(Band(name, None, members, load[members], *band(load[members], threshold, count)))
+            for tier in leader_tiers(layout, g) if quantity in LEADER_BORNE else [layout.broker_group == g]:
+                members = np.flatnonzero(layout.active & tier)
+                out.append(Band(name, None, members, load[members], *band(load[members], threshold, count)))
         return out
     valid = rep >= 0
     if goal == "topic-leader-distribution":
-        if layout.racks:  # the racks decide where a topic's partitions are led
-            return out
         valid = valid & (np.arange(rep.shape[1]) == 0)[None, :]
     for t, topic in enumerate(m.topics):
         g, parts = int(layout.topic_group[t]), np.flatnonzero(m.partition_topic == t)
         if g < 0 or parts.size == 0:
             continue
+        if goal == "topic-leader-distribution" and layout.racks_of[g]:
+            continue  # the group's racks decide where its topics' partitions are led
         rates = m.bytes_in[parts]
         if goal == "topic-leader-distribution" and rates.mean() > 0 and rates.std() / rates.mean() > 0.5:
             continue
@@ -429,6 +432,18 @@ def bands(layout: Layout, rep: Ints, goal: str) -> list[Band]:
         counts = np.bincount(rep[parts][valid[parts]], minlength=layout.ids.size)[members].astype(float)
         out.append(Band(layout.names[g], topic, members, counts, *band(counts, threshold, True)))
     return out
+
+
+def leader_tiers(layout: Layout, g: int) -> list[npt.NDArray[np.bool_]]:
+    """The brokers of group ``g`` per leader tier under its list (each listed rack one tier, the unlisted
+    racks one), the tiers with brokers only; the whole group as one when it has no list."""
+    in_group = layout.broker_group == g
+    racks = layout.racks_of[g]
+    if not racks:
+        return [in_group]
+    rack = np.array([r if r is not None else "" for r in layout.rack_name], dtype=object)
+    tiers = [in_group & (rack == r) for r in racks] + [in_group & ~np.isin(rack, list(racks))]
+    return [t for t in tiers if (t & layout.active).any()]
 
 
 def band_violations(layout: Layout, rep: Ints, goal: str) -> list[Violation]:

@@ -91,6 +91,14 @@ MAX_PLANNING_SECONDS_LIMIT: Final = 3600.0
 RackName = Annotated[str, Field(min_length=1, max_length=255)]
 
 
+def listed_once(names: list[str]) -> list[str]:
+    """A list that names each entry once (goals, racks), else the first repeated one is named."""
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"'{dup[0]}' is listed twice")
+    return names
+
+
 class SpecModel(BaseModel):
     """Base of every spec model: camelCase in YAML, unknown fields refused, immutable."""
 
@@ -193,15 +201,13 @@ class Goals(SpecModel):
     holding one of its replicas (on a broker that may lead), by leadership changes; the goals that leadership
     carries (leader count, leader bytes-in, network out, CPU) are balanced among the brokers of each listed rack
     (and of the unlisted racks together). A name no broker has is refused, unless a broker is down (Kafka does not
-    tell its rack). Empty = no preference."""
+    tell its rack). A ResourceGroup's own `preferredLeaderRacks` replaces this list for the group's topics and
+    brokers; the topics in no group follow this one. Empty = no preference."""
 
     @field_validator("hard", "distribution", "preferred_leader_racks")
     @classmethod
-    def _no_duplicates(cls, goals: list[str]) -> list[str]:
-        dup = sorted({g for g in goals if goals.count(g) > 1})
-        if dup:
-            raise ValueError(f"'{dup[0]}' is listed twice")
-        return goals
+    def _no_duplicates(cls, names: list[str]) -> list[str]:
+        return listed_once(names)
 
 
 # ----- BalancePolicy.spec.operation -------------------------------------------------------------
@@ -465,8 +471,21 @@ class ResourceGroupSpec(SpecModel):
     """The group's topics; a topic in no group is balanced over the brokers in no group (if every broker is in
     a group, it stays where it is: no distribution goal moves it; its replicas on dead or removed brokers go to
     any broker, rack-aware, and may settle on another broker where one ends above a capacity limit; its
-    leadership moves off demoted or excluded brokers, and to another of its replicas where a broker is above a
-    network-out or CPU limit that no other leadership move repairs)."""
+    leadership moves off demoted or excluded brokers, to its preferred leader rack where a replica re-placed there
+    made that rack preferred, and to another of its replicas where a broker is above a network-out or CPU limit that
+    no other leadership move repairs)."""
+    preferred_leader_racks: list[RackName] = Field(default_factory=list, max_length=64)
+    """Racks (`broker.rack`) to lead this group's topics from, most preferred first, in place of the policy's
+    `goals.preferredLeaderRacks` (which a group without its own list follows): a partition of the group's topics
+    is led from the first rack of this list holding one of its replicas (on a broker that may lead); the goals
+    that leadership carries are balanced among the group's brokers of each rack of this list (and of the unlisted
+    racks together). In force while `preferred-leader-racks` is a hard goal of the policy. A name no broker has
+    is refused, unless a broker is down. Empty = the policy's list."""
+
+    @field_validator("preferred_leader_racks")
+    @classmethod
+    def _no_duplicates(cls, racks: list[str]) -> list[str]:
+        return listed_once(racks)
 
 
 # ----- whole objects ----------------------------------------------------------------------------

@@ -32,18 +32,28 @@ def _invalid(field_name: str, message: str, value: object) -> PlanningError:
     return PlanningError("invalid-options", f"field '{field_name}' {message}, got {value!r}")
 
 
+def _check_racks(field_name: str, racks: tuple[str, ...]) -> None:
+    """A preferred-leader-racks list names each rack once (whether a broker has it is the cluster's to
+    say: planner.base.leader_racks)."""
+    if len(set(racks)) != len(racks):
+        raise _invalid(field_name, "must not list a rack twice", list(racks))
+
+
 @dataclass(frozen=True)
 class GroupOptions:
-    """One resource group: its brokers and the topics (names or full-match regexes) that live on them."""
+    """One resource group: its brokers, the topics (names or full-match regexes) that live on them, and
+    the racks its topics are led from (empty: the policy's ``goals.preferredLeaderRacks``)."""
 
     name: str
     broker_ids: tuple[int, ...]
     topic_names: tuple[str, ...] = ()
     topic_patterns: tuple[str, ...] = ()
+    preferred_leader_racks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name:
             raise _invalid("resourceGroups[].name", "must be a non-empty string", self.name)
+        _check_racks(f"resourceGroups[{self.name}].preferredLeaderRacks", self.preferred_leader_racks)
         for i, pattern in enumerate(self.topic_patterns):
             try:
                 compile_pattern(pattern)
@@ -129,9 +139,7 @@ class PlannerOptions:
                 "goals.maxPlanningSeconds", f"must be in (0, {MAX_PLANNING_SECONDS_LIMIT:g}]", self.max_planning_seconds
             )
         self._check_groups()
-        racks = list(self.preferred_leader_racks)
-        if len(set(racks)) != len(racks):
-            raise _invalid("goals.preferredLeaderRacks", "must not list a rack twice", racks)
+        _check_racks("goals.preferredLeaderRacks", self.preferred_leader_racks)
 
     def _check_goals(self) -> None:
         """The goals are the catalogue's, each listed once."""
@@ -172,6 +180,16 @@ class PlannerOptions:
         (as the excluded brokers are ignored without ``excluded-brokers``)."""
         return self.preferred_leader_racks if self.hard(PREFERRED_LEADER_RACKS) else ()
 
+    def leader_racks_of(self, group: GroupOptions) -> tuple[str, ...]:
+        """A group's own preferred leader racks in force (none without the hard goal, as above); a
+        group without its own list follows :attr:`leader_racks`."""
+        return group.preferred_leader_racks if self.hard(PREFERRED_LEADER_RACKS) else ()
+
+    @property
+    def prefers_leader_racks(self) -> bool:
+        """Whether any list of preferred leader racks is in force (the policy's or a group's)."""
+        return bool(self.leader_racks or any(self.leader_racks_of(g) for g in self.resource_groups))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form; part of the proposal id."""
         out: dict[str, Any] = {}
@@ -184,7 +202,7 @@ class PlannerOptions:
                 if not value["log_dirs"]:
                     del value["log_dirs"]  # added after proposal ids were issued (remove-disks)
             elif f.name == "resource_groups":
-                value = tuple(asdict(g) for g in value)
+                value = tuple(self._group_dict(g) for g in value)
             elif f.name in {"hard_goals", "distribution_goals"}:
                 value = tuple(g for g in value if not self.catalogue.goal(g).id_neutral)
             elif f.name == "preferred_leader_racks":
@@ -192,4 +210,13 @@ class PlannerOptions:
                 if not value:
                     continue  # added after proposal ids were issued: without it, an id stays as it was
             out[f.name] = value
+        return out
+
+    def _group_dict(self, group: GroupOptions) -> dict[str, Any]:
+        """A group's part of the proposal id: its list of preferred leader racks only where one is in
+        force (added after proposal ids were issued: without it, an id stays as it was)."""
+        out = asdict(group)
+        out["preferred_leader_racks"] = self.leader_racks_of(group)
+        if not out["preferred_leader_racks"]:
+            del out["preferred_leader_racks"]
         return out

@@ -40,6 +40,7 @@ def options_from_policy(
             broker_ids=tuple(group_brokers(group, racks)),
             topic_names=tuple(group.topics.names),
             topic_patterns=tuple(group.topics.patterns),
+            preferred_leader_racks=tuple(group.preferred_leader_racks),
         )
         for name, group in chosen
     )

@@ -225,7 +225,7 @@ def build_proposal(
     }
     if cut_short is not None:
         summary["timeBudgetReached"] = {"seconds": options.max_planning_seconds, "stage": cut_short}
-    if options.leader_racks:
+    if options.prefers_leader_racks:
         summary["preferredLeaderRacks"] = _leader_racks_summary(ev_before, ev_after, options)
     if layout is not None:
         summary["logDirs"] = log_dirs_summary(before, st, changes.dir_moves, changes.dir_bytes)
@@ -255,9 +255,12 @@ def _goal_stats(ev: Evaluation, goal: str, options: PlannerOptions) -> dict[str,
 
 def _leader_racks_summary(before: Evaluation, after: Evaluation, options: PlannerOptions) -> dict[str, Any]:
     """The preferred-leader-racks goal before and after: the partitions led from outside their preferred
-    rack, and the spread of each quantity leadership carries per group and leader tier."""
+    rack, and the spread of each quantity leadership carries per group and leader tier. ``racks`` is
+    the policy's list; ``groupRacks`` the groups' own lists, where a group has one."""
+    own = {g.name: list(options.leader_racks_of(g)) for g in options.resource_groups if options.leader_racks_of(g)}
     return {
         "racks": list(options.leader_racks),
+        **({"groupRacks": own} if own else {}),
         "misledBefore": before.misled,
         "misledAfter": after.misled,
         "before": before.tiered,

@@ -96,10 +96,10 @@ def topic_brokers(st: State) -> BoolArray:
 
 
 def topic_leader_applies(st: State) -> BoolArray:
-    """Topics whose partitions carry similar load (bytes-in CV under TOPIC_LEADER_MAX_CV); none
-    with preferred leader racks (the racks decide where a topic's partitions are led)."""
+    """Topics whose partitions carry similar load (bytes-in CV under TOPIC_LEADER_MAX_CV); none of a
+    group with preferred leader racks (the racks decide where a topic's partitions are led)."""
     nt = len(st.model.topics)
-    if st.model.num_partitions == 0 or st.tiers is not None:
+    if st.model.num_partitions == 0:
         return np.zeros(nt, dtype=np.bool_)
     n = np.bincount(st.ptopic, minlength=nt).astype(np.float64)
     s1 = np.bincount(st.ptopic, weights=st.model.bytes_in, minlength=nt)
@@ -108,6 +108,8 @@ def topic_leader_applies(st: State) -> BoolArray:
     var = np.maximum(np.divide(s2, n, out=np.zeros(nt), where=n > 0) - mean**2, 0.0)
     cv = np.divide(np.sqrt(var), mean, out=np.zeros(nt), where=mean > 0)
     out: BoolArray = cv <= TOPIC_LEADER_MAX_CV
+    if st.tiers is not None:
+        out &= ~st.tiers.prefers[st.groups.topic]
     return out
 
 
@@ -259,9 +261,9 @@ def misled_partitions(st: State, original: Ints | None = None, scope: BoolArray 
     if st.tiers is None:
         return np.zeros(st.rep.shape[0], dtype=np.bool_)
     may_lead = st.active & st.can_lead
-    now = misled(st.tiers, st.rep, may_lead)
+    now = misled(st.tiers, st.rep, st.groups.partition, may_lead)
     if scope is not None and original is not None:
-        now &= scope | ~misled(st.tiers, original, may_lead)
+        now &= scope | ~misled(st.tiers, original, st.groups.partition, may_lead)
     return now
 
 
@@ -329,10 +331,12 @@ def quantity_stats(st: State) -> dict[str, dict[str, Any]]:
 
 
 def balance_group_names(st: State, q: int) -> list[str]:
-    """Names of the balance groups of ``q`` (``State.balance_groups``): a group, or ``group/tier``."""
-    if st.tiers is None or not st.catalogue.leadership_carries(q):
+    """Names of the balance groups of ``q`` (``State.balance_groups``): a group, or ``group/tier`` (a
+    group without a list in force: its name alone, for its one tier, the unlisted)."""
+    tiers = st.tiers
+    if tiers is None or not st.catalogue.leadership_carries(q):
         return list(st.groups.names)
-    return [f"{g}/{t}" for g in st.groups.names for t in st.tiers.names]
+    return [f"{g}/{t}" if tiers.racks[i] else g for i, g in enumerate(st.groups.names) for t in tiers.names(i)]
 
 
 def balance_group_stats(st: State, q: int) -> dict[str, dict[str, Any]]:

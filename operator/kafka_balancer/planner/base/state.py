@@ -156,7 +156,7 @@ class State:
             for b in op.brokers:
                 self.can_lead[self.index_of(b, "operation.brokers")] = False
         # Preferred leader racks: the tier each broker's leaderships count in (None without them).
-        self.tiers = leader_tiers(model, options)
+        self.tiers = leader_tiers(model, options, groups.names)
         movable: BoolArray = groups.balanced[groups.partition] if model.num_partitions else np.zeros(0, bool)
         if options.topics:
             wanted = np.array([t in set(options.topics) for t in model.topics], dtype=np.bool_)
@@ -346,20 +346,20 @@ class State:
         rows = self.rep[parts]
         if self.tiers is None:
             return np.ones(rows.shape, dtype=np.bool_)
-        safe = np.maximum(rows, 0)
-        want = preferred_tier(self.tiers, rows, self.active & self.can_lead)
-        out: BoolArray = (want >= self.tiers.listed)[:, None] | (self.tiers.tier[safe] == want[:, None])
+        group = self.groups.partition[parts]
+        want = preferred_tier(self.tiers, rows, group, self.active & self.can_lead)
+        out: BoolArray = (want >= self.tiers.listed)[:, None] | (self.tiers.of_replicas(rows, group) == want[:, None])
         return out
 
     def balance_groups(self, q: int) -> tuple[Ints, int]:
         """Per broker, the set of brokers quantity ``q`` is balanced among (a resource group, or with
-        preferred leader racks one leader tier of it for the quantities leadership carries), and how
-        many such sets there are."""
+        preferred leader racks one leader tier of it, under its own list, for the quantities leadership
+        carries), and how many such sets there are."""
         ng = len(self.groups.names)
         if self.tiers is None or not self.catalogue.leadership_carries(q):
             return self.groups.broker, ng
-        width = len(self.tiers.names)
-        key: Ints = self.groups.broker * width + self.tiers.tier
+        width = self.tiers.listed + 1
+        key: Ints = self.groups.broker * width + self.tiers.own(self.groups.broker)
         return key, ng * width
 
     def group_racks(self) -> Ints:

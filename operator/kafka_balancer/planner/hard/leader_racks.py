@@ -1,7 +1,7 @@
 """Hard goal ``preferred-leader-racks``: leadership onto each partition's preferred leader rack.
 
-Only leaderships move (no data): a partition with a replica in a listed rack is led from the most
-preferred such rack (:mod:`kafka_balancer.planner.base.leader_racks`), so a leadership change always
+Only leaderships move (no data): a partition with a replica in a listed rack (of its group's list) is
+led from the most preferred such rack (:mod:`kafka_balancer.planner.base.leader_racks`), so a leadership change always
 suffices. A partition already led from there keeps its leader; one that is not goes to the replica
 there whose broker leads least so far (a partition with two replicas in that rack has a choice).
 The distribution goals then balance the leaderships inside each rack, with replica moves only
@@ -23,19 +23,28 @@ def applies(st: State) -> bool:
 
 
 def lead_from_preferred_racks(st: State, allowed: BoolArray) -> int:
-    """Hand the leadership of every partition of ``allowed`` led from outside its preferred rack to
-    its replica there on the broker leading fewest (counted as the step goes). Returns how many moved."""
+    """Hand the leadership of every partition led from outside its preferred rack to its replica there
+    on the broker leading fewest (counted as the step goes), of ``allowed`` and of those this plan made
+    so. Returns how many moved.
+
+    The goal holds the plan to what it answers for (planner.base.measures.misled_partitions): the
+    partitions it may move, and any other it leaves led from outside its preferred rack that was not
+    before; such a partition can only be one whose replicas the plan moved all the same (a topic in no
+    group while every broker is in one, re-placed off a dead broker into a more preferred rack)."""
     tiers = st.tiers
     if tiers is None:
         return 0
     may_lead = st.active & st.can_lead
-    parts = np.flatnonzero(misled(tiers, st.rep, may_lead) & allowed)
+    group = st.groups.partition
+    made = ~misled(tiers, st.model.replicas, group, may_lead)
+    parts = np.flatnonzero(misled(tiers, st.rep, group, may_lead) & (allowed | made))
     if parts.size == 0:
         return 0
     rows = st.rep[parts]
+    group = group[parts]
     safe = np.maximum(rows, 0)
-    want = preferred_tier(tiers, rows, may_lead)
-    candidate = (rows != NO_BROKER) & may_lead[safe] & (tiers.tier[safe] == want[:, None])
+    want = preferred_tier(tiers, rows, group, may_lead)
+    candidate = (rows != NO_BROKER) & may_lead[safe] & (tiers.of_replicas(rows, group) == want[:, None])
     # A partition with one candidate has no choice (one replica per rack: the usual case), vectorised;
     # the others fill the least-led brokers in turn, a loop over those few partitions.
     choices = candidate.sum(axis=1)
