@@ -233,9 +233,9 @@ def test_move_topics_into_a_group_leads_them_from_that_groups_racks() -> None:
 
 
 def test_the_example_leads_each_teams_topics_from_its_own_zone() -> None:
-    """examples/15-preferred-leader-racks-per-group.yaml, planned as the CLI reads it, on its 15 brokers in
+    """examples/13-preferred-leader-racks-per-group.yaml, planned as the CLI reads it, on its 15 brokers in
     three zones (one replica per zone, leaders spread over every zone)."""
-    docs = list(yaml.safe_load_all((REPO / "examples" / "15-preferred-leader-racks-per-group.yaml").read_text()))
+    docs = list(yaml.safe_load_all((REPO / "examples" / "13-preferred-leader-racks-per-group.yaml").read_text()))
     (policy,), resource_groups = parse_manifests(docs)
     zones = ("eu-west-1a", "eu-west-1b", "eu-west-1c")
     builder = ClusterBuilder()
