@@ -110,7 +110,7 @@ def _fill(pl: _Placing) -> None:
     bands = pl.bands(held, unplaced)
     aim = np.where(layout.open, np.minimum(bands.target, pl.limits), 0.0)
     need = np.maximum(aim - held, 0.0)
-    share = _shares(layout, need, unplaced)
+    share = _shares(layout, need, unplaced, bands.target)
     order = np.lexsort((-size, b))
     p, k, b, size = p[order], k[order], b[order], size[order]
     before = np.cumsum(size) - size
@@ -143,9 +143,9 @@ def _refuse_without_open(pl: _Placing, brokers: Ints) -> None:
         )
 
 
-def _shares(layout: DirLayout, need: FloatArray, unplaced: FloatArray) -> FloatArray:
+def _shares(layout: DirLayout, need: FloatArray, unplaced: FloatArray, target: FloatArray) -> FloatArray:
     """(D,) the bytes each open directory receives: its need, scaled to what its broker receives; what
-    exceeds the needs is spread in proportion to the directories' weights."""
+    exceeds the needs is spread in proportion to the directories' targets (their shares of the broker)."""
     opened = layout.open
     needs = per_broker(layout, need, unplaced.size)[layout.broker]
     arriving = unplaced[layout.broker]
@@ -153,7 +153,7 @@ def _shares(layout: DirLayout, need: FloatArray, unplaced: FloatArray) -> FloatA
         needs > arriving, need * np.divide(arriving, needs, out=np.zeros_like(need), where=needs > 0), need
     )
     extra = np.maximum(arriving - needs, 0.0)
-    weight = np.where(opened, np.where(np.isnan(layout.size), 1.0, layout.size), 0.0)
+    weight = np.where(opened, target, 0.0)
     weights = per_broker(layout, weight, unplaced.size)[layout.broker]
     out: FloatArray = scaled + extra * np.divide(weight, weights, out=np.zeros_like(weight), where=weights > 0)
     return np.where(opened, out, 0.0)
