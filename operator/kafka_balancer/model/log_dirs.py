@@ -97,6 +97,11 @@ class DirBands:
     upper: FloatArray
     weighed: BoolArray
 
+    def outside(self, held: FloatArray) -> BoolArray:
+        """(D,) the directories whose ``held`` bytes are outside their band (beyond float noise)."""
+        out: BoolArray = (held > self.upper * (1 + 1e-9) + 1e-9) | (held < self.lower * (1 - 1e-9) - 1e-9)
+        return out
+
 
 def largest_replicas(layout: DirLayout, rep: Ints, size: FloatArray) -> FloatArray:
     """(D,) the largest replica of each directory's broker (under ``rep``): its directories' grain."""

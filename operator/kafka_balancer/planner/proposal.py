@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, ClusterModel
-from kafka_balancer.model.log_dirs import dir_bands, largest_replicas, snapshot_dirs
+from kafka_balancer.model.log_dirs import snapshot_dirs
 from kafka_balancer.model.plan import ANY_LOG_DIR, PartitionTarget, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal, content_id, model_fingerprint, planning_basis
 from kafka_balancer.planner.base.arrays import Ints
@@ -23,8 +23,10 @@ from kafka_balancer.planner.base.measures import (
     balancedness,
     goal_violation,
     hard_goal_status,
+    log_dir_bands,
     log_dir_bytes,
     misled_partitions,
+    named_dirs,
     quantity_stats,
 )
 from kafka_balancer.planner.base.state import State, arrived_replicas, resolve_groups
@@ -171,10 +173,7 @@ def _named_dirs(st: State, width: int) -> BoolArray:
     """(P, width) replica slots whose log directory the plan names: a replica a broker receives into a
     chosen directory, or one moving between its broker's directories."""
     out: BoolArray = np.zeros((st.model.num_partitions, width), dtype=np.bool_)
-    if st.dir_layout is None or st.dirs is None:
-        return out
-    carried = carried_dirs(st.dir_layout, st.model, st.rep)
-    out[:, : st.rep.shape[1]] = (st.dirs >= 0) & (st.dirs != carried)
+    out[:, : st.rep.shape[1]] = named_dirs(st)
     return out
 
 
@@ -284,11 +283,10 @@ def log_dirs_summary(before: State, after: State, moves: int, moved_bytes: float
     for name, st in (("before", before), ("after", after)):
         held = log_dir_bytes(st)
         assert held is not None
-        grain = largest_replicas(layout, st.rep, st.model.size_bytes)
-        bands = dir_bands(layout, held, after.options.balance_threshold, grain)
+        bands = log_dir_bands(st, held)
         weighed = bands.weighed & (bands.target > 0)
         ratio = held[weighed] / bands.target[weighed]
-        outside = (held > bands.upper * (1 + 1e-9) + 1e-9) | (held < bands.lower * (1 - 1e-9) - 1e-9)
+        outside = bands.outside(held)
         out[name] = {
             "maxOverTarget": float(ratio.max()) if ratio.size else 1.0,
             "minOverTarget": float(ratio.min()) if ratio.size else 1.0,

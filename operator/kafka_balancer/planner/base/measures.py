@@ -14,7 +14,7 @@ from typing import Any, Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
-from kafka_balancer.model.log_dirs import dir_bands, dir_bytes, largest_replicas, snapshot_dirs
+from kafka_balancer.model.log_dirs import DirBands, dir_bands, dir_bytes, largest_replicas, snapshot_dirs
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.leader_racks import misled
 from kafka_balancer.planner.base.log_dirs import carried_dirs, dir_limits, distribution_violation
@@ -118,10 +118,9 @@ def goal_violation(st: State, goal: str) -> float:
     threshold = st.options.balance_threshold
     if goal == LOG_DIR_DISTRIBUTION:
         held = log_dir_bytes(st)
-        if held is None or st.dir_layout is None:
+        if held is None:
             return 0.0
-        grain = largest_replicas(st.dir_layout, st.rep, st.model.size_bytes)
-        return distribution_violation(dir_bands(st.dir_layout, held, threshold, grain), held)
+        return distribution_violation(log_dir_bands(st, held), held)
     q = st.catalogue.balances(goal)
     if q is not None:
         lower, upper, avg = bands(st, q, threshold)
@@ -223,6 +222,24 @@ def log_dir_bytes(st: State) -> FloatArray | None:
     return dir_bytes(st.dir_layout, st.rep, st.dirs, st.model.size_bytes)
 
 
+def log_dir_bands(st: State, held: FloatArray) -> DirBands:
+    """log-dir-distribution's targets and bands for ``held`` bytes per directory under ``st.rep``."""
+    layout = st.dir_layout
+    assert layout is not None
+    grain = largest_replicas(layout, st.rep, st.model.size_bytes)
+    return dir_bands(layout, held, st.options.balance_threshold, grain)
+
+
+def named_dirs(st: State) -> BoolArray:
+    """(P, width of ``st.rep``) replicas the plan puts in a directory it names: those a broker receives,
+    and those moving between their broker's directories (none before directories are placed)."""
+    layout = st.dir_layout
+    if layout is None or st.dirs is None:
+        return np.zeros(st.rep.shape, dtype=np.bool_)
+    out: BoolArray = (st.dirs >= 0) & (st.dirs != carried_dirs(layout, st.model, st.rep))
+    return out
+
+
 def snapshot_log_dir_bytes(st: State) -> FloatArray | None:
     """(D,) bytes of the replicas in each log directory as the snapshot places them."""
     if st.dir_layout is None:
@@ -250,8 +267,7 @@ def into_cordoned_dirs(st: State) -> BoolArray:
     layout = st.dir_layout
     if layout is None or st.dirs is None:
         return np.zeros(st.rep.shape, dtype=np.bool_)
-    moved = (st.dirs >= 0) & (st.dirs != carried_dirs(layout, st.model, st.rep))
-    out: BoolArray = moved & layout.cordoned[np.maximum(st.dirs, 0)]
+    out: BoolArray = named_dirs(st) & layout.cordoned[np.maximum(st.dirs, 0)]
     return out
 
 

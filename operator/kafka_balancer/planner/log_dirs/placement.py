@@ -86,10 +86,6 @@ def place_log_dirs(st: State, movable: BoolArray, *, balance: bool) -> None:
     _check(placing)
 
 
-def _open_per_broker(layout: DirLayout, nb: int) -> FloatArray:
-    return per_broker(layout, layout.open, nb)
-
-
 def _fill(pl: _Placing) -> None:
     """Directories for the replicas that need one: those arriving on a broker with directories, and
     those in a removed directory; spread over the broker's open directories towards their targets."""
@@ -132,7 +128,7 @@ def _fill(pl: _Placing) -> None:
 
 def _refuse_without_open(pl: _Placing, brokers: Ints) -> None:
     """A broker left without an open directory cannot take what must be placed on it."""
-    open_count = _open_per_broker(pl.layout, pl.st.model.num_brokers)
+    open_count = per_broker(pl.layout, pl.layout.open, pl.st.model.num_brokers)
     stuck = np.unique(brokers[open_count[brokers] == 0])
     if stuck.size:
         broker_id = int(pl.st.model.broker_ids[stuck[0]])
@@ -168,7 +164,7 @@ def _round(pl: _Placing) -> bool:
     bands = pl.bands(held)
     capacity = pl.st.options.hard(LOG_DIR_CAPACITY)
     limits = pl.limits if capacity else np.full_like(pl.limits, np.inf)
-    out_of_band = (held > bands.upper * (1 + 1e-9) + 1e-9) | (held < bands.lower * (1 - 1e-9) - 1e-9)
+    out_of_band = bands.outside(held)
     work = over_limit(held, limits) | (out_of_band if pl.balance else np.zeros_like(out_of_band))
     if not work.any():
         return False
