@@ -219,6 +219,7 @@ CORRUPT_STATES: dict[str, tuple[Any, str]] = {
     "context a list": ({**STATE, "context": [1, 2]}, "context"),
     "throttle topics a number": ({**STATE, "throttles": {"topics": 5}}, "throttles"),
     "created a list of numbers": ({**STATE, "throttles": {"created": {"t": 5}}}, "throttles"),
+    "retired entries a number": ({**STATE, "throttles": {"retired": {"t": {"k": 5}}}}, "throttles.retired.t"),
     "in-flight partition 2^40": ({**STATE, "inFlight": [["orders", 2**40, 1.0, [1], [2], 0]]}, "inFlight"),
     "run length of 4e12 tasks": ({**STATE, "tasks": "p4000000000000"}, "tasks"),
     "packed to 1 GiB": ({**STATE, "tasks": _packed(b"p" * (1 << 20), 1 << 10)}, "tasks"),

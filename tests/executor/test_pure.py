@@ -92,6 +92,7 @@ def test_record_round_trips_through_json_and_checks_the_plan() -> None:
             brokers={1: "2000000", 2: "2000000"},
             topics={"t": {"follower.replication.throttled.replicas": ["1:3"]}},
             created={"t": ["follower.replication.throttled.replicas"]},
+            retired={"t": {"follower.replication.throttled.replicas": ["0:3"]}},
             dir_brokers={1: "2000000"},
         ),
         dead_reasons={"t-3": "stuck"},

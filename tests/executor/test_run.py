@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from kafka_balancer.executor import ExecutionState, Executor, ExecutorOptions, Limits, MemoryExecutionStore, Progress
+from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.port import (
     FOLLOWER_THROTTLE_RATE,
     LEADER_THROTTLE_RATE,
     LEADER_THROTTLED_REPLICAS,
+    ConfigValue,
     TopicPartition,
 )
 from kafka_balancer.model import ClusterBuilder, PartitionTarget, ReassignmentPlan
@@ -231,3 +236,43 @@ def test_leader_changes_outside_the_plan_are_elected(emulator, connect, submissi
     assert result.progress.leaders_total == 3
     assert cluster.request_count(43) - before == 1
     assert dict(submissions) == {("orders", 0): 1}  # the extra elections reassign nothing
+
+
+class _LaggingConfigReads:
+    """The real client, except that DescribeConfigs of topics answers as it would have before the last
+    write to topic configs: a broker answers from its own copy of the metadata, which on real Kafka may
+    lag a write by some milliseconds (seen as an empty ``*.throttled.replicas`` left after a run)."""
+
+    def __init__(self, port: KafkaAdapter) -> None:
+        self._port = port
+        self._before_last_write: dict[str, dict[str, str]] | None = None
+        self.stale_reads = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._port, name)
+
+    def alter_topic_configs(self, changes: Mapping[str, Mapping[str, ConfigValue]]) -> None:
+        self._before_last_write = self._port.topic_configs(sorted(changes))
+        self._port.alter_topic_configs(changes)
+
+    def topic_configs(self, topics: Sequence[str]) -> dict[str, dict[str, str]]:
+        fresh = self._port.topic_configs(topics)
+        stale = self._before_last_write or {}
+        if all(t in stale for t in topics) and any(stale[t] != fresh.get(t) for t in topics):
+            self.stale_reads += 1
+            return {t: stale[t] for t in topics}
+        return fresh
+
+
+def test_throttle_lists_read_from_lagging_metadata_are_still_removed_whole(emulator, connect) -> None:
+    """The lists the executor created go away entirely, even when every read it makes of them is one
+    write behind: entries it took out mid-run are its own, not someone else's to keep."""
+    model = cluster_model(brokers=6, used=4, partitions={"orders": 12}, size=5e6)
+    cluster = emulator(model)
+    port = _LaggingConfigReads(connect(cluster))
+    plan = spread_plan(model, onto=[5, 6], every=3)
+    options = ExecutorOptions(throttle_bytes_per_sec=10_000_000, poll_interval_seconds=0.5, limits=Limits(per_broker=1))
+    result = Executor(port, plan, MemoryExecutionStore(), options, clock=cluster).run()  # type: ignore[arg-type]
+    assert result.state is ExecutionState.COMPLETED, result.reason
+    assert port.stale_reads > 0
+    assert leftover_throttles(cluster) == {}

@@ -138,13 +138,17 @@ class ThrottleRecord:
     touched, so never listed; "" in records written before version 2: the rate is not known).
     ``topics``: topic -> throttled-replicas config -> the entries we added to that list (entries
     already listed are someone else's, never ours). ``created``: topic -> the lists that did not
-    exist before we added to them (deleted once nothing but ours is left in them).
+    exist before we added to them (deleted once nothing but ours is left in them). ``retired``: topic ->
+    list config -> entries we added to a list we created and took out again during the run. A broker
+    answers DescribeConfigs from its own copy of the metadata, which may lag our last write by some
+    milliseconds: a read may still show these, and they are ours, not someone else's.
     ``legacy_topics``: version-1 records: topic -> the original (leader, follower) values to restore.
     """
 
     brokers: dict[int, str] = field(default_factory=dict)
     topics: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     created: dict[str, list[str]] = field(default_factory=dict)
+    retired: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     legacy_topics: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     # broker id -> the rate we set as its replica.alter.log.dirs.io.max.bytes.per.second (copies between
     # its log directories); as ``brokers``, never one that had its own.
@@ -160,6 +164,9 @@ class ThrottleRecord:
             "topics": {t: {k: list(v) for k, v in sorted(c.items())} for t, c in sorted(self.topics.items())},
             "created": {t: sorted(keys) for t, keys in sorted(self.created.items()) if keys},
         }
+        retired = {t: {k: sorted(v) for k, v in sorted(c.items()) if v} for t, c in sorted(self.retired.items())}
+        if any(retired.values()):
+            out["retired"] = {t: c for t, c in retired.items() if c}
         if self.legacy_topics:
             out["legacyTopics"] = {t: list(v) for t, v in sorted(self.legacy_topics.items())}
         if self.dir_brokers:
@@ -174,20 +181,22 @@ class ThrottleRecord:
             return cls._from_version_1(data)
         brokers = _rates(data, "brokers")
         dir_brokers = _rates(data, "dirBrokers")
-        topics: dict[str, dict[str, list[str]]] = {}
-        for name, configs in _object(data, "topics").items():
-            if not isinstance(configs, dict) or not all(
-                isinstance(v, list) and all(isinstance(e, str) for e in v) for v in configs.values()
-            ):
-                raise ModelError(f"execution record: field 'throttles.topics.{name}' must map configs to entry lists")
-            topics[str(name)] = {str(k): list(v) for k, v in configs.items()}
+        topics = _entry_lists(data, "topics")
+        retired = _entry_lists(data, "retired")
         created = _object(data, "created")
         if not all(isinstance(keys, list) and all(isinstance(k, str) for k in keys) for keys in created.values()):
             raise ModelError(
                 f"{_RECORD}: field 'throttles.created' must map topics to config names, got {shown(created)}"
             )
         legacy = cls._legacy_topics(_object(data, "legacyTopics"))
-        return cls(brokers=brokers, topics=topics, created=created, legacy_topics=legacy, dir_brokers=dir_brokers)
+        return cls(
+            brokers=brokers,
+            topics=topics,
+            created=created,
+            retired=retired,
+            legacy_topics=legacy,
+            dir_brokers=dir_brokers,
+        )
 
     @classmethod
     def _from_version_1(cls, data: dict[str, Any]) -> ThrottleRecord:
@@ -211,6 +220,18 @@ def _rates(data: dict[str, Any], name: str) -> dict[int, str]:
     if not isinstance(rates, dict) or not all(str(b).isdigit() and isinstance(r, str) for b, r in rates.items()):
         raise ModelError(f"execution record: field 'throttles.{name}' must map broker ids to rates, got {rates!r}")
     return {int(b): r for b, r in rates.items()}
+
+
+def _entry_lists(data: dict[str, Any], name: str) -> dict[str, dict[str, list[str]]]:
+    """topic -> throttled-replicas config -> entries."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for topic, configs in _object(data, name).items():
+        if not isinstance(configs, dict) or not all(
+            isinstance(v, list) and all(isinstance(e, str) for e in v) for v in configs.values()
+        ):
+            raise ModelError(f"execution record: field 'throttles.{name}.{topic}' must map configs to entry lists")
+        out[str(topic)] = {str(k): list(v) for k, v in configs.items()}
+    return out
 
 
 def _object(data: dict[str, Any], name: str) -> dict[str, Any]:

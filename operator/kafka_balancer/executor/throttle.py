@@ -129,7 +129,16 @@ class ThrottleManager:
                     assert isinstance(change, ListChange)
                     left = [e for e in self.record.topics[topic][key] if e not in change.subtract]
                     self.record.topics[topic][key] = left
+                    if key in self.record.created.get(topic, []):
+                        self._set_retired(topic, key, self._retired(topic, key) | set(change.subtract))
             self._save()
+
+    def _retired(self, topic: str, key: str) -> set[str]:
+        """Our former entries of a list we created: a read served from older metadata may still show them."""
+        return set(self.record.retired.get(topic, {}).get(key, []))
+
+    def _set_retired(self, topic: str, key: str, entries: set[str]) -> None:
+        self.record.retired.setdefault(topic, {})[key] = sorted(entries)
 
     def _append(self, adding: dict[str, dict[str, set[str]]]) -> None:
         """Record, then APPEND, the entries not listed yet (those already listed are someone else's)."""
@@ -139,7 +148,8 @@ class ThrottleManager:
             if found is None:
                 continue  # deleted: its moves end as dead at the next poll
             for key, entries in lists.items():
-                listed = _entries(found.get(key))
+                retired = self._retired(topic, key)
+                listed = [e for e in _entries(found.get(key)) if e not in retired]
                 if ALL_REPLICAS in listed:
                     continue  # every replica of the topic is throttled already
                 new = sorted(entries - set(listed))
@@ -149,6 +159,8 @@ class ThrottleManager:
                     self.record.created.setdefault(topic, [])
                     if key not in self.record.created[topic]:
                         self.record.created[topic].append(key)
+                if retired & set(new):
+                    self._set_retired(topic, key, retired - set(new))
                 self.record.topics.setdefault(topic, {}).setdefault(key, []).extend(new)
                 changes.setdefault(topic, {})[key] = ListChange(append=tuple(new))
         if changes:
@@ -207,7 +219,7 @@ class ThrottleManager:
         changes: dict[str, ConfigValue] = {}
         for key, ours in self.record.topics.get(topic, {}).items():
             listed = _entries(found.get(key))
-            if key in self.record.created.get(topic, []) and set(listed) <= set(ours):
+            if key in self.record.created.get(topic, []) and set(listed) <= set(ours) | self._retired(topic, key):
                 changes[key] = None
             elif ours:
                 changes[key] = ListChange(subtract=tuple(ours))
@@ -216,6 +228,7 @@ class ThrottleManager:
     def _forget_topic(self, topic: str) -> None:
         self.record.topics.pop(topic, None)
         self.record.created.pop(topic, None)
+        self.record.retired.pop(topic, None)
         self.record.legacy_topics.pop(topic, None)
 
     def _clear_rates(self) -> list[str]:
