@@ -121,25 +121,60 @@ def leader_chains(st: State, b: Bands, *, share: float = 1.0) -> int:
     return applied
 
 
-def _edges(st: State, parts: Ints) -> dict[int, list[Edge]]:
-    """For each broker leading some of ``parts``: the leadership moves it can make (to a follower)."""
+class _Adjacency(NamedTuple):
+    """Edges grouped by broker: broker ``b``'s are positions [start[b], start[b + 1]), in the order a
+    search tries them; each is "make slot ``slot`` of partition ``part`` its leader" and leads to ``to``."""
+
+    start: list[int]
+    to: list[int]
+    part: list[int]
+    slot: list[int]
+
+    def edge(self, j: int) -> Edge:
+        return (self.part[j], self.slot[j], self.to[j])
+
+
+class _Graph(NamedTuple):
+    """A topic's leadership moves between brokers: ``forward`` from each broker leading some of its
+    partitions, ``backward`` onto each broker following some. One edge per pair of brokers (the
+    first of the topic's partitions, then slots, that makes it): a search visits each broker once,
+    so the others would only be skipped. A broker's forward edges are in that first-edge order, its
+    backward ones by leader id: the order a search tries them in."""
+
+    forward: _Adjacency
+    backward: _Adjacency
+
+
+def _graph(st: State, parts: Ints) -> _Graph:
+    n = st.model.num_brokers
     rows = st.rep[parts]
     width = rows.shape[1]
-    if parts.size == 0 or width < 2:
-        return {}
-    leader = np.repeat(rows[:, 0], width - 1)
-    part = np.repeat(parts, width - 1)
-    slot = np.tile(np.arange(1, width), parts.size)
-    follower = rows[:, 1:].ravel()
+    if width < 2:
+        parts = parts[:0]
+    leader = np.repeat(rows[:, 0], max(width - 1, 0)).astype(np.int64)
+    part = np.repeat(parts, max(width - 1, 0))
+    slot = np.tile(np.arange(1, max(width, 1)), parts.size)
+    follower = rows[:, 1:].ravel().astype(np.int64)
     safe = np.maximum(follower, 0)
     ok = (follower != NO_BROKER) & st.active[safe] & st.can_lead[safe]
     leader, part, slot, follower = leader[ok], part[ok], slot[ok], follower[ok]
-    order = np.argsort(leader, kind="stable")
-    leader, part, slot, follower = leader[order], part[order], slot[order], follower[order]
-    brokers, first = np.unique(leader, return_index=True)
-    bounds = [*first.tolist(), leader.size]
-    triples = list(zip(part.tolist(), slot.tolist(), follower.tolist(), strict=True))
-    return {b: triples[bounds[i] : bounds[i + 1]] for i, b in enumerate(brokers.tolist())}
+    # The first edge of each pair of brokers (np.unique's return_index, without its sort: a topic
+    # can have thousands of partitions, and this runs once per chain).
+    first_of = np.full(n * n, leader.size, dtype=np.int64)
+    np.minimum.at(first_of, leader * n + follower, np.arange(leader.size))
+    pair = np.flatnonzero(first_of < leader.size)
+    first = first_of[pair]
+    src, dst, part, slot = pair // n, pair % n, part[first], slot[first]
+    forward = _adjacency(src, (dst, part, slot), np.lexsort((first, src)), n)
+    backward = _adjacency(dst, (src, part, slot), np.lexsort((src, dst)), n)
+    return _Graph(forward, backward)
+
+
+def _adjacency(key: Ints, columns: tuple[Ints, Ints, Ints], order: Ints, n: int) -> _Adjacency:
+    """The edges (to, part, slot) grouped by ``key`` (a broker), each group in ``order``."""
+    start = np.searchsorted(key[order], np.arange(n + 1)).tolist()
+    to, part, slot = (c[order].tolist() for c in columns)
+    return _Adjacency(start, to, part, slot)
 
 
 class _Topic(NamedTuple):
@@ -156,28 +191,24 @@ def _fix_one(st: State, b: Bands, topic: _Topic, *, over: list[int], under: list
     broker from any member that can spare one (the search walks the edges backwards)."""
     t, parts, member = topic
     counts, lo, hi = st.tlead[t], b.lead_lo[t], b.lead_hi[t]
-    edges = _edges(st, parts)
+    graph = _graph(st, parts)
     ends = set(np.flatnonzero(member & st.can_lead & (counts + 1 <= hi)).tolist())
-    searches = [(edges, start, ends, set(under)) for start in over]
+    searches = [(graph.forward, start, ends, set(under)) for start in over]
     if under:
-        reverse: dict[int, list[Edge]] = {}
-        for leader, outs in edges.items():
-            for p, k, f in outs:
-                reverse.setdefault(f, []).append((p, k, leader))
         starts = set(np.flatnonzero(member & (counts - 1 >= lo)).tolist())
-        # A reverse edge (p, k, leader) is still "make slot k of p the leader": each edge of the
+        # A backward edge (p, k, leader) is still "make slot k of p the leader": each edge of the
         # path is one leadership move, whichever way the search walked it.
-        searches += [(reverse, end, starts, set(over)) for end in under]
+        searches += [(graph.backward, end, starts, set(over)) for end in under]
     return any(
         _apply_if_accepted(st, b, path, budget) for graph, begin, goal, preferred in searches
         for path in _paths(graph, begin, goal, preferred)
     )  # fmt: skip
 
 
-def _paths(edges: dict[int, list[Edge]], start: int, ends: set[int], preferred: set[int]) -> list[list[Edge]]:
+def _paths(edges: _Adjacency, start: int, ends: set[int], preferred: set[int]) -> list[list[Edge]]:
     """Shortest edge paths (at most MAX_DEPTH) from ``start`` to up to PATHS_PER_BROKER brokers of
     ``ends``, ``preferred`` ends first: a breadth-first search that visits each broker once."""
-    parent: dict[int, tuple[int, Edge]] = {}
+    parent: dict[int, tuple[int, int]] = {}  # broker -> (the broker before it, the edge between)
     depth = {start: 0}
     queue: deque[int] = deque([start])
     reached: list[int] = []
@@ -185,12 +216,12 @@ def _paths(edges: dict[int, list[Edge]], start: int, ends: set[int], preferred: 
         node = queue.popleft()
         if depth[node] >= MAX_DEPTH:
             continue
-        for edge in edges.get(node, []):
-            nxt = edge[2]
+        for j in range(edges.start[node], edges.start[node + 1]):
+            nxt = edges.to[j]
             if nxt in depth:
                 continue
             depth[nxt] = depth[node] + 1
-            parent[nxt] = (node, edge)
+            parent[nxt] = (node, j)
             queue.append(nxt)
             if nxt in ends:
                 reached.append(nxt)
@@ -200,8 +231,8 @@ def _paths(edges: dict[int, list[Edge]], start: int, ends: set[int], preferred: 
         path: list[Edge] = []
         node = end
         while node != start:
-            node, edge = parent[node]
-            path.append(edge)
+            node, j = parent[node]
+            path.append(edges.edge(j))
         out.append(path[::-1])
     return out
 
@@ -212,7 +243,7 @@ def _apply_if_accepted(st: State, b: Bands, path: list[Edge], budget: _Budget) -
     broker keeps its leader count, for brokers whose count sits on its band's edge)."""
     parts = np.array([e[0] for e in path], dtype=np.int64)
     slots = np.array([e[1] for e in path], dtype=np.int64)
-    if np.unique(parts).size != parts.size or not budget.check():
+    if len(set(parts.tolist())) != parts.size or not budget.check():
         return False
     if _accepted(st, b, parts, slots):
         st.swap_leader(parts, slots)
