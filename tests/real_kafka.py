@@ -227,7 +227,8 @@ def _digest(consumer: Consumer, topic: str, partition: int, end: int) -> str:
     deadline = time.monotonic() + 120
     while expected < end:
         assert time.monotonic() < deadline, f"reading {topic}-{partition} stalled at offset {expected} of {end}"
-        for msg in consumer.consume(num_messages=1000, timeout=1.0):
+        # Never ask for more than is left: consume() waits out its whole timeout for a batch it cannot fill.
+        for msg in consumer.consume(num_messages=min(1000, end - expected), timeout=1.0):
             if msg.error() is not None:
                 raise AssertionError(f"reading {topic}-{partition}: {msg.error()}")
             assert msg.offset() == expected, f"{topic}-{partition}: offset {msg.offset()} where {expected} was due"
