@@ -29,10 +29,23 @@ def plan_or_refusal(model: ClusterModel, options: PlannerOptions) -> Proposal | 
 
 def rack_spread_ok(model: ClusterModel, replicas: tuple[int, ...], hosts: set[int]) -> bool:
     """Replicas on distinct racks when there are enough racks among ``hosts``, else as even as possible."""
-    rack_of = {b.id: b.rack or f"none-{b.id}" for b in model.brokers()}
-    racks = {rack_of[b] for b in hosts}
+    rack_of, racks = _racks(model, hosts)
     per_rack = Counter(rack_of[b] for b in replicas)
-    return max(per_rack.values()) <= math.ceil(len(replicas) / max(len(racks), 1))
+    return max(per_rack.values()) <= math.ceil(len(replicas) / max(racks, 1))
+
+
+_last_racks: list[tuple[ClusterModel, frozenset[int], dict[int, str], int]] = []
+
+
+def _racks(model: ClusterModel, hosts: set[int]) -> tuple[dict[int, str], int]:
+    """Each broker's rack, and how many racks ``hosts`` span. The last answer is kept: callers check
+    every partition of a plan in turn (at 1,200 brokers, rebuilding it per partition took a minute)."""
+    if _last_racks and _last_racks[0][0] is model and _last_racks[0][1] == hosts:
+        return _last_racks[0][2], _last_racks[0][3]
+    rack_of = {b.id: b.rack or f"none-{b.id}" for b in model.brokers()}
+    racks = len({rack_of[b] for b in hosts})
+    _last_racks[:] = [(model, frozenset(hosts), rack_of, racks)]
+    return rack_of, racks
 
 
 def broker_loads(model: ClusterModel, placement: dict[tuple[str, int], tuple[int, ...]]) -> dict[str, Counter[int]]:
