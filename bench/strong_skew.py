@@ -12,8 +12,8 @@ new brokers start empty. Every broker has the same disk and network capacity, su
 total network-in is ``--network-fill`` of what capacityThreshold allows (disk and network-out
 ``--disk-fill``); no partition carries more than 10% of one broker's limit. The policy is the default
 one (maxReplicasPerBroker 4,000 unless ``--max-replicas``). Prints one JSON line: the cluster's shape,
-the plan's time, what it moved against the disk-only lower bound, the goals left out of band, or the
-refusal.
+the plan's time, what it moved against the disk-only lower bound, the goals left out of band and how
+far the per-topic ones are, or the refusal.
 """
 
 from __future__ import annotations
@@ -160,6 +160,11 @@ def run(shape: Shape, options: PlannerOptions) -> dict[str, Any]:
         hardGoalsBroken=[g for g, ok in summary["hardGoals"].items() if not ok],
         goalsViolated=summary["goalsViolated"],
         replicasMaxOverAvg=summary["goals"]["replica-distribution"]["after"],
+        # Replicas (then leaderships) above or below their topic's band on some broker, before -> after.
+        topicSlotsOutOfBand={
+            goal: [summary["goals"][goal]["violationBefore"], summary["goals"][goal]["violationAfter"]]
+            for goal in ("topic-replica-distribution", "topic-leader-distribution")
+        },
         timeBudgetReached=summary.get("timeBudgetReached"),
     )
     return out

@@ -143,12 +143,14 @@ class PartnerIndex(NamedTuple):
     """Candidate partners sorted by (segment, size rank): partitions, slots, sort keys, and the size
     ranks keyed on (see :func:`replica_index`, :func:`leader_index`). A segment's bounds are found
     in the keys when asked for (a table of every segment's start would have one entry per broker
-    pair: 10^8 at 10,000 brokers)."""
+    pair: 10^8 at 10,000 brokers). ``size_share``: each partition's :func:`size_share` (kept with the
+    index: it depends only on sizes and groups, and a round would sort every partition for it)."""
 
     parts: Ints
     slots: Ints
     keys: FloatArray
     size_rank: Ints
+    size_share: FloatArray
 
     def near(self, st: State, segments: Ints, parts: Ints) -> tuple[Ints, BoolArray]:
         """For each of ``parts``, the positions of the 2 x WINDOW partners of its segment nearest
@@ -183,7 +185,7 @@ def replica_index(st: State, size_rank: Ints) -> PartnerIndex:
     seg = rep[yp, yk].astype(np.int64) * 2 + (yk == 0)
     key = seg + size_rank[yp] / nparts
     order = np.argsort(key, kind="stable")
-    return PartnerIndex(yp[order], yk[order], key[order], size_rank)
+    return PartnerIndex(yp[order], yk[order], key[order], size_rank, size_share(st, size_rank))
 
 
 def leader_index(st: State, size_rank: Ints) -> PartnerIndex:
@@ -196,7 +198,7 @@ def leader_index(st: State, size_rank: Ints) -> PartnerIndex:
     seg = rep[fp, 0].astype(np.int64) * nb + rep[fp, fk]
     key = seg + size_rank[fp] / nparts
     order = np.argsort(key, kind="stable")
-    return PartnerIndex(fp[order], fk[order], key[order], size_rank)
+    return PartnerIndex(fp[order], fk[order], key[order], size_rank, size_share(st, size_rank))
 
 
 def _nearest(ok: BoolArray, idx: Ints) -> tuple[Ints, BoolArray]:
@@ -215,7 +217,7 @@ def replica_swaps(st: State, b: Bands, offers: Offers, *, index: PartnerIndex, n
     """
     if offers.parts.size == 0:
         return 0
-    parts, slots, dests = offers = _small_offers(st, b, offers, index.size_rank, size_cap)
+    parts, slots, dests = offers = _small_offers(st, b, offers, index, size_cap)
     src = st.rep[parts, slots].astype(np.int64)
     cp, ck, ok = _replica_partners(st, b, offers, index, nracks)
     vx = st.slot_loads(parts, slots)  # (n, Q)
@@ -242,11 +244,11 @@ def replica_swaps(st: State, b: Bands, offers: Offers, *, index: PartnerIndex, n
     return int(p.size)
 
 
-def _small_offers(st: State, b: Bands, offers: Offers, size_rank: Ints, size_cap: float) -> Offers:
+def _small_offers(st: State, b: Bands, offers: Offers, index: PartnerIndex, size_cap: float) -> Offers:
     """The offers of small partitions (followers only once the topic-leader goal is guarded: a
     leader swapped could crowd its topic's leaders), the most needed first (:func:`most_needed`)."""
     parts, slots, dests = offers
-    small = size_share(st, size_rank) < size_cap
+    small = index.size_share < size_cap
     sel = small[parts]
     if TOPIC_LEADER_GOAL in st.scope.guarded:
         sel &= slots != 0
