@@ -149,11 +149,12 @@ def _graph(st: State, parts: Ints) -> _Graph:
     n = st.model.num_brokers
     rows = st.rep[parts]
     width = rows.shape[1]
-    if width < 2:
-        parts = parts[:0]
-    leader = np.repeat(rows[:, 0], max(width - 1, 0)).astype(np.int64)
-    part = np.repeat(parts, max(width - 1, 0))
-    slot = np.tile(np.arange(1, max(width, 1)), parts.size)
+    if width < 2:  # one replica per partition: no follower to take a leadership
+        none = _Adjacency([0] * (n + 1), [], [], [])
+        return _Graph(none, none)
+    leader = np.repeat(rows[:, 0], width - 1).astype(np.int64)
+    part = np.repeat(parts, width - 1)
+    slot = np.tile(np.arange(1, width), parts.size)
     follower = rows[:, 1:].ravel().astype(np.int64)
     safe = np.maximum(follower, 0)
     ok = (follower != NO_BROKER) & st.active[safe] & st.can_lead[safe]
