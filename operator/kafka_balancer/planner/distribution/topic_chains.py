@@ -201,8 +201,8 @@ def _fix_one(st: State, b: Bands, topic: _Topic, *, over: list[int], under: list
         # path is one leadership move, whichever way the search walked it.
         searches += [(graph.backward, end, starts, set(over)) for end in under]
     return any(
-        _apply_if_accepted(st, b, path, budget) for graph, begin, goal, preferred in searches
-        for path in _paths(graph, begin, goal, preferred)
+        _apply_if_accepted(st, b, path, budget) for edges, begin, goal, preferred in searches
+        for path in _paths(edges, begin, goal, preferred)
     )  # fmt: skip
 
 
