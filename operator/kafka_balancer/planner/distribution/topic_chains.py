@@ -17,6 +17,7 @@ the work is bounded per topic and, on very large clusters, per call (MAX_TRIES, 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Final, NamedTuple
 
 import numpy as np
@@ -44,7 +45,7 @@ MAX_CLOSINGS: Final = 8
 CLOSING_TRIES: Final = 16
 
 
-Edge = tuple[int, int, int]  # (partition, slot of the new leader, new leader broker)
+Edge = tuple[int, int]  # (partition, slot of the new leader)
 
 
 class _LeaderIndex:
@@ -121,61 +122,45 @@ def leader_chains(st: State, b: Bands, *, share: float = 1.0) -> int:
     return applied
 
 
-class _Adjacency(NamedTuple):
-    """Edges grouped by broker: broker ``b``'s are positions [start[b], start[b + 1]), in the order a
-    search tries them; each is "make slot ``slot`` of partition ``part`` its leader" and leads to ``to``."""
+class _Graph:
+    """A topic's leadership moves between brokers: an edge from a partition's leader to one of its
+    followers is "make that follower the leader". One edge per pair of brokers, the first of the
+    topic's partitions, then slots, that makes it: a search visits each broker once, so the others
+    would only be skipped. A search reads the edges of the few brokers it visits, in the order it
+    tries them: a broker's forward edges (it leads) in that first-edge order, its backward ones (it
+    follows) by leader id."""
 
-    start: list[int]
-    to: list[int]
-    part: list[int]
-    slot: list[int]
+    def __init__(self, st: State, parts: Ints) -> None:
+        n = st.model.num_brokers
+        rows = st.rep[parts].astype(np.int64)
+        self.n, self.parts, self.followers = n, parts, max(rows.shape[1] - 1, 1)
+        follower = rows[:, 1:]
+        safe = np.maximum(follower, 0)
+        ok = (follower != NO_BROKER) & st.active[safe] & st.can_lead[safe]
+        # Edge e is slot e % followers + 1 of partition e // followers; one that cannot be taken
+        # gets the key n * n, past every pair of brokers.
+        key = np.where(ok, rows[:, :1] * n + follower, n * n).ravel()
+        self.none = key.size
+        # The first edge of each pair of brokers (np.unique's return_index, without its sort: a
+        # topic can have tens of thousands of partitions, and this runs once per chain).
+        self.first_of = np.full(n * n + 1, self.none, dtype=np.int64)
+        np.minimum.at(self.first_of, key, np.arange(key.size))
 
-    def edge(self, j: int) -> Edge:
-        return (self.part[j], self.slot[j], self.to[j])
+    def forward(self, broker: int) -> tuple[list[int], list[int]]:
+        """The brokers ``broker``'s leaderships can move to, and the edges, in first-edge order."""
+        row = self.first_of[broker * self.n : (broker + 1) * self.n]
+        to = np.flatnonzero(row < self.none)
+        order = np.argsort(row[to])
+        return to[order].tolist(), row[to[order]].tolist()
 
+    def backward(self, broker: int) -> tuple[list[int], list[int]]:
+        """The brokers that can hand ``broker`` a leadership, and the edges, by leader id."""
+        column = self.first_of[broker : self.n * self.n : self.n]
+        to = np.flatnonzero(column < self.none)
+        return to.tolist(), column[to].tolist()
 
-class _Graph(NamedTuple):
-    """A topic's leadership moves between brokers: ``forward`` from each broker leading some of its
-    partitions, ``backward`` onto each broker following some. One edge per pair of brokers (the
-    first of the topic's partitions, then slots, that makes it): a search visits each broker once,
-    so the others would only be skipped. A broker's forward edges are in that first-edge order, its
-    backward ones by leader id: the order a search tries them in."""
-
-    forward: _Adjacency
-    backward: _Adjacency
-
-
-def _graph(st: State, parts: Ints) -> _Graph:
-    n = st.model.num_brokers
-    rows = st.rep[parts]
-    width = rows.shape[1]
-    if width < 2:  # one replica per partition: no follower to take a leadership
-        none = _Adjacency([0] * (n + 1), [], [], [])
-        return _Graph(none, none)
-    leader = np.repeat(rows[:, 0], width - 1).astype(np.int64)
-    part = np.repeat(parts, width - 1)
-    slot = np.tile(np.arange(1, width), parts.size)
-    follower = rows[:, 1:].ravel().astype(np.int64)
-    safe = np.maximum(follower, 0)
-    ok = (follower != NO_BROKER) & st.active[safe] & st.can_lead[safe]
-    leader, part, slot, follower = leader[ok], part[ok], slot[ok], follower[ok]
-    # The first edge of each pair of brokers (np.unique's return_index, without its sort: a topic
-    # can have thousands of partitions, and this runs once per chain).
-    first_of = np.full(n * n, leader.size, dtype=np.int64)
-    np.minimum.at(first_of, leader * n + follower, np.arange(leader.size))
-    pair = np.flatnonzero(first_of < leader.size)
-    first = first_of[pair]
-    src, dst, part, slot = pair // n, pair % n, part[first], slot[first]
-    forward = _adjacency(src, (dst, part, slot), np.lexsort((first, src)), n)
-    backward = _adjacency(dst, (src, part, slot), np.lexsort((src, dst)), n)
-    return _Graph(forward, backward)
-
-
-def _adjacency(key: Ints, columns: tuple[Ints, Ints, Ints], order: Ints, n: int) -> _Adjacency:
-    """The edges (to, part, slot) grouped by ``key`` (a broker), each group in ``order``."""
-    start = np.searchsorted(key[order], np.arange(n + 1)).tolist()
-    to, part, slot = (c[order].tolist() for c in columns)
-    return _Adjacency(start, to, part, slot)
+    def edge(self, e: int) -> Edge:
+        return (int(self.parts[e // self.followers]), e % self.followers + 1)
 
 
 class _Topic(NamedTuple):
@@ -192,37 +177,50 @@ def _fix_one(st: State, b: Bands, topic: _Topic, *, over: list[int], under: list
     broker from any member that can spare one (the search walks the edges backwards)."""
     t, parts, member = topic
     counts, lo, hi = st.tlead[t], b.lead_lo[t], b.lead_hi[t]
-    graph = _graph(st, parts)
+    graph = _Graph(st, parts)
     ends = set(np.flatnonzero(member & st.can_lead & (counts + 1 <= hi)).tolist())
     searches = [(graph.forward, start, ends, set(under)) for start in over]
     if under:
         starts = set(np.flatnonzero(member & (counts - 1 >= lo)).tolist())
-        # A backward edge (p, k, leader) is still "make slot k of p the leader": each edge of the
-        # path is one leadership move, whichever way the search walked it.
+        # A backward edge is still "make that follower the leader": each edge of the path is one
+        # leadership move, whichever way the search walked it.
         searches += [(graph.backward, end, starts, set(over)) for end in under]
     return any(
         _apply_if_accepted(st, b, path, budget) for edges, begin, goal, preferred in searches
-        for path in _paths(edges, begin, goal, preferred)
+        for path in _paths(_Walk(edges, graph.edge), begin, goal, preferred)
     )  # fmt: skip
 
 
-def _paths(edges: _Adjacency, start: int, ends: set[int], preferred: set[int]) -> list[list[Edge]]:
+class _Walk(NamedTuple):
+    """The edges a search may walk: each broker's neighbours and edge ids, and what an edge id is."""
+
+    edges_of: Callable[[int], tuple[list[int], list[int]]]
+    edge: Callable[[int], Edge]
+
+
+def _paths(walk: _Walk, start: int, ends: set[int], preferred: set[int]) -> list[list[Edge]]:
     """Shortest edge paths (at most MAX_DEPTH) from ``start`` to up to PATHS_PER_BROKER brokers of
     ``ends``, ``preferred`` ends first: a breadth-first search that visits each broker once."""
     parent: dict[int, tuple[int, int]] = {}  # broker -> (the broker before it, the edge between)
     depth = {start: 0}
     queue: deque[int] = deque([start])
     reached: list[int] = []
+    level = 0
     while queue:
         node = queue.popleft()
+        if depth[node] > level:
+            # Every broker up to this depth is found, and what is found later lies deeper: once
+            # enough ends are reached, the later ones would sort after them.
+            level = depth[node]
+            if len(reached) >= PATHS_PER_BROKER:
+                break
         if depth[node] >= MAX_DEPTH:
             continue
-        for j in range(edges.start[node], edges.start[node + 1]):
-            nxt = edges.to[j]
+        for nxt, e in zip(*walk.edges_of(node), strict=True):
             if nxt in depth:
                 continue
             depth[nxt] = depth[node] + 1
-            parent[nxt] = (node, j)
+            parent[nxt] = (node, e)
             queue.append(nxt)
             if nxt in ends:
                 reached.append(nxt)
@@ -232,8 +230,8 @@ def _paths(edges: _Adjacency, start: int, ends: set[int], preferred: set[int]) -
         path: list[Edge] = []
         node = end
         while node != start:
-            node, j = parent[node]
-            path.append(edges.edge(j))
+            node, e = parent[node]
+            path.append(walk.edge(e))
         out.append(path[::-1])
     return out
 
