@@ -11,9 +11,21 @@ import numpy.typing as npt
 Ints = npt.NDArray[np.signedinteger[Any]]
 
 
+def stable_order(keys: Ints) -> Ints:
+    """``np.argsort(keys, kind="stable")``, the same order, by a radix sort where the keys span
+    fewer than 2**16 values (broker and topic ids: sorted again and again on large clusters, where
+    numpy's stable sort of wider integers is 5 to 20 times slower)."""
+    if keys.size == 0:
+        return np.argsort(keys, kind="stable")
+    low, high = int(keys.min()), int(keys.max())
+    if high - low > np.iinfo(np.uint16).max:
+        return np.argsort(keys, kind="stable")
+    return np.argsort((keys - low).astype(np.uint16), kind="stable")
+
+
 def ranks(keys: Ints) -> Ints:
     """Position of each item among the earlier items with the same key (e.g. the same topic)."""
-    order = np.argsort(keys, kind="stable")
+    order = stable_order(keys)
     sorted_keys = keys[order]
     first = np.r_[True, sorted_keys[1:] != sorted_keys[:-1]]
     pos = np.arange(keys.size)

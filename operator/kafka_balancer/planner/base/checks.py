@@ -20,7 +20,7 @@ from typing import Final, NamedTuple
 import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray, FloatArray
-from kafka_balancer.planner.base.arrays import Ints, ranks
+from kafka_balancer.planner.base.arrays import Ints, ranks, stable_order
 from kafka_balancer.planner.base.measures import bands, topic_bands, topic_leader_applies, violation
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import Q_LEADERS, TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
@@ -225,7 +225,7 @@ def accept_together(st: State, b: Bands, *, src: Ints, dst: Ints, v: FloatArray)
                 cand = last_first[(keep & (push > 0) & (need[broker] > 0))[last_first]]
                 if cand.size == 0:
                     continue
-                order = cand[np.argsort(broker[cand], kind="stable")]
+                order = cand[stable_order(broker[cand])]
                 drop[order[_covering(broker[order], push[order], need)]] = True
         if not drop.any():
             break

@@ -22,7 +22,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import DISK, NO_BROKER, BoolArray, ClusterModel, FloatArray
 from kafka_balancer.model.log_dirs import DirLayout
-from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.arrays import Ints, stable_order
 from kafka_balancer.planner.base.budget import Budget
 from kafka_balancer.planner.base.leader_racks import leader_tiers, preferred_tier
 from kafka_balancer.planner.base.log_dirs import build_layout, dir_disk_limits
@@ -313,7 +313,7 @@ class State:
     def broker_index_by_slot(self) -> tuple[Ints, Ints]:
         """Flat slot positions sorted by broker, and the start offset of each broker (length B+1)."""
         flat = self.rep.ravel()
-        order: Ints = np.argsort(flat, kind="stable")
+        order = stable_order(flat)
         starts: Ints = np.searchsorted(flat[order], np.arange(self.model.num_brokers + 1))
         return order, starts
 

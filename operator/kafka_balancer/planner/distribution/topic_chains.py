@@ -23,7 +23,7 @@ from typing import Final, NamedTuple
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
-from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.arrays import Ints, stable_order
 from kafka_balancer.planner.base.checks import Bands, accept_together, count_ok, leader_band
 from kafka_balancer.planner.base.measures import topic_brokers
 from kafka_balancer.planner.base.state import State
@@ -53,7 +53,7 @@ class _LeaderIndex:
     skipped when used)."""
 
     def __init__(self, st: State) -> None:
-        self.order = np.argsort(st.rep[:, 0], kind="stable")
+        self.order = stable_order(st.rep[:, 0])
         self.starts = np.searchsorted(st.rep[self.order, 0], np.arange(st.model.num_brokers + 1))
 
     def led_by(self, broker: int) -> Ints:
@@ -96,7 +96,7 @@ def leader_chains(st: State, b: Bands, *, share: float = 1.0) -> int:
     topics = np.flatnonzero(bad.any(axis=1))
     if topics.size == 0:
         return 0
-    order = np.argsort(st.ptopic, kind="stable")
+    order = stable_order(st.ptopic)
     starts = np.searchsorted(st.ptopic[order], np.arange(len(st.model.topics) + 1))
     by_leader = _LeaderIndex(st)
     work = _Work(int(MAX_CHECKS * share))

@@ -1,0 +1,115 @@
+"""The planner's shared array helpers (planner/base/arrays.py) and the chains' path search give the
+same answers as the plain computations they stand in for."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka_balancer.planner import PlannerOptions
+from kafka_balancer.planner.base.arrays import ranks, stable_order
+from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.distribution import topic_chains
+
+from bench.synthetic import skewed_cluster
+
+_KEYS = st.tuples(
+    st.integers(min_value=-(2**40), max_value=2**40),  # offset
+    st.sampled_from([1, 2, 300, 2**16 - 1, 2**16, 2**20]),  # span of the keys
+    st.integers(min_value=0, max_value=3000),  # how many
+    st.integers(min_value=0, max_value=2**32 - 1),  # seed
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_KEYS)
+def test_stable_order_is_numpys_stable_argsort(case: tuple[int, int, int, int]) -> None:
+    offset, span, size, seed = case
+    keys = offset + np.random.default_rng(seed).integers(0, span, size=size, dtype=np.int64)
+    assert np.array_equal(stable_order(keys), np.argsort(keys, kind="stable"))
+    for narrow in (np.int32, np.int16):
+        if keys.size and np.iinfo(narrow).min <= keys.min() and keys.max() <= np.iinfo(narrow).max:
+            assert np.array_equal(stable_order(keys.astype(narrow)), np.argsort(keys, kind="stable"))
+
+
+def test_ranks_count_the_earlier_items_with_the_same_key() -> None:
+    keys = np.array([5, 3, 5, 5, 3, 70000, 5])
+    assert ranks(keys).tolist() == [0, 0, 1, 2, 1, 0, 3]
+
+
+def _all_paths(
+    walk: topic_chains._Walk, start: int, ends: set[int], preferred: set[int]
+) -> list[list[tuple[int, int]]]:
+    """The search without its early stop: every broker within MAX_DEPTH, then the nearest ends."""
+    parent: dict[int, tuple[int, int]] = {}
+    depth = {start: 0}
+    queue = deque([start])
+    reached: list[int] = []
+    while queue:
+        node = queue.popleft()
+        if depth[node] >= topic_chains.MAX_DEPTH:
+            continue
+        for nxt, e in zip(*walk.edges_of(node), strict=True):
+            if nxt not in depth:
+                depth[nxt], parent[nxt] = depth[node] + 1, (node, e)
+                queue.append(nxt)
+                reached += [nxt] if nxt in ends else []
+    reached.sort(key=lambda n: (depth[n], n not in preferred))
+    out = []
+    for end in reached[: topic_chains.PATHS_PER_BROKER]:
+        path, node = [], end
+        while node != start:
+            node, e = parent[node]
+            path.append(walk.edge(e))
+        out.append(path[::-1])
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=2, max_value=40),  # brokers
+    st.floats(min_value=0.02, max_value=0.6),  # edge density
+    st.integers(min_value=0, max_value=2**32 - 1),
+)
+def test_the_chains_search_stops_early_with_the_same_paths(brokers: int, density: float, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    links = rng.random((brokers, brokers)) < density
+    np.fill_diagonal(links, False)
+    ids = rng.permutation(brokers * brokers)  # edge ids in a random order, as first edges are
+
+    def edges_of(node: int) -> tuple[list[int], list[int]]:
+        to = np.flatnonzero(links[node])
+        return to.tolist(), ids[node * brokers + to].tolist()
+
+    walk = topic_chains._Walk(edges_of, lambda e: (e, 1))
+    ends = set(np.flatnonzero(rng.random(brokers) < 0.5).tolist())
+    preferred = set(np.flatnonzero(rng.random(brokers) < 0.3).tolist())
+    for start in range(brokers):
+        assert topic_chains._paths(walk, start, ends, preferred) == _all_paths(walk, start, ends, preferred)
+
+
+def test_the_chains_graph_holds_the_first_edge_of_each_pair_of_brokers() -> None:
+    model = skewed_cluster(brokers=9, new_brokers=2, partitions=400, rf=3, skew=1.0, seed=2)
+    options = PlannerOptions()
+    state = State(model, options, resolve_groups(model, options))
+    state.can_lead[4] = False  # a broker that may not lead takes no leadership: no edge onto it
+    parts = np.flatnonzero(state.ptopic == np.bincount(state.ptopic).argmax())
+    graph = topic_chains._Graph(state, parts)
+    first: dict[tuple[int, int], tuple[int, int]] = {}  # (leader, follower) -> (partition, slot)
+    for p in parts.tolist():
+        for slot in range(1, state.rep.shape[1]):
+            leader, follower = int(state.rep[p, 0]), int(state.rep[p, slot])
+            if follower >= 0 and state.can_lead[follower]:
+                first.setdefault((leader, follower), (p, slot))
+    order = list(first)  # in first-edge order
+    for b in range(model.num_brokers):
+        to, edges = graph.forward(b)
+        assert to == [follower for (leader, follower) in order if leader == b]
+        assert [graph.edge(e) for e in edges] == [first[(b, follower)] for follower in to]
+        to, edges = graph.backward(b)
+        assert to == sorted(leader for (leader, follower) in order if follower == b)
+        assert [graph.edge(e) for e in edges] == [first[(leader, b)] for leader in to]
+    assert all(follower != 4 for (_, follower) in order)
+    assert any(leader == 4 for (leader, _) in order)
