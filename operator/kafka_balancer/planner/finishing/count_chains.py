@@ -18,7 +18,8 @@ from typing import Final
 
 import numpy as np
 
-from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
+from kafka_balancer.planner.base.arrays import Ints, stable_order
 from kafka_balancer.planner.base.checks import Bands, accept_together, count_ok, leader_band
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import Q_LEADERS
@@ -31,7 +32,55 @@ PATHS_PER_BROKER: Final = 8
 MAX_TRIES: Final = 2000
 ROUNDS: Final = 4
 
-Candidates = dict[tuple[int, int], list[tuple[int, int]]]  # (leader, follower) -> [(partition, slot)]
+
+class Candidates:
+    """One round's leaderships that may move, grouped by (leader, follower) broker pair: arrays
+    sorted by pair, each pair's PER_EDGE lightest read when a chain passes along it (a round can
+    hold half a million, and a call's chains use a few)."""
+
+    def __init__(self, n: int, pair: Ints, columns: tuple[Ints, Ints, FloatArray]) -> None:
+        # Two stable radix passes (follower, then leader) group the candidates by pair.
+        by_follower = stable_order(pair % n)
+        order = by_follower[stable_order(pair[by_follower] // n)]
+        pair = pair[order]
+        self.parts, self.slots, self.weight = (c[order] for c in columns)
+        first = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]]) if pair.size else np.zeros(0, dtype=np.int64)
+        self.n = n
+        self.pairs: Ints = pair[first]
+        self.starts: Ints = np.r_[first, pair.size]
+        self.dropped: set[int] = set()  # pairs with no leadership left
+
+    def __len__(self) -> int:
+        return int(self.pairs.size)
+
+    def edges(self) -> list[tuple[int, int]]:
+        """Every (leader, follower) pair with a candidate."""
+        return list(zip((self.pairs // self.n).tolist(), (self.pairs % self.n).tolist(), strict=True))
+
+    def __contains__(self, edge: tuple[int, int]) -> bool:
+        return self._position(edge) is not None
+
+    def get(self, edge: tuple[int, int]) -> list[tuple[int, int]]:
+        """The pair's lightest leaderships, (partition, slot), lightest first (ties: lower partition)."""
+        i = self._position(edge)
+        if i is None:
+            return []
+        lo, hi = int(self.starts[i]), int(self.starts[i + 1])
+        parts = self.parts[lo:hi]
+        order = np.lexsort((parts, self.weight[lo:hi]))[:PER_EDGE]
+        return list(zip(parts[order].tolist(), self.slots[lo:hi][order].tolist(), strict=True))
+
+    def drop(self, edge: tuple[int, int]) -> None:
+        """The pair has no leadership left to move."""
+        i = self._position(edge)
+        if i is not None:
+            self.dropped.add(i)
+
+    def _position(self, edge: tuple[int, int]) -> int | None:
+        key = edge[0] * self.n + edge[1]
+        i = int(np.searchsorted(self.pairs, key))
+        found = i < self.pairs.size and int(self.pairs[i]) == key and i not in self.dropped
+        return i if found else None
 
 
 Adjacency = dict[int, set[int]]  # broker -> the brokers an edge leads to
@@ -52,7 +101,7 @@ class _Graph:
     def of(cands: Candidates) -> _Graph:
         forward: Adjacency = {}
         backward: Adjacency = {}
-        for s, d in cands:
+        for s, d in cands.edges():
             forward.setdefault(s, set()).add(d)
             backward.setdefault(d, set()).add(s)
         return _Graph(cands, forward, backward)
@@ -147,7 +196,7 @@ def _candidates(st: State, b: Bands) -> Candidates:
     rows = st.rep
     width = rows.shape[1]
     if width < 2:
-        return {}
+        return Candidates(st.model.num_brokers, *_no_candidates())
     parts = np.repeat(np.arange(rows.shape[0]), width - 1)
     slots = np.tile(np.arange(1, width), rows.shape[0])
     src = rows[parts, 0]
@@ -167,19 +216,13 @@ def _candidates(st: State, b: Bands) -> Candidates:
     loads = st.catalogue.leader_loads
     v = st.lead[parts][:, loads] - st.follow[parts][:, loads]
     weight = (v / np.maximum(b.avg[src][:, loads], 1e-12)).sum(axis=1)
-    order = np.lexsort((parts, weight, dst, src))
-    parts, slots, src, dst = parts[order], slots[order], src[order], dst[order]
-    key = src.astype(np.int64) * st.model.num_brokers + dst
-    first = np.r_[True, key[1:] != key[:-1]]
-    start = np.maximum.accumulate(np.where(first, np.arange(key.size), 0))
-    rank = np.arange(key.size) - start
-    keep = rank < PER_EDGE
-    out: Candidates = {}
-    for p, k, s, d in zip(
-        parts[keep].tolist(), slots[keep].tolist(), src[keep].tolist(), dst[keep].tolist(), strict=True
-    ):
-        out.setdefault((s, d), []).append((p, k))
-    return out
+    n = st.model.num_brokers
+    return Candidates(n, src.astype(np.int64) * n + dst, (parts, slots, weight))
+
+
+def _no_candidates() -> tuple[Ints, tuple[Ints, Ints, FloatArray]]:
+    empty = np.zeros(0, dtype=np.int64)
+    return empty, (empty, empty, np.zeros(0))
 
 
 def _paths(adj: Adjacency, start: int, ends: BoolArray) -> list[list[tuple[int, int]]]:
@@ -214,7 +257,7 @@ def _apply(st: State, b: Bands, hops: list[tuple[int, int]], cands: Candidates, 
     parts, slots = [], []
     for s, d in hops:
         pick = None
-        for p, k in cands.get((s, d), []):
+        for p, k in cands.get((s, d)):
             if p in used or st.rep[p, 0] != s or st.rep[p, k] != d:
                 continue
             t = np.array([st.ptopic[p]])
@@ -226,7 +269,7 @@ def _apply(st: State, b: Bands, hops: list[tuple[int, int]], cands: Candidates, 
             pick = (p, k)
             break
         if pick is None:
-            cands.pop((s, d), None)
+            cands.drop((s, d))
             return False
         parts.append(pick[0])
         slots.append(pick[1])
