@@ -1,5 +1,5 @@
-"""The planner's shared array helpers (planner/base/arrays.py) and the chains' path search give the
-same answers as the plain computations they stand in for."""
+"""The planner's shared array helpers (planner/base/arrays.py), the State's incremental totals and the
+chains' graph and path search give the same answers as the plain computations they stand in for."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections import deque
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kafka_balancer.planner import PlannerOptions
+from kafka_balancer.model.cluster import NO_BROKER
+from kafka_balancer.planner import OperationOptions, PlannerOptions
 from kafka_balancer.planner.base.arrays import ranks, stable_order
 from kafka_balancer.planner.base.state import State, resolve_groups
 from kafka_balancer.planner.distribution import topic_chains
@@ -113,3 +114,35 @@ def test_the_chains_graph_holds_the_first_edge_of_each_pair_of_brokers() -> None
         assert [graph.edge(e) for e in edges] == [first[(leader, b)] for leader in to]
     assert all(follower != 4 for (_, follower) in order)
     assert any(leader == 4 for (leader, _) in order)
+
+
+def test_the_per_topic_totals_on_active_brokers_follow_every_move() -> None:
+    model = skewed_cluster(brokers=9, new_brokers=2, partitions=400, rf=3, skew=1.0, seed=4)
+    options = PlannerOptions(operation=OperationOptions("remove-brokers", brokers=(int(model.broker_ids[0]),)))
+    state = State(model, options, resolve_groups(model, options))
+    rng = np.random.default_rng(7)
+
+    def recomputed() -> np.ndarray:
+        on = (state.rep != NO_BROKER) & state.active[np.maximum(state.rep, 0)]
+        topics = len(model.topics)
+        return np.stack(
+            [
+                np.bincount(state.ptopic, weights=on.sum(axis=1), minlength=topics),
+                np.bincount(state.ptopic, weights=on[:, 0], minlength=topics),
+            ],
+            axis=1,
+        )
+
+    assert np.array_equal(state.tactive, recomputed())
+    assert not state.active[0]  # moves onto and off the removed broker change the totals
+    saved = state.checkpoint()
+    for _ in range(50):
+        parts = rng.choice(model.num_partitions, size=20, replace=False)
+        slots = rng.integers(0, 3, size=20)
+        if rng.random() < 0.5:
+            state.move(parts, slots, rng.integers(0, model.num_brokers, size=20).astype(np.int32))
+        else:
+            state.swap_leader(parts, np.maximum(slots, 1))
+        assert np.array_equal(state.tactive, recomputed())
+    state.restore(saved)
+    assert np.array_equal(state.tactive, recomputed())

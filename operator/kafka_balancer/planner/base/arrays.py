@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kafka_balancer.model.cluster import BoolArray
+
 # Index arrays: int32 from the model, int64 from numpy index functions; both are fine.
 Ints = npt.NDArray[np.signedinteger[Any]]
 
@@ -21,6 +23,23 @@ def stable_order(keys: Ints) -> Ints:
     if high - low > np.iinfo(np.uint16).max:
         return np.argsort(keys, kind="stable")
     return np.argsort((keys - low).astype(np.uint16), kind="stable")
+
+
+def row_sums(mask: BoolArray) -> Ints:
+    """``mask.sum(axis=1)`` of a narrow (n, width) mask (a partition's replica slots), by adding its
+    columns: numpy's reduction along a short last axis is 5 to 7 times slower."""
+    out: Ints = np.zeros(mask.shape[0], dtype=np.int64)
+    for column in mask.T:
+        out += column
+    return out
+
+
+def row_any(mask: BoolArray) -> BoolArray:
+    """``mask.any(axis=1)`` of a narrow (n, width) mask, by its columns (as :func:`row_sums`)."""
+    out: BoolArray = np.zeros(mask.shape[0], dtype=np.bool_)
+    for column in mask.T:
+        out |= column
+    return out
 
 
 def ranks(keys: Ints) -> Ints:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
-from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.arrays import Ints, row_sums
 from kafka_balancer.planner.base.measures import rack_allowance
 from kafka_balancer.planner.base.state import State, arrived_replicas
 
@@ -24,8 +24,8 @@ def rack_ok(st: State, parts: Ints, slots: Ints, *, d: int | Ints, nracks: Ints)
     valid = rows != NO_BROKER
     racks = np.where(valid, st.rack[np.maximum(rows, 0)], -1)
     racks[np.arange(parts.size), slots] = -1  # the replica that leaves
-    same = (racks == np.reshape(st.rack[d], (-1, 1))).sum(axis=1)
-    rf = valid.sum(axis=1)
+    same = row_sums(racks == np.reshape(st.rack[d], (-1, 1)))
+    rf = row_sums(valid)
     allowed = rack_allowance(rf, nracks[st.groups.partition[parts]])
     out: BoolArray = same + 1 <= allowed
     return out

@@ -68,11 +68,7 @@ def topic_bands(st: State, threshold: float, *, leaders: bool) -> tuple[FloatArr
     groups = st.groups
     active_per_group = np.bincount(groups.broker[st.active], minlength=len(groups.names)).astype(np.float64)
     n = active_per_group[groups.topic]
-    # The topic's count on active brokers, summed over its partitions (the same as summing its row
-    # of State.tcount or State.tlead, at the cost of the partitions rather than topics x brokers).
-    rep = st.rep[:, :1] if leaders else st.rep
-    on_active = (rep != NO_BROKER) & st.active[np.maximum(rep, 0)]
-    total = np.bincount(st.ptopic, weights=on_active.sum(axis=1), minlength=len(st.model.topics))
+    total = st.tactive[:, 1 if leaders else 0].astype(np.float64)
     avg = np.divide(total, n, out=np.zeros_like(total), where=n > 0)
     return np.floor(avg * (2.0 - threshold) + 1e-9), np.ceil(avg * threshold - 1e-9)
 
@@ -97,7 +93,15 @@ def topic_brokers(st: State) -> BoolArray:
 
 def topic_leader_applies(st: State) -> BoolArray:
     """Topics whose partitions carry similar load (bytes-in CV under TOPIC_LEADER_MAX_CV); none of a
-    group with preferred leader racks (the racks decide where a topic's partitions are led)."""
+    group with preferred leader racks (the racks decide where a topic's partitions are led).
+    Computed once per State (read-only)."""
+    if st.topic_leader_spread is None:
+        st.topic_leader_spread = _similar_load_topics(st)
+        st.topic_leader_spread.flags.writeable = False
+    return st.topic_leader_spread
+
+
+def _similar_load_topics(st: State) -> BoolArray:
     nt = len(st.model.topics)
     if st.model.num_partitions == 0:
         return np.zeros(nt, dtype=np.bool_)

@@ -31,7 +31,7 @@ from kafka_balancer.planner.catalogue import CATALOGUE, CORDONED_LOG_DIRS, LOG_D
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
 
 # A copy of the placement and its totals: (rep, load, tcount, tlead).
-Checkpoint = tuple[Ints, FloatArray, Ints, Ints]
+Checkpoint = tuple[Ints, FloatArray, Ints, Ints, Ints]
 
 # The per-topic goals keep each topic's replica and leader count on every broker (``tcount``,
 # ``tlead``: topics x brokers cells), and their passes read such tables whole every round, so time
@@ -59,7 +59,10 @@ WHOLE_CLUSTER: Final = "cluster"
 
 def arrived_replicas(rep: Ints, orig: Ints) -> BoolArray:
     """(P, width): replicas of ``rep`` on a broker that did not hold their partition in ``orig``."""
-    out: BoolArray = (rep != NO_BROKER) & ~(rep[:, :, None] == orig[:, None, :]).any(axis=2)
+    held = np.zeros(rep.shape, dtype=np.bool_)
+    for column in orig.T:  # column by column: a (P, width, width) comparison costs several times more
+        held |= rep == column[:, None]
+    out: BoolArray = (rep != NO_BROKER) & ~held
     return out
 
 
@@ -157,6 +160,9 @@ class State:
                 self.can_lead[self.index_of(b, "operation.brokers")] = False
         # Preferred leader racks: the tier each broker's leaderships count in (None without them).
         self.tiers = leader_tiers(model, options, groups.names)
+        # measures.topic_leader_applies, computed on first use: it reads only the snapshot and the
+        # tiers, and every round's bands ask for it (T topics x 4 passes over the partitions).
+        self.topic_leader_spread: BoolArray | None = None
         movable: BoolArray = groups.balanced[groups.partition] if model.num_partitions else np.zeros(0, bool)
         if options.topics:
             wanted = np.array([t in set(options.topics) for t in model.topics], dtype=np.bool_)
@@ -228,6 +234,14 @@ class State:
             np.add.at(self.tcount, (self.ptopic[ok], col[ok]), 1)
             if k == 0:
                 np.add.at(self.tlead, (self.ptopic[ok], col[ok]), 1)
+        # Each topic's replicas (column 0) and leaders (column 1) on active brokers, the totals its
+        # per-topic bands divide: every round asks, and only a move onto or off an inactive
+        # broker changes them.
+        on_active = (self.rep != NO_BROKER) & self.active[np.maximum(self.rep, 0)]
+        self.tactive: Ints = np.zeros((nt, 2), dtype=np.int64)
+        for k in range(width):
+            self.tactive[:, 0] += np.bincount(self.ptopic[on_active[:, k]], minlength=nt)
+        self.tactive[:, 1] = np.bincount(self.ptopic[on_active[:, 0]], minlength=nt) if width else 0
 
     def slot_loads(self, parts: Ints, slots: Ints) -> FloatArray:
         """(n, Q): the load replica ``slots`` of ``parts`` carries (the leader's row for slot 0)."""
@@ -280,6 +294,8 @@ class State:
         led = slots == 0
         np.add.at(self.tlead, (topics[led], src[led]), -1)
         np.add.at(self.tlead, (topics[led], dest[led]), 1)
+        self._count_active(0, topics, (src, dest))
+        self._count_active(1, topics[led], (src[led], dest[led]))
         self.rep[parts, slots] = dest
 
     def swap_leader(self, parts: Ints, slots: Ints) -> None:
@@ -294,20 +310,30 @@ class State:
         topics = self.ptopic[parts]
         np.add.at(self.tlead, (topics, old), -1)
         np.add.at(self.tlead, (topics, new), 1)
+        self._count_active(1, topics, (old, new))
         self.rep[parts, 0] = new
         self.rep[parts, slots] = old
 
+    def _count_active(self, column: int, topics: Ints, moves: tuple[Ints, Ints]) -> None:
+        """``tactive[:, column]`` (0: replicas, 1: leaderships) after ones of ``topics`` went from
+        brokers ``moves[0]`` to ``moves[1]``."""
+        on = [(b != NO_BROKER) & self.active[np.maximum(b, 0)] for b in moves]
+        change = on[1].astype(np.int64) - on[0]
+        if change.any():
+            np.add.at(self.tactive[:, column], topics, change)
+
     def checkpoint(self) -> Checkpoint:
         """A copy of the placement and its totals, for :meth:`restore`."""
-        return self.rep.copy(), self.load.copy(), self.tcount.copy(), self.tlead.copy()
+        return self.rep.copy(), self.load.copy(), self.tcount.copy(), self.tlead.copy(), self.tactive.copy()
 
     def restore(self, saved: Checkpoint) -> None:
         """Go back to a :meth:`checkpoint` (copied again, so it can be restored more than once)."""
-        rep, load, tcount, tlead = saved
+        rep, load, tcount, tlead, tactive = saved
         self.rep[...] = rep
         self.load[...] = load
         self.tcount[...] = tcount
         self.tlead[...] = tlead
+        self.tactive[...] = tactive
 
     # ----- derived ------------------------------------------------------------------------------
     def broker_index_by_slot(self) -> tuple[Ints, Ints]:

@@ -15,7 +15,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray
-from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.arrays import Ints, row_any
 from kafka_balancer.planner.base.candidates import rack_ok
 from kafka_balancer.planner.base.checks import Bands, accept_together, compute_bands, within_budget
 from kafka_balancer.planner.base.state import State, arrived_replicas
@@ -55,7 +55,7 @@ def moved_replicas(st: State, orig: Ints) -> tuple[Ints, Ints, Ints]:
     rep = st.rep
     arrived = arrived_replicas(rep, orig)
     left = arrived_replicas(orig, rep)  # original replicas no longer where they were
-    rows = np.flatnonzero(arrived.any(axis=1) & left.any(axis=1) & st.scope.movable)
+    rows = np.flatnonzero(row_any(arrived) & row_any(left) & st.scope.movable)
     slot = np.argmax(arrived[rows], axis=1).astype(np.int64)
     home = orig[rows, np.argmax(left[rows], axis=1)].astype(np.int64)
     ok = st.can_host[home] & (st.groups.broker[home] == st.groups.partition[rows])
