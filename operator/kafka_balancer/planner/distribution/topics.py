@@ -101,16 +101,25 @@ class TopicSpread:
 
 def topic_spread(st: State, b: Bands, *, leaders: bool) -> TopicSpread:
     counts = st.tlead if leaders else st.tcount
-    lo, hi = (b.lead_lo, b.lead_hi) if leaders else (b.topic_lo, b.topic_hi)
+    # The band edges are whole numbers: compared as the counts' integers, not as floats (which
+    # converts the whole topics x brokers matrix, twice the cost).
+    lo, hi = ((b.lead_lo, b.lead_hi) if leaders else (b.topic_lo, b.topic_hi))
+    lo, hi = lo.astype(counts.dtype), hi.astype(counts.dtype)
     receiver = st.can_lead if leaders else st.can_host
     in_group = topic_brokers(st)
     if leaders:
         in_group &= b.topic_leader_on[:, None]
     over: BoolArray = in_group & (counts > hi[:, None])
-    under: BoolArray = in_group & (counts < lo[:, None]) & receiver[None, :]
+    below = counts < lo[:, None]
+    # Only the topics with a count below their band can have a broker under it (few, once the
+    # goals have run): the rest of the T x B work is skipped for the others.
+    rows = np.flatnonzero(below.any(axis=1))
+    under: BoolArray = np.zeros_like(below)
+    under[rows] = in_group[rows] & below[rows] & receiver[None, :]
     # A broker gives when it is over the band, or when another broker is under and it can spare one.
-    short = under.any(axis=1, keepdims=True)
-    gives = over | (in_group & short & (counts - 1 >= lo[:, None]) & (counts > 0))
+    short = rows[under[rows].any(axis=1)]
+    gives = over.copy()
+    gives[short] |= in_group[short] & (counts[short] > lo[short, None]) & (counts[short] > 0)
     return TopicSpread(counts, over, under, gives, hi.astype(np.int64))
 
 
