@@ -278,7 +278,8 @@ def _replica_partners(
     ok &= give[u, dests[:, None]] & take[u, src[:, None]]
     idx, ok = _nearest(ok, idx)
     cp, ck, u = index.parts[idx], index.slots[idx], st.ptopic[index.parts[idx]]
-    ok &= ~(rep[cp] == src[:, None, None]).any(axis=2)  # partner's partition not already on s
+    for column in rep.T:  # the partner's partition not already on s (column by column: no (n, K, W) array)
+        ok &= column[cp] != src[:, None]
     lead_on = b.topic_leader_on[u] & (ck == 0)
     if lead_on.any():
         lgive, ltake = _may_give_take(st.tlead, b.lead_lo, b.lead_hi)

@@ -103,7 +103,7 @@ def topic_spread(st: State, b: Bands, *, leaders: bool) -> TopicSpread:
     counts = st.tlead if leaders else st.tcount
     # The band edges are whole numbers: compared as the counts' integers, not as floats (which
     # converts the whole topics x brokers matrix, twice the cost).
-    lo, hi = ((b.lead_lo, b.lead_hi) if leaders else (b.topic_lo, b.topic_hi))
+    lo, hi = (b.lead_lo, b.lead_hi) if leaders else (b.topic_lo, b.topic_hi)
     lo, hi = lo.astype(counts.dtype), hi.astype(counts.dtype)
     receiver = st.can_lead if leaders else st.can_host
     in_group = topic_brokers(st)
@@ -298,7 +298,8 @@ class _Targets:
         c_src = counts[t, src]
         u = under[t[:, None], dest]
         feas = st.can_host[dest] & (st.groups.broker[dest] == st.groups.partition[p][:, None])
-        feas &= ~(rows[:, :, None] == dest[:, None, :]).any(axis=1)
+        for column in rows.T:  # not onto a broker holding the partition (column by column: no (n, W, C) array)
+            feas &= column[:, None] != dest
         feas &= (k != 0)[:, None] | st.can_lead[dest]
         feas &= c_dest <= c_src[:, None] - 2
         feas &= (c_dest + 1 <= hi[t][:, None]) | u
@@ -307,7 +308,10 @@ class _Targets:
             valid = rows != NO_BROKER
             racks = np.where(valid, st.rack[np.maximum(rows, 0)], -1)
             racks[n, k] = -1
-            same = (racks[:, :, None] == st.rack[dest][:, None, :]).sum(axis=1)
+            dest_racks = st.rack[dest]
+            same = np.zeros(dest.shape, dtype=np.int64)
+            for column in racks.T:
+                same += column[:, None] == dest_racks
             allowed = np.ceil(valid.sum(axis=1) / np.maximum(nracks[st.groups.partition[p]], 1))
             feas &= same + 1 <= allowed[:, None]
         # Fewest of the topic first; among equals, the broker with least disk for its group (a tie-break
