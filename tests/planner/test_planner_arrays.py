@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka_balancer.model.cluster import NO_BROKER
 from kafka_balancer.planner import OperationOptions, PlannerOptions
-from kafka_balancer.planner.base.arrays import ranks, stable_order
+from kafka_balancer.planner.base.arrays import RADIX_FROM, ranks, stable_order
 from kafka_balancer.planner.base.state import State, resolve_groups
 from kafka_balancer.planner.distribution import topic_chains
 
@@ -19,7 +19,7 @@ from bench.synthetic import skewed_cluster
 _KEYS = st.tuples(
     st.integers(min_value=-(2**40), max_value=2**40),  # offset
     st.sampled_from([1, 2, 300, 2**16 - 1, 2**16, 2**20]),  # span of the keys
-    st.integers(min_value=0, max_value=3000),  # how many
+    st.sampled_from([0, 1, 100, RADIX_FROM - 1, RADIX_FROM, 20000]),  # how many (a radix sort from RADIX_FROM)
     st.integers(min_value=0, max_value=2**32 - 1),  # seed
 )
 
