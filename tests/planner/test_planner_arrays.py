@@ -12,7 +12,7 @@ from kafka_balancer.model.cluster import NO_BROKER
 from kafka_balancer.planner import OperationOptions, PlannerOptions
 from kafka_balancer.planner.base.arrays import RADIX_FROM, ranks, stable_order
 from kafka_balancer.planner.base.state import State, resolve_groups
-from kafka_balancer.planner.distribution import topic_chains
+from kafka_balancer.planner.distribution import topic_chains, topic_swaps
 
 from bench.synthetic import skewed_cluster
 
@@ -146,3 +146,17 @@ def test_the_per_topic_totals_on_active_brokers_follow_every_move() -> None:
         assert np.array_equal(state.tactive, recomputed())
     state.restore(saved)
     assert np.array_equal(state.tactive, recomputed())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(min_value=0.0, max_value=1.0), st.integers(min_value=0, max_value=2**32 - 1))
+def test_the_nearest_swap_partners_are_a_stable_sort_of_the_window(share: float, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    width = 2 * topic_swaps.WINDOW
+    ok = rng.random((50, width)) < share
+    idx = rng.integers(0, 10**6, size=(50, width))
+    distance = np.where(ok, np.abs(np.arange(-topic_swaps.WINDOW, topic_swaps.WINDOW)), width)
+    near = np.argsort(distance, axis=1, kind="stable")[:, : topic_swaps.PARTNERS]
+    got_idx, got_ok = topic_swaps._nearest(ok, idx)
+    assert np.array_equal(got_idx, np.take_along_axis(idx, near, axis=1))
+    assert np.array_equal(got_ok, np.take_along_axis(ok, near, axis=1))

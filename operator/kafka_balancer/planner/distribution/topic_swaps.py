@@ -201,10 +201,19 @@ def leader_index(st: State, size_rank: Ints) -> PartnerIndex:
     return PartnerIndex(fp[order], fk[order], key[order], size_rank, size_share(st, size_rank))
 
 
+# Each window position's rank by distance from the offer (of two at the same distance, the smaller
+# partner first), and the keys that put the positions failing a test after every one passing.
+_BY_DISTANCE: Final = np.argsort(np.argsort(np.abs(np.arange(-WINDOW, WINDOW)), kind="stable"))
+_FAILED: Final = 2 * WINDOW + np.arange(2 * WINDOW)
+
+
 def _nearest(ok: BoolArray, idx: Ints) -> tuple[Ints, BoolArray]:
-    """The cheap tests done, the PARTNERS nearest in size of each offer (positions, still acceptable)."""
-    near = np.argsort(np.where(ok, np.abs(np.arange(-WINDOW, WINDOW))[None, :], 2 * WINDOW), axis=1, kind="stable")
-    near = near[:, :PARTNERS]
+    """The cheap tests done, the PARTNERS nearest in size of each offer (positions, still acceptable):
+    those passing by distance, then those failing by position. The keys are distinct, so a partial
+    sort of each row's first PARTNERS gives what a stable sort of the whole window would."""
+    key = np.where(ok, _BY_DISTANCE[None, :], _FAILED[None, :])
+    first = np.argpartition(key, PARTNERS - 1, axis=1)[:, :PARTNERS]
+    near = np.take_along_axis(first, np.argsort(np.take_along_axis(key, first, axis=1), axis=1), axis=1)
     return np.take_along_axis(idx, near, axis=1), np.take_along_axis(ok, near, axis=1)
 
 
