@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka_balancer.model.cluster import NO_BROKER
@@ -91,7 +92,12 @@ def test_the_chains_search_stops_early_with_the_same_paths(brokers: int, density
         assert topic_chains._paths(walk, start, ends, preferred) == _all_paths(walk, start, ends, preferred)
 
 
-def test_the_chains_graph_holds_the_first_edge_of_each_pair_of_brokers() -> None:
+@pytest.mark.parametrize("table", [True, False], ids=["pair table", "sorted edges"])
+def test_the_chains_graph_holds_the_first_edge_of_each_pair_of_brokers(
+    table: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not table:  # as on a cluster of thousands of brokers
+        monkeypatch.setattr(topic_chains, "PAIR_TABLE_MAX", 0)
     model = skewed_cluster(brokers=9, new_brokers=2, partitions=400, rf=3, skew=1.0, seed=2)
     options = PlannerOptions()
     state = State(model, options, resolve_groups(model, options))

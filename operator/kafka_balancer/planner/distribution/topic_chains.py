@@ -140,27 +140,51 @@ class _Graph:
         # Edge e is slot e % followers + 1 of partition e // followers; one that cannot be taken
         # gets the key n * n, past every pair of brokers.
         key = np.where(ok, rows[:, :1] * n + follower, n * n).ravel()
-        self.none = key.size
-        # The first edge of each pair of brokers (np.unique's return_index, without its sort: a
-        # topic can have tens of thousands of partitions, and this runs once per chain).
-        self.first_of = np.full(n * n + 1, self.none, dtype=np.int64)
-        np.minimum.at(self.first_of, key, np.arange(key.size))
+        # The pairs of brokers, ascending, and the first edge of each.
+        self.pairs, self.first = _first_edges(key, n)
+        self._by_follower: tuple[Ints, Ints] | None = None
 
     def forward(self, broker: int) -> tuple[list[int], list[int]]:
         """The brokers ``broker``'s leaderships can move to, and the edges, in first-edge order."""
-        row = self.first_of[broker * self.n : (broker + 1) * self.n]
-        to = np.flatnonzero(row < self.none)
-        order = np.argsort(row[to])
-        return to[order].tolist(), row[to[order]].tolist()
+        lo, hi = np.searchsorted(self.pairs, (broker * self.n, (broker + 1) * self.n))
+        first = self.first[lo:hi]
+        order = np.argsort(first)
+        return (self.pairs[lo:hi][order] % self.n).tolist(), first[order].tolist()
 
     def backward(self, broker: int) -> tuple[list[int], list[int]]:
         """The brokers that can hand ``broker`` a leadership, and the edges, by leader id."""
-        column = self.first_of[broker : self.n * self.n : self.n]
-        to = np.flatnonzero(column < self.none)
-        return to.tolist(), column[to].tolist()
+        if self._by_follower is None:  # the pairs by (follower, leader), on the first backward search
+            order = stable_order(self.pairs % self.n)
+            self._by_follower = order, np.searchsorted(self.pairs[order] % self.n, np.arange(self.n + 1))
+        order, start = self._by_follower
+        picked = order[start[broker] : start[broker + 1]]
+        return (self.pairs[picked] // self.n).tolist(), self.first[picked].tolist()
 
     def edge(self, e: int) -> Edge:
         return (int(self.parts[e // self.followers]), e % self.followers + 1)
+
+
+# Brokers x brokers up to which the first edges are found in a table of every pair (8 MB at this
+# size: 1,024 brokers), a scatter; above, by a sort of the topic's edges, so that no stage keeps a
+# broker x broker table on a cluster of thousands of brokers (docs/goals.md, "Limits").
+PAIR_TABLE_MAX: Final = 1 << 20
+
+
+def _first_edges(key: Ints, n: int) -> tuple[Ints, Ints]:
+    """The distinct keys below ``n * n`` (broker pairs), ascending, and the first position of each."""
+    if n * n <= PAIR_TABLE_MAX:
+        # np.unique's return_index without its sort: a topic can have tens of thousands of
+        # partitions, and this runs once per chain.
+        first_of = np.full(n * n + 1, key.size, dtype=np.int64)
+        np.minimum.at(first_of, key, np.arange(key.size))
+        pairs = np.flatnonzero(first_of[: n * n] < key.size)
+        return pairs, first_of[pairs]
+    if key.size == 0:
+        return key, key
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    new = np.r_[True, ordered[1:] != ordered[:-1]] & (ordered < n * n)
+    return ordered[new], order[new]
 
 
 class _Topic(NamedTuple):
