@@ -30,7 +30,7 @@ from kafka_balancer.planner.base.scope import Scope, ScopeChanges
 from kafka_balancer.planner.catalogue import CATALOGUE, CORDONED_LOG_DIRS, LOG_DIR_CAPACITY, Catalogue
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
 
-# A copy of the placement and its totals: (rep, load, tcount, tlead).
+# A copy of the placement and its totals: (rep, load, tcount, tlead, tactive).
 Checkpoint = tuple[Ints, FloatArray, Ints, Ints, Ints]
 
 # The per-topic goals keep each topic's replica and leader count on every broker (``tcount``,
