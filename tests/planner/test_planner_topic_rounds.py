@@ -14,7 +14,7 @@ from kafka_balancer.planner.base.checks import DROP_PASSES, accept_together, com
 from kafka_balancer.planner.base.state import State, resolve_groups
 from kafka_balancer.planner.catalogue import CATALOGUE, Q_REPLICAS
 from kafka_balancer.planner.distribution.topic_swaps import most_needed
-from kafka_balancer.planner.distribution.topics import _tie_break
+from kafka_balancer.planner.distribution.topics import _tie_break, balance_topic_goal
 
 NUM_Q = CATALOGUE.size
 
@@ -118,3 +118,27 @@ def test_a_topic_looks_for_destinations_among_its_own_groups_brokers() -> None:
     for target in proposal.plan.partitions:
         group = int(target.topic[1])
         assert all(group * 15 <= b < (group + 1) * 15 for b in target.replicas), target
+
+
+def test_swaps_even_out_two_topics_when_no_broker_may_take_one_more_replica() -> None:
+    # 12 brokers of 40 replicas each (one rack each): topic "big" has 24 on each of brokers 0-3 and 3
+    # on each of 4-11, topic "fill" the rest. Under a 1.0 threshold every broker's replica count must
+    # stay at 40, so no one-way move is allowed: only swaps of a "big" replica for a "fill" one.
+    partitions: list[tuple[str, int, list[int], float]] = []
+    for b in range(12):
+        big = 24 if b < 4 else 3
+        partitions += [("big", b * 40 + i, [b], 1e6) for i in range(big)]
+        partitions += [("fill", b * 40 + i, [b], 1e6) for i in range(big, 40)]
+    model = one_rack_per_broker(partitions, brokers=12)
+    options = PlannerOptions(
+        hard_goals=(),
+        distribution_goals=("replica-distribution", "topic-replica-distribution"),
+        balance_threshold=1.0,
+    )
+    st = State(model, options, resolve_groups(model, options))
+    with st.scoped(guarded=frozenset(options.distribution_goals)):
+        moved = balance_topic_goal(st, "topic-replica-distribution", size_cap=1.0)
+    assert moved > 0, moved
+    assert np.bincount(st.rep[:, 0], minlength=12).tolist() == [40] * 12
+    assert st.tcount[0].tolist() == [10] * 12
+    assert st.tcount[1].tolist() == [30] * 12
