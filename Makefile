@@ -70,7 +70,7 @@ $(KUBE_STAMP): kube/go.mod kube/go.sum
 	touch $@
 
 # Two pytest-xdist workers: much of the suite waits on JVMs, sockets and subprocesses, so two run
-# side by side on a 2-core machine (17 min instead of 24 measured). Each worker starts its own real
+# side by side on a 2-core machine (16 min instead of 24 measured). Each worker starts its own real
 # Kafka cluster and Spark session; every server picks free ports of its own (sandbox/ports.py).
 # PYTEST_WORKERS=0 runs the suite in one process.
 PYTEST_WORKERS ?= 2

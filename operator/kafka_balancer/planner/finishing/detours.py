@@ -45,8 +45,8 @@ MEND_ROUNDS: Final = 3
 # Detours per resource group (each re-runs goals over the group): at most MAX_DETOURS, and fewer on
 # large groups so that the time spent stays about the same (DETOUR_REPLICAS / replicas, at least one).
 # An attempt whose leadership move takes the leader counts off the rounded average re-runs their
-# finishing (finishing.tighten): 2.5 s at 325k replicas on 2 cores, where 12 attempts cost 27 s of
-# a 77 s plan and none was kept; now one attempt there, 16 up to 31k replicas.
+# finishing (finishing.tighten): 2.5 s at 325k replicas on 2 cores, so one attempt there (12 took
+# 27 s on a strongly skewed cluster), and 16 up to 31k replicas.
 MAX_DETOURS: Final = 16
 DETOUR_REPLICAS: Final = 500_000
 # Direct moves tried per cell (each attempt re-runs the broker-level goals).
