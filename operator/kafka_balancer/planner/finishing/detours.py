@@ -43,7 +43,7 @@ MAX_CELLS: Final = 24
 # Rounds of mending the quantities a detour pushed out of band.
 MEND_ROUNDS: Final = 3
 # Detours per resource group (each re-runs goals over the group): at most MAX_DETOURS, and fewer on
-# large groups so that the time spent stays about the same (DETOUR_REPLICAS / replicas, at least one).
+# large groups so that their time stays bounded (DETOUR_REPLICAS / replicas, at least one).
 # An attempt whose leadership move takes the leader counts off the rounded average re-runs their
 # finishing (finishing.tighten): 2.5 s at 325k replicas on 2 cores, so one attempt there (12 took
 # 27 s on a strongly skewed cluster), and 16 up to 31k replicas.
