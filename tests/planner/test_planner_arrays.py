@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka_balancer.model.cluster import NO_BROKER
 from kafka_balancer.planner import OperationOptions, PlannerOptions
-from kafka_balancer.planner.base.arrays import RADIX_FROM, ranks, stable_order
+from kafka_balancer.planner.base.arrays import RADIX_FROM, cells, first_of_each, ranks, stable_order
+from kafka_balancer.planner.base.checks import accept_together, compute_bands, fits_together
 from kafka_balancer.planner.base.state import State, resolve_groups
 from kafka_balancer.planner.distribution import topic_chains, topic_swaps
 
@@ -19,7 +20,8 @@ from bench.synthetic import skewed_cluster
 
 _KEYS = st.tuples(
     st.integers(min_value=-(2**40), max_value=2**40),  # offset
-    st.sampled_from([1, 2, 300, 2**16 - 1, 2**16, 2**20]),  # span of the keys
+    # span of the keys: one 16-bit digit, two (up to 2**32), or numpy's own sort beyond
+    st.sampled_from([1, 2, 300, 2**16 - 1, 2**16, 2**20, 2**32 - 1, 2**32, 2**33]),
     st.sampled_from([0, 1, 100, RADIX_FROM - 1, RADIX_FROM, 20000]),  # how many (a radix sort from RADIX_FROM)
     st.integers(min_value=0, max_value=2**32 - 1),  # seed
 )
@@ -34,6 +36,47 @@ def test_stable_order_is_numpys_stable_argsort(case: tuple[int, int, int, int]) 
     for narrow in (np.int32, np.int16):
         if keys.size and np.iinfo(narrow).min <= keys.min() and keys.max() <= np.iinfo(narrow).max:
             assert np.array_equal(stable_order(keys.astype(narrow)), np.argsort(keys, kind="stable"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(_KEYS)
+def test_first_of_each_marks_what_numpys_unique_returns(case: tuple[int, int, int, int]) -> None:
+    offset, span, size, seed = case
+    keys = offset + np.random.default_rng(seed).integers(0, span, size=size, dtype=np.int64)
+    first = np.zeros(size, dtype=np.bool_)
+    first[np.unique(keys, return_index=True)[1]] = True
+    assert np.array_equal(first_of_each(keys), first)
+
+
+def test_cells_gathers_as_two_index_arrays_do() -> None:
+    rng = np.random.default_rng(3)
+    table = rng.integers(0, 100, size=(70, 9)).astype(np.int32)
+    rows = rng.integers(0, 70, size=(40, 1))
+    cols = rng.integers(0, 9, size=(40, 6))
+    assert np.array_equal(cells(table, rows, cols), table[rows, cols])
+    flags = table > 50
+    assert np.array_equal(cells(flags, rows, cols), flags[rows, cols])
+    assert np.array_equal(cells(table.T, cols, rows), table.T[cols, rows])  # a transposed view too
+
+
+def test_a_chain_fits_together_exactly_when_the_batch_check_keeps_all_of_it() -> None:
+    # Random leadership chains of one to six moves on a skewed cluster, as the topic-leader and
+    # leader-count chains try them one by one: some fit, most do not.
+    model = skewed_cluster(brokers=9, new_brokers=2, partitions=400, rf=3, skew=1.0, seed=2)
+    options = PlannerOptions()
+    state = State(model, options, resolve_groups(model, options))
+    bands = compute_bands(state)
+    rng = np.random.default_rng(0)
+    seen = set()
+    for length in np.tile(np.arange(1, 7), 100).tolist():
+        parts = rng.choice(model.num_partitions, size=length, replace=False)
+        slots = rng.integers(1, 3, size=length)
+        src, dst = state.rep[parts, 0], state.rep[parts, slots]
+        v = state.lead[parts] - state.follow[parts]
+        whole = bool(accept_together(state, bands, src=src, dst=dst, v=v).all())
+        assert fits_together(state, bands, src=src, dst=dst, v=v) == whole
+        seen.add(whole)
+    assert seen == {True, False}
 
 
 def test_ranks_count_the_earlier_items_with_the_same_key() -> None:

@@ -187,20 +187,8 @@ def accept_together(st: State, b: Bands, *, src: Ints, dst: Ints, v: FloatArray)
     keep = np.ones(src.size, dtype=np.bool_)
     if src.size == 0:
         return keep
-    # Only the brokers the items touch can move (the others stay where they are, which is allowed):
-    # the arrays below are over those, so a batch costs its own size, not the cluster's broker count.
-    touched, local = np.unique(np.concatenate([src, dst]), return_inverse=True)
-    src, dst = local[: src.size], local[src.size :]
-    load0, limit = st.load[touched], st.limit[touched]
-    # How far each broker may go: no further out of the band than it already is, never over a limit.
-    # Slack for float sums: half the goals' own tolerance at the band's edge (goals.tolerance), so
-    # accepted batches never add up to a broker counted as out of band; far less where a broker
-    # is already outside (it must not drift further).
-    edge = np.abs(b.avg[touched]) * 0.5e-9
-    top = np.maximum(b.upper[touched] + edge, load0)
-    top = np.where(np.isfinite(limit), np.minimum(top, np.maximum(limit, load0)), top)
-    bottom = np.minimum(b.lower[touched] - edge, load0)
-    tol = np.abs(load0) * 1e-13 + 1e-9
+    src, dst, reach = _Reach.of(st, b, src, dst)
+    load0, top, bottom, tol = reach
     last_first = np.arange(src.size)[::-1]
     for _ in range(DROP_PASSES):
         delta = np.zeros_like(load0)
@@ -232,6 +220,48 @@ def accept_together(st: State, b: Bands, *, src: Ints, dst: Ints, v: FloatArray)
         keep &= ~drop
     keep[:] = False  # did not settle: move nothing rather than something unchecked
     return keep
+
+
+def fits_together(st: State, b: Bands, *, src: Ints, dst: Ints, v: FloatArray) -> bool:
+    """Whether :func:`accept_together` keeps every item: all moved at once, no touched broker ends
+    further from a guarded band or above a limit (its first pass, without the drops; for the
+    chains, which are tried one by one by the ten thousand and kept whole or not at all)."""
+    if src.size == 0:
+        return True
+    src, dst, (load0, top, bottom, tol) = _Reach.of(st, b, src, dst)
+    # The same sums and comparisons as accept_together's, so the two never disagree at a band's edge.
+    delta = np.zeros_like(load0)
+    np.add.at(delta, src, -v)
+    np.add.at(delta, dst, v)
+    load = load0 + delta
+    return not ((load - top - tol > 0.0).any() or (bottom - load - tol > 0.0).any())
+
+
+class _Reach(NamedTuple):
+    """How far each broker a batch touches may go (rows of the touched brokers, ascending)."""
+
+    load: FloatArray
+    top: FloatArray
+    bottom: FloatArray
+    tol: FloatArray
+
+    @staticmethod
+    def of(st: State, b: Bands, src: Ints, dst: Ints) -> tuple[Ints, Ints, _Reach]:
+        """(src and dst as rows of the touched brokers, their reach)."""
+        # Only the brokers the items touch can move (the others stay where they are, which is allowed):
+        # the arrays are over those, so a batch costs its own size, not the cluster's broker count.
+        touched, local = np.unique(np.concatenate([src, dst]), return_inverse=True)
+        load0, limit = st.load[touched], st.limit[touched]
+        # How far each broker may go: no further out of the band than it already is, never over a
+        # limit. Slack for float sums: half the goals' own tolerance at the band's edge
+        # (goals.tolerance), so accepted batches never add up to a broker counted as out of band; far
+        # less where a broker is already outside (it must not drift further).
+        edge = np.abs(b.avg[touched]) * 0.5e-9
+        top = np.maximum(b.upper[touched] + edge, load0)
+        top = np.where(np.isfinite(limit), np.minimum(top, np.maximum(limit, load0)), top)
+        bottom = np.minimum(b.lower[touched] - edge, load0)
+        tol = np.abs(load0) * 1e-13 + 1e-9
+        return local[: src.size], local[src.size :], _Reach(load0, top, bottom, tol)
 
 
 def _covering(key: Ints, value: FloatArray, need: FloatArray) -> BoolArray:
@@ -392,6 +422,6 @@ def within_budget(counts: Ints, lo: FloatArray, hi: FloatArray, *steps: tuple[In
     for topic, broker, sign in steps:
         c = counts[topic, broker].astype(np.float64)
         budget = np.maximum(c - lo[topic], 0) if sign < 0 else np.maximum(hi[topic] - c, 0)
-        key = topic.astype(np.int64) * (1 << 32) + broker.astype(np.int64)
+        key = topic.astype(np.int64) * counts.shape[1] + broker  # dense (topic, broker) ids: a faster sort
         ok &= ranks(key) < budget
     return ok

@@ -245,7 +245,9 @@ class State:
 
     def slot_loads(self, parts: Ints, slots: Ints) -> FloatArray:
         """(n, Q): the load replica ``slots`` of ``parts`` carries (the leader's row for slot 0)."""
-        rows: FloatArray = np.where((slots == 0)[:, None], self.lead[parts], self.follow[parts])
+        rows: FloatArray = self.follow[parts]
+        leaders = np.flatnonzero(np.broadcast_to(slots == 0, parts.shape))  # each row gathered once, not both
+        rows[leaders] = self.lead[parts[leaders]]
         return rows
 
     def replicas_on(self, parts: Ints, brokers: BoolArray) -> Ints:

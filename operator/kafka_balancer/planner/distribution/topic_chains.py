@@ -24,7 +24,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
 from kafka_balancer.planner.base.arrays import Ints, stable_order
-from kafka_balancer.planner.base.checks import Bands, accept_together, count_ok, leader_band
+from kafka_balancer.planner.base.checks import Bands, count_ok, fits_together, leader_band
 from kafka_balancer.planner.base.measures import topic_brokers
 from kafka_balancer.planner.base.state import State
 
@@ -300,7 +300,7 @@ def _accepted(st: State, b: Bands, parts: Ints, slots: Ints) -> bool:
     src = st.rep[parts, 0]
     dst = st.rep[parts, slots]
     v = st.lead[parts] - st.follow[parts]
-    return bool(accept_together(st, b, src=src, dst=dst, v=v).all())
+    return fits_together(st, b, src=src, dst=dst, v=v)
 
 
 def _closing_candidates(st: State, b: Bands, led: Ints, *, start: int, end: int, topic: int) -> tuple[Ints, Ints]:

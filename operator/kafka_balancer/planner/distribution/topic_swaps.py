@@ -21,7 +21,7 @@ from typing import Final, NamedTuple
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
-from kafka_balancer.planner.base.arrays import Ints, ranks
+from kafka_balancer.planner.base.arrays import Ints, cells, ranks
 from kafka_balancer.planner.base.checks import Bands, accept_together, within_budget
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import TOPIC_LEADER_GOAL
@@ -230,7 +230,7 @@ def replica_swaps(st: State, b: Bands, offers: Offers, *, index: PartnerIndex, n
     src = st.rep[parts, slots].astype(np.int64)
     cp, ck, ok = _replica_partners(st, b, offers, index, nracks)
     vx = st.slot_loads(parts, slots)  # (n, Q)
-    vy = np.where((ck == 0)[..., None], st.lead[cp], st.follow[cp])  # (n, 2W, Q)
+    vy = st.slot_loads(cp.ravel(), ck.ravel()).reshape(*cp.shape, st.lead.shape[1])  # (n, PARTNERS, Q)
     net = vx[:, None, :] - vy
     ok &= _fits(st, b, src, dests.astype(np.int64), net)
     cost = (np.abs(net) * _weights(st, b, src)[:, None, :]).sum(axis=2)
@@ -278,13 +278,13 @@ def _replica_partners(
     qseg = dests.astype(np.int64) * 2 + (slots == 0)
     idx, ok = index.near(st, qseg, parts)
     cp, ck = index.parts[idx], index.slots[idx]  # (n, 2W) partner partition and slot
-    ok &= (rep[cp, ck] == dests[:, None]) & ((ck == 0) == (slots == 0)[:, None])  # not moved since indexed
+    ok &= (cells(rep, cp, ck) == dests[:, None]) & ((ck == 0) == (slots == 0)[:, None])  # not moved since indexed
     t, u = st.ptopic[parts], st.ptopic[cp]
     ok &= u != t[:, None]
     ok &= st.groups.partition[cp] == st.groups.broker[src][:, None]
     ok &= st.can_host[src][:, None] & ((ck != 0) | st.can_lead[src][:, None])
     give, take = _may_give_take(st.tcount, b.topic_lo, b.topic_hi)
-    ok &= give[u, dests[:, None]] & take[u, src[:, None]]
+    ok &= cells(give, u, dests[:, None]) & cells(take, u, src[:, None])
     idx, ok = _nearest(ok, idx)
     cp, ck, u = index.parts[idx], index.slots[idx], st.ptopic[index.parts[idx]]
     for column in rep.T:  # the partner's partition not already on s (column by column: no (n, K, W) array)

@@ -16,7 +16,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
-from kafka_balancer.planner.base.arrays import Ints, ranks
+from kafka_balancer.planner.base.arrays import Ints, cells, ranks
 from kafka_balancer.planner.base.checks import Bands, accept_together, compute_bands
 from kafka_balancer.planner.base.measures import topic_brokers
 from kafka_balancer.planner.base.state import State
@@ -131,7 +131,7 @@ def _offers(st: State, spread: TopicSpread, *, leaders: bool, size_rank: Ints, p
     if leaders:
         valid[:, 1:] = False
     safe = np.maximum(rep, 0)
-    mask = valid & st.scope.movable[:, None] & spread.gives[st.ptopic[:, None], safe]
+    mask = valid & st.scope.movable[:, None] & cells(spread.gives, st.ptopic[:, None], safe)
     parts, slots = np.nonzero(mask)
     if parts.size == 0:
         return parts.astype(np.int64), slots.astype(np.int64)
@@ -294,9 +294,9 @@ class _Targets:
         n = np.arange(p.size)
         src = rows[n, k]
         dest = cands[t]  # (n, C) broker indices
-        c_dest = counts[t[:, None], dest]
+        c_dest = cells(counts, t[:, None], dest)
         c_src = counts[t, src]
-        u = under[t[:, None], dest]
+        u = cells(under, t[:, None], dest)
         feas = st.can_host[dest] & (st.groups.broker[dest] == st.groups.partition[p][:, None])
         for column in rows.T:  # not onto a broker holding the partition (column by column: no (n, W, C) array)
             feas &= column[:, None] != dest
@@ -317,7 +317,12 @@ class _Targets:
         # Fewest of the topic first; among equals, the broker with least disk for its group (a tie-break
         # below one count: where the bytes land should not add work for the disk goal).
         score = np.where(feas, c_dest + 0.1 * np.minimum(fill[dest], 5.0), np.inf)
-        j = np.argsort(score, axis=1, kind="stable")[n, np.minimum(pick, score.shape[1] - 1)]
+        # The best is the first minimum (as a stable sort's first); only the later picks need a sort.
+        j = np.argmin(score, axis=1)
+        later = np.flatnonzero(pick > 0)
+        if later.size:
+            by_score = np.argsort(score[later], axis=1, kind="stable")
+            j[later] = by_score[np.arange(later.size), np.minimum(pick[later], score.shape[1] - 1)]
         return dest[n, j], feas[n, j]
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints, stable_order
-from kafka_balancer.planner.base.checks import Bands, accept_together, count_ok, leader_band
+from kafka_balancer.planner.base.checks import Bands, count_ok, fits_together, leader_band
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import Q_LEADERS
 
@@ -276,7 +276,7 @@ def _apply(st: State, b: Bands, hops: list[tuple[int, int]], cands: Candidates, 
     p_arr, k_arr = np.array(parts, dtype=np.int64), np.array(slots, dtype=np.int64)
     src, dst = st.rep[p_arr, 0], st.rep[p_arr, k_arr]
     v = st.lead[p_arr] - st.follow[p_arr]
-    if not accept_together(st, b, src=src, dst=dst, v=v).all():
+    if not fits_together(st, b, src=src, dst=dst, v=v):
         return False
     st.swap_leader(p_arr, k_arr)
     used.update(parts)

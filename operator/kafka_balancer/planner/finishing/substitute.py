@@ -25,7 +25,7 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
-from kafka_balancer.planner.base.arrays import Ints
+from kafka_balancer.planner.base.arrays import Ints, first_of_each, row_any
 from kafka_balancer.planner.base.candidates import rack_ok
 from kafka_balancer.planner.base.checks import Bands, accept_together, compute_bands, within_budget
 from kafka_balancer.planner.base.state import State, arrived_replicas
@@ -210,7 +210,7 @@ def _exchange(st: State, b: Bands, moved: _Moved, index: _StandIns, *, window: t
     ok = (rep[ex.parts, ex.slots] == ex.dest) & (rep[ex.alt_p, ex.alt_s] == ex.src)
     ok &= ((ex.src != ex.home) & (ex.src != ex.dest)) if index.far else (ex.src == ex.home)
     ok &= index.arrived | (size[ex.alt_p] < size[ex.parts])  # an arrived stand-in saves a whole move
-    ok &= ~(rep[ex.alt_p] == ex.dest[:, None]).any(axis=1) & ~(rep[ex.parts] == ex.home[:, None]).any(axis=1)
+    ok &= ~row_any(rep[ex.alt_p] == ex.dest[:, None]) & ~row_any(rep[ex.parts] == ex.home[:, None])
     ok &= st.groups.partition[ex.alt_p] == st.groups.broker[ex.dest]  # the stand-in stays in its group
     ex = ex.only(ok)
     ok = rack_ok(st, ex.parts, ex.slots, d=ex.home, nracks=nracks)
@@ -218,15 +218,13 @@ def _exchange(st: State, b: Bands, moved: _Moved, index: _StandIns, *, window: t
     # Largest savings first; one exchange per partition (rows are read before any move).
     saved = size[ex.parts] if index.arrived else size[ex.parts] - size[ex.alt_p]
     ex = ex.only(np.flatnonzero(ok)[np.argsort(-saved[ok], kind="stable")])
-    _, first = np.unique(np.r_[ex.parts, ex.alt_p], return_index=True)
-    once = np.zeros(2 * ex.parts.size, dtype=np.bool_)
-    once[first] = True
+    once = first_of_each(np.r_[ex.parts, ex.alt_p])
     ok = once[: ex.parts.size] & once[ex.parts.size :]
     if index.far or not index.same_topic:
         ok &= _topics_ok(st, b, ex, loses=ex.src if index.far else ex.dest, far=index.far)
     ex = ex.only(ok)
     v_home = st.slot_loads(ex.parts, ex.slots)
-    v_alt = np.where((ex.alt_s == 0)[:, None], st.lead[ex.alt_p], st.follow[ex.alt_p])
+    v_alt = st.slot_loads(ex.alt_p, ex.alt_s)
     if index.far:
         acc = _accept_both(st, b, (ex.dest, ex.home, v_home), (ex.src, ex.dest, v_alt))
     else:
