@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import pytest
 from checks import placement_after
 from independent import check, summary_disagreements
-from kafka_balancer.model import ClusterModel
+from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.model.summary import ProposalSummary
 from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
 from kafka_balancer.planner.base.budget import Budget
@@ -65,6 +66,52 @@ def test_a_budget_spent_midway_keeps_the_moves_made_and_every_hard_goal(monkeypa
     verdict = check(model, options, placement_after(model, cut.plan))
     assert verdict.hard().violations == ()
     assert summary_disagreements(verdict, options, cut.summary) == []
+
+
+def _counts_only_exchanges_even() -> ClusterModel:
+    """Broker 0 holds 20 replicas of 1 byte, broker 1 two of 10 bytes at its disk limit (20.5): no
+    one-way move evens the replica counts (each adds bytes to broker 1), one big replica handed back
+    for ten small ones does (docs/goals.md, "Count exchanges")."""
+    builder = ClusterBuilder()
+    for b in range(2):
+        builder.add_broker(b, rack=f"rack-{b}", disk_bytes=20.5 / 0.8)  # capacityThreshold 0.8
+    sizes = [(f"small-{k % 4}", 0, 1.0) for k in range(20)] + [(f"big-{k}", 1, 10.0) for k in range(2)]
+    for p, (topic, broker, size) in enumerate(sizes):
+        builder.add_partition(topic, p, [broker], size_bytes=size, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    return builder.build()
+
+
+def _clock_jumps_at(stage: str, share: float) -> Callable[[float], Budget]:
+    """A budget whose clock stands still until the pipeline names ``stage``, then reads ``share`` of it."""
+
+    def budget(seconds: float) -> Budget:
+        made: list[Budget] = []
+        made.append(Budget(seconds, clock=lambda: share * seconds if made and made[0].stage == stage else 0.0))
+        return made[0]
+
+    return budget
+
+
+def test_a_search_cut_short_still_evens_the_replica_counts_in_the_budgets_reserve(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model, options = _counts_only_exchanges_even(), PlannerOptions(max_planning_seconds=100)
+    assert plan(model, options).summary["goalsViolated"] == []  # by the count exchanges' pass
+    # The search's share of the budget is spent as that pass would start: the replica-count goal's
+    # turn with the exchanges runs in the reserve and evens the counts.
+    monkeypatch.setattr("kafka_balancer.planner.pipeline.Budget", _clock_jumps_at("count exchanges", 0.97))
+    cut = plan(model, options)
+    assert cut.summary["timeBudgetReached"] == {"seconds": 100, "stage": "count exchanges"}
+    assert "replica-distribution" not in cut.summary["goalsViolated"]
+    assert cut.summary["moves"] == 11  # ten small replicas one way, one big one back
+    verdict = check(model, options, placement_after(model, cut.plan))
+    assert verdict.hard().violations == ()
+    assert summary_disagreements(verdict, options, cut.summary) == []
+    # With the reserve spent too, that turn moves nothing.
+    monkeypatch.setattr("kafka_balancer.planner.pipeline.Budget", _clock_jumps_at("count exchanges", 1.0))
+    spent = plan(model, options)
+    assert spent.summary["moves"] == 0
+    assert "replica-distribution" in spent.summary["goalsViolated"]
 
 
 def test_a_capacity_repair_the_budget_stops_fails_and_says_the_budget_stopped_it() -> None:

@@ -165,15 +165,41 @@ def exchange_pass(st: State, replan: Callable[[State], None]) -> bool:
     from its band and no hard goal that held breaks. Returns whether it was kept.
 
     Only then: the exchanges move bytes both ways, so a plan that holds the goal without them
-    keeps its bytes (docs/goals.md, "Count exchanges")."""
+    keeps its bytes (docs/goals.md, "Count exchanges").
+
+    When the time budget stops that pass (or ran out before it), the replica-count goal gets one
+    turn with the exchanges instead, every other goal guarded, in the budget's reserve (base.budget):
+    a plan cut short without it kept the brokers' replica counts from 0.34x to 1.39x of their
+    average (the 270-broker strongly skewed cluster at the default 60 s; the turn takes 0.8 s)."""
     if REPLICA_COUNT_GOAL not in st.options.distribution_goals or goal_violation(st, REPLICA_COUNT_GOAL) <= 0:
         return False
     standing = _Standing.of(st)
+    if not st.budget.spent():
+        saved = st.checkpoint()
+        with st.scoped(exchanges=st.scope.exchanges | {Exchange.COUNT_EXCHANGES}):
+            after = _replan(st, replan, standing)
+        if _count_closer(standing, after):
+            return True
+        st.restore(saved)
+        if not st.budget.spent():
+            return False
+    with st.budget.reserve():
+        return _count_turn(st, standing)
+
+
+def _count_turn(st: State, standing: _Standing) -> bool:
+    """The replica-count goal's turn with the count exchanges, every goal guarded; kept as the pass is."""
     saved = st.checkpoint()
-    with st.scoped(exchanges=st.scope.exchanges | {Exchange.COUNT_EXCHANGES}):
-        after = _replan(st, replan, standing)
-    before, now = standing.violation[REPLICA_COUNT_GOAL], after.violation[REPLICA_COUNT_GOAL]
-    if standing.allows(after) and now < before - 1e-9 * max(1.0, before):
+    guarded = frozenset(st.options.distribution_goals) | st.scope.guarded
+    with st.scoped(exchanges=st.scope.exchanges | {Exchange.COUNT_EXCHANGES}, guarded=guarded):
+        balance_goal(st, REPLICA_COUNT_GOAL)
+    if _count_closer(standing, _Standing.of(st)):
         return True
     st.restore(saved)
     return False
+
+
+def _count_closer(standing: _Standing, after: _Standing) -> bool:
+    """The replica-count goal ends closer to its band and ``standing`` allows the rest."""
+    before, now = standing.violation[REPLICA_COUNT_GOAL], after.violation[REPLICA_COUNT_GOAL]
+    return standing.allows(after) and now < before - 1e-9 * max(1.0, before)
