@@ -81,12 +81,21 @@ def _counts_only_exchanges_even() -> ClusterModel:
     return builder.build()
 
 
-def _clock_jumps_at(stage: str, share: float) -> Callable[[float], Budget]:
-    """A budget whose clock stands still until the pipeline names ``stage``, then reads ``share`` of it."""
+def _clock_jumps_at(stage: str, share: float, *, tick: float = 0.0) -> Callable[[float], Budget]:
+    """A budget whose clock stands still until the pipeline names ``stage``, then reads ``share`` of
+    it, and ``tick`` seconds more at each later look."""
 
     def budget(seconds: float) -> Budget:
         made: list[Budget] = []
-        made.append(Budget(seconds, clock=lambda: share * seconds if made and made[0].stage == stage else 0.0))
+        looks = [0]
+
+        def clock() -> float:
+            if not made or made[0].stage != stage:
+                return 0.0
+            looks[0] += 1
+            return share * seconds + tick * (looks[0] - 1)
+
+        made.append(Budget(seconds, clock=clock))
         return made[0]
 
     return budget
@@ -97,9 +106,10 @@ def test_a_search_cut_short_still_evens_the_replica_counts_in_the_budgets_reserv
 ) -> None:
     model, options = _counts_only_exchanges_even(), PlannerOptions(max_planning_seconds=100)
     assert plan(model, options).summary["goalsViolated"] == []  # by the count exchanges' pass
-    # The search's share of the budget is spent as that pass would start: the replica-count goal's
-    # turn with the exchanges runs in the reserve and evens the counts.
-    monkeypatch.setattr("kafka_balancer.planner.pipeline.Budget", _clock_jumps_at("count exchanges", 0.97))
+    # The search's share of the budget is spent as that pass would start, and the round running
+    # overran the whole budget: the replica-count goal's turn with the exchanges still gets the
+    # reserve's length (5 s of 100) and evens the counts.
+    monkeypatch.setattr("kafka_balancer.planner.pipeline.Budget", _clock_jumps_at("count exchanges", 1.2))
     cut = plan(model, options)
     assert cut.summary["timeBudgetReached"] == {"seconds": 100, "stage": "count exchanges"}
     assert "replica-distribution" not in cut.summary["goalsViolated"]
@@ -107,8 +117,8 @@ def test_a_search_cut_short_still_evens_the_replica_counts_in_the_budgets_reserv
     verdict = check(model, options, placement_after(model, cut.plan))
     assert verdict.hard().violations == ()
     assert summary_disagreements(verdict, options, cut.summary) == []
-    # With the reserve spent too, that turn moves nothing.
-    monkeypatch.setattr("kafka_balancer.planner.pipeline.Budget", _clock_jumps_at("count exchanges", 1.0))
+    # A turn that outlasts the reserve stops at its next round: here before its first.
+    monkeypatch.setattr("kafka_balancer.planner.pipeline.Budget", _clock_jumps_at("count exchanges", 0.97, tick=10))
     spent = plan(model, options)
     assert spent.summary["moves"] == 0
     assert "replica-distribution" in spent.summary["goalsViolated"]

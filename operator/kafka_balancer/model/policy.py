@@ -192,8 +192,8 @@ class Goals(SpecModel):
     max_planning_seconds: Annotated[float, Field(gt=0.0, le=MAX_PLANNING_SECONDS_LIMIT)] = DEFAULT_MAX_PLANNING_SECONDS
     """Seconds the planner may search for balance: it then returns the best plan found so far that holds
     every hard goal, with the distribution goals still out of band listed (status.proposal.goalsViolated,
-    status.proposal.timeBudgetReached). The search stops at 95% of it, keeping the rest for one turn of
-    replica-distribution with count exchanges where the search stopped before its pass that has them.
+    status.proposal.timeBudgetReached). The search stops at 95% of it; the 5% left is what one turn of
+    replica-distribution with count exchanges gets where the search stopped before its pass that has them.
     The hard goals are not cut short: a capacity repair still unfinished when it is spent fails the plan."""
     min_completeness: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
     """Share of partitions that must have load samples in the window before a proposal is made."""

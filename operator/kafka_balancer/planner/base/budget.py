@@ -9,7 +9,9 @@ failure that says so. ``cut_short`` names the first stage the budget stopped, fo
 
 The search stops at ``1 - RESERVE_SHARE`` of the seconds; the rest is kept for a step that must
 follow a search cut short (``reserve``): the replica-count goal's turn with count exchanges, when
-the budget stopped the pass that has them (finishing.rebuild.exchange_pass).
+the budget stopped the pass that has them (finishing.rebuild.exchange_pass). That step gets the
+reserve's length from when it starts, also when the round running as the search ran out overran
+into it (a round at 1M replicas can take seconds).
 """
 
 from __future__ import annotations
@@ -35,15 +37,15 @@ class Budget:
     started: float = field(init=False)
     stage: str = field(default="", init=False)  # the stage running (the pipeline names it)
     cut_short: str | None = field(default=None, init=False)
-    _in_reserve: bool = field(default=False, init=False)
+    _reserve_ends: float | None = field(default=None, init=False)  # while in the reserve (``reserve``)
 
     def __post_init__(self) -> None:
         self.started = self.clock()
 
     def spent(self) -> bool:
         """Whether the budget is spent; the stage running when it first says so is the one cut short."""
-        if self._in_reserve:
-            return self.clock() - self.started >= self.seconds
+        if self._reserve_ends is not None:
+            return self.clock() >= self._reserve_ends
         if self.cut_short is not None:
             return True
         if self.clock() - self.started < self.seconds * (1.0 - RESERVE_SHARE):
@@ -53,9 +55,11 @@ class Budget:
 
     @contextmanager
     def reserve(self) -> Iterator[None]:
-        """Inside, the budget is spent only at its full seconds (the share kept for this step)."""
-        self._in_reserve = True
+        """Inside, the budget is spent at its full seconds, or the reserve's length after entering
+        it if that is later."""
+        now = self.clock()
+        self._reserve_ends = max(self.started + self.seconds, now + self.seconds * RESERVE_SHARE)
         try:
             yield
         finally:
-            self._in_reserve = False
+            self._reserve_ends = None
