@@ -25,6 +25,12 @@ from kafka_balancer.planner.hard.repair_round import RepairRound
 # brokers offered the taker's replicas (most room first): the step only runs where the descent
 # stalled, and must stay cheap at hundreds of brokers.
 TAKERS: Final = 16
+# And this many of the giver's own rack, as the capacity repair's destinations (room.destinations):
+# where each of its partitions has a replica in every rack, only those can take one. Without them a
+# 24-broker cluster's repair failed with its busiest broker 24 replicas over its limit: the 16
+# takers with most room were all in the other racks (bench.strong_skew, seed 1, 3,000
+# partitions, maxReplicasPerBroker 336).
+SAME_RACK_TAKERS: Final = 8
 GIVER_REPLICAS: Final = 8
 THIRD_BROKERS: Final = 16
 TOL: Final = 1e-9
@@ -48,9 +54,7 @@ def make_room(rnd: RepairRound, s: int, hosts: Ints) -> float:
     st, q = rnd.st, rnd.q
     excess = float(st.load[s, q] - st.limit[s, q])
     best: tuple[tuple[float, float], list[Move]] = ((TOL, 0.0), [])
-    takers = hosts[hosts != s]
-    takers = takers[np.argsort(st.load[takers, q] - st.limit[takers, q], kind="stable")][:TAKERS]
-    for d in takers.tolist():
+    for d in _takers(st, q, s, hosts).tolist():
         xp, xs = replica_candidates(st, rnd.index, s, d=d, nracks=rnd.nracks, leaders_only=False)
         if xp.size == 0:
             continue
@@ -72,6 +76,17 @@ def make_room(rnd: RepairRound, s: int, hosts: Ints) -> float:
     for p, k, to in best[1]:
         st.move(np.array([p]), np.array([k]), np.array([to], dtype=np.int32))
     return best[0][0] if best[1] else 0.0
+
+
+def _takers(st: State, q: int, s: int, hosts: Ints) -> Ints:
+    """The hosts least over their limit of ``q`` (most room first), and those of the rack of ``s``."""
+    takers = hosts[hosts != s]
+    order = np.argsort(st.load[takers, q] - st.limit[takers, q], kind="stable")
+    by_room = takers[order]
+    same = by_room[st.rack[by_room] == st.rack[s]][:SAME_RACK_TAKERS]
+    picked = np.isin(by_room, np.union1d(same, by_room[:TAKERS]))
+    out: Ints = by_room[picked]
+    return out
 
 
 def _pool(rnd: RepairRound, d: int, s: int, *, hosts: Ints) -> _Pool:
