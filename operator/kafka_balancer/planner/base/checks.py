@@ -191,10 +191,7 @@ def accept_together(st: State, b: Bands, *, src: Ints, dst: Ints, v: FloatArray)
     load0, top, bottom, tol = reach
     last_first = np.arange(src.size)[::-1]
     for _ in range(DROP_PASSES):
-        delta = np.zeros_like(load0)
-        np.add.at(delta, src[keep], -v[keep])
-        np.add.at(delta, dst[keep], v[keep])
-        load = load0 + delta
+        load = _loads_after(load0, src[keep], dst[keep], v[keep])
         excess = np.maximum(load - top - tol, 0.0)  # (touched brokers, Q)
         deficit = np.maximum(bottom - load - tol, 0.0)
         if not (excess.any() or deficit.any()):
@@ -230,11 +227,17 @@ def fits_together(st: State, b: Bands, *, src: Ints, dst: Ints, v: FloatArray) -
         return True
     src, dst, (load0, top, bottom, tol) = _Reach.of(st, b, src, dst)
     # The same sums and comparisons as accept_together's, so the two never disagree at a band's edge.
+    load = _loads_after(load0, src, dst, v)
+    return not ((load - top - tol > 0.0).any() or (bottom - load - tol > 0.0).any())
+
+
+def _loads_after(load0: FloatArray, src: Ints, dst: Ints, v: FloatArray) -> FloatArray:
+    """The touched brokers' loads once every item (rows of ``v``) moved from ``src`` to ``dst``."""
     delta = np.zeros_like(load0)
     np.add.at(delta, src, -v)
     np.add.at(delta, dst, v)
-    load = load0 + delta
-    return not ((load - top - tol > 0.0).any() or (bottom - load - tol > 0.0).any())
+    out: FloatArray = load0 + delta
+    return out
 
 
 class _Reach(NamedTuple):

@@ -20,6 +20,7 @@ from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import may_go_to, movable_replicas, replica_candidates
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.hard.repair_round import RepairRound
+from kafka_balancer.planner.hard.room import most_room
 
 # Takers tried (least over their limit first), replicas of the giver tried per taker, and third
 # brokers offered the taker's replicas (most room first): the step only runs where the descent
@@ -54,7 +55,9 @@ def make_room(rnd: RepairRound, s: int, hosts: Ints) -> float:
     st, q = rnd.st, rnd.q
     excess = float(st.load[s, q] - st.limit[s, q])
     best: tuple[tuple[float, float], list[Move]] = ((TOL, 0.0), [])
-    for d in _takers(st, q, s, hosts).tolist():
+    room = st.limit[:, q] - st.load[:, q]
+    takers = most_room(st, room, hosts[hosts != s], s, overall=TAKERS, same_rack=SAME_RACK_TAKERS)
+    for d in takers.tolist():
         xp, xs = replica_candidates(st, rnd.index, s, d=d, nracks=rnd.nracks, leaders_only=False)
         if xp.size == 0:
             continue
@@ -76,17 +79,6 @@ def make_room(rnd: RepairRound, s: int, hosts: Ints) -> float:
     for p, k, to in best[1]:
         st.move(np.array([p]), np.array([k]), np.array([to], dtype=np.int32))
     return best[0][0] if best[1] else 0.0
-
-
-def _takers(st: State, q: int, s: int, hosts: Ints) -> Ints:
-    """The hosts least over their limit of ``q`` (most room first), and those of the rack of ``s``."""
-    takers = hosts[hosts != s]
-    order = np.argsort(st.load[takers, q] - st.limit[takers, q], kind="stable")
-    by_room = takers[order]
-    same = by_room[st.rack[by_room] == st.rack[s]][:SAME_RACK_TAKERS]
-    picked = np.isin(by_room, np.union1d(same, by_room[:TAKERS]))
-    out: Ints = by_room[picked]
-    return out
 
 
 def _pool(rnd: RepairRound, d: int, s: int, *, hosts: Ints) -> _Pool:

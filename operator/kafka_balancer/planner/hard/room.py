@@ -58,11 +58,15 @@ def destinations(st: State, room: FloatArray, s: int) -> Ints:
     partition already has a replica in each rack, a replica can only move within its rack, and the
     brokers with most room overall can all be in other racks (at 1.3M replicas with disks near full,
     the repair then stopped with 5 brokers over their limit and room to spare in their racks)."""
-    by_room = np.argsort(-room, kind="stable")
-    by_room = by_room[room[by_room] > 0]
-    same = by_room[st.rack[by_room] == st.rack[s]][:SAME_RACK_DESTINATIONS]
-    picked = np.union1d(same, by_room[:DESTINATIONS])
-    out: Ints = picked[np.argsort(-room[picked], kind="stable")]
+    return most_room(st, room, np.flatnonzero(room > 0), s, overall=DESTINATIONS, same_rack=SAME_RACK_DESTINATIONS)
+
+
+def most_room(st: State, room: FloatArray, brokers: Ints, s: int, *, overall: int, same_rack: int) -> Ints:
+    """Of ``brokers`` (ascending), the ``overall`` with most ``room`` and the ``same_rack`` with most
+    in the rack of ``s``, most room first (ties by broker index)."""
+    by_room = brokers[np.argsort(-room[brokers], kind="stable")]
+    same = by_room[st.rack[by_room] == st.rack[s]][:same_rack]
+    out: Ints = by_room[np.isin(by_room, np.union1d(same, by_room[:overall]))]
     return out
 
 
