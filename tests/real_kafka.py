@@ -142,6 +142,21 @@ class RealKafka:
                 out[(name, index)] = PartitionView(tuple(p.replicas), p.leader, tuple(sorted(p.isrs)))
         return out
 
+    def led_by_first_replicas(self, partitions: int | None = None) -> dict[tuple[str, int], PartitionView]:
+        """The partitions once the metadata shows each led by its first replica (and, when given, that many
+        of them). The controller has committed an election (or a new topic's leaders) when it answers;
+        the broker answering Metadata applies it from its metadata log a moment later."""
+        views: dict[tuple[str, int], PartitionView] = {}
+
+        def settled() -> bool:
+            nonlocal views
+            views = self.partitions()
+            counted = partitions is None or len(views) == partitions
+            return counted and all(v.leader == v.replicas[0] for v in views.values())
+
+        self.wait_until(settled, "every partition led by its first replica")
+        return views
+
     def throttle_leftovers(self) -> dict[str, dict[str, str]]:
         """Every throttle config set on a broker or a topic (DescribeConfigs, any non-default source): the
         replication throttles and the broker's cap on copies between its log directories."""

@@ -73,7 +73,7 @@ def test_one_execute_moves_replicas_between_brokers_and_between_directories(
         assert code == 0, log
         assert not watch.violations, watch.violations
         assert dir_throttled, "no broker's replica.alter.log.dirs.io.max.bytes.per.second was seen during the run"
-        after = real_kafka.partitions()
+        after = real_kafka.led_by_first_replicas()
         named = {}
         for entry in plan["partitions"]:
             view = after[(TOPIC, entry["partition"])]

@@ -35,17 +35,6 @@ def _policy(kafka: RealKafka, work: Path) -> Path:
     return path
 
 
-def _led_by_first_replicas(kafka: RealKafka, partitions: int) -> None:
-    """Wait until the metadata shows every partition, each led by its first replica (a new topic's
-    leaders, and the elections' results, reach every broker's metadata in a moment)."""
-
-    def settled() -> bool:
-        views = kafka.partitions()
-        return len(views) == partitions and all(v.leader == v.replicas[0] for v in views.values())
-
-    kafka.wait_until(settled, "every partition led by its first replica")
-
-
 def test_every_partition_is_led_from_rack_a_after_execution_by_leadership_changes_alone(
     real_kafka: RealKafka, tmp_path: Path
 ) -> None:
@@ -56,8 +45,7 @@ def test_every_partition_is_led_from_rack_a_after_execution_by_leadership_change
         # Three consecutive brokers: one replica in each rack; the first (preferred leader) in every rack in turn.
         assignment = [[brokers[(i + p + k) % len(brokers)] for k in range(3)] for p in range(PARTITIONS)]
         real_kafka.create_topic(name, assignment)
-    _led_by_first_replicas(real_kafka, 2 * PARTITIONS)
-    before = real_kafka.partitions()
+    before = real_kafka.led_by_first_replicas(2 * PARTITIONS)
     led_elsewhere = sum(real_kafka.rack(v.leader) != "rack-a" for v in before.values())
     assert led_elsewhere == 2 * PARTITIONS * 2 // 3  # two thirds led from rack-b and rack-c
 
@@ -73,8 +61,7 @@ def test_every_partition_is_led_from_rack_a_after_execution_by_leadership_change
 
     code = finish(execute(real_kafka, tmp_path))
     assert code == 0, (tmp_path / "execute.log").read_text()
-    _led_by_first_replicas(real_kafka, 2 * PARTITIONS)  # the elections, as every broker's metadata shows them
-    after = real_kafka.partitions()
+    after = real_kafka.led_by_first_replicas(2 * PARTITIONS)  # the elections, as every broker's metadata shows them
     assert all(real_kafka.rack(v.leader) == "rack-a" for v in after.values()), after
     assert all(set(v.replicas) == set(before[k].replicas) for k, v in after.items())
     leaders = Counter(v.leader for v in after.values())
@@ -90,7 +77,7 @@ def test_where_rack_a_holds_every_partition_on_one_broker_replica_moves_inside_r
     # Every partition's rack-a replica on a1, led from rack-b or rack-c: leadership alone would pile
     # every leader on a1.
     real_kafka.create_topic("events", [[(b1, b2)[p % 2], a1, (c1, c2)[p // 2 % 2]] for p in range(PARTITIONS)])
-    _led_by_first_replicas(real_kafka, PARTITIONS)
+    real_kafka.led_by_first_replicas(PARTITIONS)
     proposal = snapshot_and_plan(real_kafka, tmp_path, "--policy", str(_policy(real_kafka, tmp_path)))
     summary = proposal["summary"]
     assert summary["hardGoals"]["preferred-leader-racks"] is True
@@ -104,8 +91,7 @@ def test_where_rack_a_holds_every_partition_on_one_broker_replica_moves_inside_r
 
     code = finish(execute(real_kafka, tmp_path))
     assert code == 0, (tmp_path / "execute.log").read_text()
-    _led_by_first_replicas(real_kafka, PARTITIONS)
-    after = real_kafka.partitions()
+    after = real_kafka.led_by_first_replicas(PARTITIONS)
     assert all(real_kafka.rack(v.leader) == "rack-a" for v in after.values()), after
     leaders = Counter(v.leader for v in after.values())
     assert set(leaders) == {a1, a2}
@@ -148,7 +134,7 @@ def test_two_groups_are_each_led_from_their_own_first_rack_holding_a_replica(
     pairs = [(0, 1), (1, 2), (2, 0), (1, 0), (2, 1), (0, 2)]
     real_kafka.create_topic("clicks", [[east[i], east[j]] for i, j in pairs])
     real_kafka.create_topic("orders", [[west[i], west[j]] for i, j in pairs])
-    _led_by_first_replicas(real_kafka, 2 * len(pairs))
+    real_kafka.led_by_first_replicas(2 * len(pairs))
     policy = _groups_policy(real_kafka, tmp_path, east, west)
 
     def preferred(topic: str, replicas: list[int]) -> str | None:
@@ -171,8 +157,7 @@ def test_two_groups_are_each_led_from_their_own_first_rack_holding_a_replica(
 
     code = finish(execute(real_kafka, tmp_path))
     assert code == 0, (tmp_path / "execute.log").read_text()
-    _led_by_first_replicas(real_kafka, 2 * len(pairs))
-    after = real_kafka.partitions()
+    after = real_kafka.led_by_first_replicas(2 * len(pairs))
     for key, view in after.items():
         want = preferred(key[0], view.replicas)
         assert want is None or real_kafka.rack(view.leader) == want, (key, view)
