@@ -20,6 +20,8 @@ BENCHMARKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("read_cluster", ("bench.read_cluster",)),
     ("planner_quality", ("bench.planner", "quality")),
     ("planner_table", ("bench.planner", "table")),
+    ("strong_skew", ("bench.strong_skew",)),
+    ("strong_skew_limits", ("bench.strong_skew_limits",)),
     ("small_plans", ("bench.small_plans",)),
     ("executor_pipe", ("bench.executor_pipe", "--waves")),
     ("analysis_day", ("bench.analysis_day",)),
