@@ -38,7 +38,9 @@ def main() -> None:
         if brokers not in sizes:
             continue
         for seed in seeds:
-            shape = Shape(brokers=brokers, racks=racks, new_brokers=new, topics=topics, partitions=partitions, seed=seed)
+            shape = Shape(
+                brokers=brokers, racks=racks, new_brokers=new, topics=topics, partitions=partitions, seed=seed
+            )
             model = strong_skew_cluster(shape)
             added = tuple(range(brokers - new, brokers))
             for fill in FILLS:
