@@ -154,7 +154,12 @@ class RealKafka:
             counted = partitions is None or len(views) == partitions
             return counted and all(v.leader == v.replicas[0] for v in views.values())
 
-        self.wait_until(settled, "every partition led by its first replica")
+        try:
+            self.wait_until(settled, "every partition led by its first replica")
+        except AssertionError as timeout:
+            # Name what the last read showed: the per-partition assertions after this wait never see it.
+            misled = {key: (v.leader, v.replicas) for key, v in views.items() if v.leader != v.replicas[0]}
+            raise AssertionError(f"{timeout}; {len(views)} partitions read, led elsewhere: {misled}") from None
         return views
 
     def throttle_leftovers(self) -> dict[str, dict[str, str]]:
