@@ -103,6 +103,14 @@ def converge(read: Callable[[], T], expected: T, what: str, timeout_s: float = 2
             got = read()
 
 
+def no_throttle_left(throttle_leftovers: Callable[[], dict[str, dict[str, str]]]) -> None:
+    """Wait until reads of every throttle config agree that none is left (``converge``): a run's last
+    removals reach the brokers' copies of the metadata a moment after it ends (CI once read a run's
+    throttles as they stood just before its end, though its record showed every one removed). A
+    throttle really left behind stays, and fails the wait with what was read."""
+    converge(throttle_leftovers, {}, "no throttle left")
+
+
 def rack_of(broker_id: int) -> str:
     return RealClusterOptions(brokers=BROKERS, racks=RACKS).rack(broker_id)
 
