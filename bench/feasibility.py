@@ -46,11 +46,9 @@ from bench.synthetic import seed_range
 
 def placement_exists(model: ClusterModel, options: PlannerOptions, time_limit: float = 60.0) -> bool | None:
     """Whether some placement keeps every hard goal (None: the solver ran out of time)."""
-    try:
-        from scipy.optimize import Bounds, LinearConstraint, milp
-        from scipy.sparse import coo_matrix
-    except ImportError as exc:
-        raise SystemExit("bench.feasibility needs scipy: .venv/bin/pip install scipy") from exc
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
     st = State(model, options, resolve_groups(model, options))
     op = options.operation
     n_parts, n_brokers = model.num_partitions, model.num_brokers

@@ -1,6 +1,5 @@
 """How few bytes any plan could move with the per-topic goals too: a linear-programming lower bound.
 
-    .venv/bin/pip install scipy      # once; only this bound needs it
     .venv/bin/python -m bench.planner_floor            # the four quality clusters of bench.planner
     .venv/bin/python -m bench.planner_floor --shape mixed-rf --seeds 1-8
     .venv/bin/python -m bench.planner_floor --scale-rows 1   # the scale table's first row (the 2nd: > 50 min)
@@ -84,10 +83,8 @@ class _Rows:
 
 
 def floor_over_bound(model: ClusterModel, *, integer: bool = False, by_rf: bool = False) -> float:
-    try:
-        from scipy.optimize import Bounds, LinearConstraint, linprog, milp
-    except ImportError as exc:  # pragma: no cover - a bench-only dependency
-        raise SystemExit("bench.planner_floor needs scipy: .venv/bin/pip install scipy") from exc
+    from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+
     nb, nt = model.num_brokers, len(model.topics)
     valid = model.replicas != NO_BROKER
     part_rf = valid.sum(axis=1)

@@ -116,18 +116,14 @@ def test_strongly_skewed_clusters_are_refused_only_where_no_placement_exists(sha
         assert placement_exists(model, options, time_limit=60.0) is not True, "refused, but a placement exists"
 
 
-# A strict xfail: it fails loudly once the planner plans this cluster. Found by 300 more draws of the
-# property test's shapes (1 of them; 274 planned, 25 refused where no placement exists).
-@pytest.mark.xfail(
-    strict=True,
-    raises=PlanningError,
-    reason="known false failure: 6 brokers near full, the capacity ladder's search finds no placement",
-)
+# Found by 300 more draws of the property test's shapes (1 of them; 274 planned, 25 refused where
+# no placement exists): the ladder's search found nothing, and only the solver rung places it.
 def test_a_small_cluster_near_every_limit_is_planned_where_the_exact_check_places_it() -> None:
     """255 replicas on 6 brokers in 2 racks (2 new) against a limit of 45 each, network and disk at
     98.5% of the limits: the one-way moves leave broker 2 seven replicas over its limit and over its
     disk limit, the other brokers near their network-in limits; making room removes two, and the
-    search (60,000 placements) finds nothing where the exact check places every replica in 0.3 s."""
+    search (60,000 placements) finds nothing. The solver rung places the group's movable replicas
+    (planner/hard/solver.py), as the exact check places every replica, in 0.3 s."""
     shape = Shape(
         brokers=6,
         racks=2,

@@ -53,6 +53,15 @@ class Budget:
         self.cut_short = self.stage
         return True
 
+    def seconds_left(self) -> float:
+        """Seconds until :meth:`spent` says so (``math.inf`` without a limit), for a step that must
+        bound its own time (a solver's time limit)."""
+        if self._reserve_ends is not None:
+            return max(0.0, self._reserve_ends - self.clock())
+        if self.cut_short is not None:
+            return 0.0
+        return max(0.0, self.started + self.seconds * (1.0 - RESERVE_SHARE) - self.clock())
+
     @contextmanager
     def reserve(self) -> Iterator[None]:
         """Inside, the budget is spent at its full seconds, or the reserve's length after entering

@@ -25,6 +25,7 @@ from kafka_balancer.planner.hard.make_room import make_room
 from kafka_balancer.planner.hard.repair_round import RepairRound
 from kafka_balancer.planner.hard.room import destinations, hosts_for, over_limit_brokers, room_in_group
 from kafka_balancer.planner.hard.search import search
+from kafka_balancer.planner.hard.solver import solve
 
 
 @dataclass
@@ -88,6 +89,12 @@ def _searching_wider(ladder: _Ladder) -> float:
     return sum(search(rnd.st, rnd.q, hosts=hosts, nracks=rnd.nracks) for hosts in wider)
 
 
+def _solving(ladder: _Ladder) -> float:
+    """The small group's packing that the search could not place, handed to a solver (:mod:`solver`)."""
+    rnd = ladder.round
+    return sum(solve(rnd.st, rnd.q, hosts=hosts, nracks=rnd.nracks) for hosts in ladder.host_sets())
+
+
 def _handing_out(ladder: _Ladder) -> float:
     """The search keeps each replica's role (and a demotion, which moves no data, has none): once,
     let the leaderships change hands and go on with the one-way steps (not the search again: where
@@ -118,6 +125,7 @@ RUNGS: Final = (
     Rung("making room", _moves_data, _making_room),
     Rung("search", _may_search, _searching),
     Rung("wider search", _may_search, _searching_wider),
+    Rung("solver", _may_search, _solving),
     Rung("leaderships handed out", _before_handing_out, _handing_out),
 )
 

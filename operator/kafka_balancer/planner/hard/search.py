@@ -7,7 +7,7 @@ the group that may move are placed again, largest first, by a depth-first search
 backtracking, under every limit, the rack spread, the group and the exclusions, and never with
 another replica of its partition: each on its own broker first, then on the others by most room;
 if that finds nothing in half the budget, most room first (which finds packings that fit, moving
-more); if that finds nothing either, jittered restarts of most room first (:meth:`_Search.restarts`).
+more); if that finds nothing either, jittered restarts of most room first (:meth:`Packing.restarts`).
 It is a branch and bound on the bytes moved: it keeps the placement that moves the fewest
 bytes of those it finds within a budget of placements tried, puts back what can still go back, and
 changes nothing when it finds none. Each replica keeps its role (leader or follower; where the
@@ -47,21 +47,9 @@ RESTART_SEED: Final = 20261125
 def search(st: State, q: int, *, hosts: Ints, nracks: Ints) -> float:
     """Bring every one of ``hosts`` (sorted) under its limit of ``q`` by placing the replicas that
     may move again; returns the excess removed (all of it), or 0 with nothing changed."""
-    hosts = with_excluded(st, hosts)  # the broker over its limit may be one of them
-    excess = float(np.maximum(st.load[hosts, q] - st.limit[hosts, q], 0.0).sum())
-    if excess <= TOL:
+    packing = packing_of(st, q, hosts=hosts, nracks=nracks)
+    if packing is None:
         return 0.0
-    if st.load[hosts, Q_REPLICAS].sum() > MAX_HOSTED:
-        return 0.0
-    index = st.broker_index_by_slot()
-    found = [movable_replicas(st, index, b, leaders_only=False) for b in hosts.tolist()]
-    parts = np.concatenate([f[0] for f in found])
-    slots = np.concatenate([f[1] for f in found])
-    if parts.size == 0 or parts.size > MAX_REPLICAS:
-        return 0.0
-    packing = _Search(st, q, hosts=hosts, nracks=nracks, parts=parts, slots=slots)
-    if np.any(packing.room[:, q] < 0):
-        return 0.0  # what may not move is over the limit already
     # Staying put first finds the placements that move least; most room first, the ones that fit.
     placement = packing.run(home_first=True, budget=BUDGET // 2)
     if placement is None:
@@ -73,11 +61,37 @@ def search(st: State, q: int, *, hosts: Ints, nracks: Ints) -> float:
     placement = packing.settle(placement)
     moving = np.flatnonzero(placement != st.rep[packing.parts, packing.slots])
     st.move(packing.parts[moving], packing.slots[moving], placement[moving].astype(np.int32))
-    return excess
+    return packing.excess
 
 
-class _Search:
-    """Depth-first placement of the movable replicas ``(parts, slots)`` of a group onto ``hosts``."""
+def packing_of(st: State, q: int, *, hosts: Ints, nracks: Ints) -> Packing | None:
+    """The packing of the replicas that may move on ``hosts`` (sorted) and the live brokers excluded
+    from new replicas, when some of them is above its limit of ``q`` and it is small enough to place
+    again (None otherwise, and where what may not move is over the limit already)."""
+    hosts = with_excluded(st, hosts)  # the broker over its limit may be one of them
+    excess = float(np.maximum(st.load[hosts, q] - st.limit[hosts, q], 0.0).sum())
+    if excess <= TOL:
+        return None
+    if st.load[hosts, Q_REPLICAS].sum() > MAX_HOSTED:
+        return None
+    index = st.broker_index_by_slot()
+    found = [movable_replicas(st, index, b, leaders_only=False) for b in hosts.tolist()]
+    parts = np.concatenate([f[0] for f in found])
+    slots = np.concatenate([f[1] for f in found])
+    if parts.size == 0 or parts.size > MAX_REPLICAS:
+        return None
+    packing = Packing(st, q, hosts=hosts, nracks=nracks, parts=parts, slots=slots)
+    if np.any(packing.room[:, q] < 0):
+        return None
+    packing.excess = excess
+    return packing
+
+
+class Packing:
+    """The movable replicas ``(parts, slots)`` of a group to place onto ``hosts``, and the depth-first
+    search that places them (:mod:`solver` hands the same packing to a solver)."""
+
+    excess: float = 0.0  # what the hosts carry above their limits of q now
 
     def __init__(self, st: State, q: int, *, hosts: Ints, nracks: Ints, parts: Ints, slots: Ints) -> None:
         self.q, self.hosts = q, hosts
