@@ -47,10 +47,10 @@ def solve(st: State, q: int, *, hosts: Ints, nracks: Ints) -> float:
 
 def _solved(packing: Packing, seconds: float) -> Ints | None:
     """The broker of each item that the solver finds (None: infeasible, or no placement in time)."""
-    from scipy.optimize import Bounds, milp  # noqa: PLC0415 (only a stalled repair pays for the import)
-
     if seconds <= 0:
         return None
+    from scipy.optimize import Bounds, milp  # noqa: PLC0415 (only a stalled repair pays for the import)
+
     # The program's columns: the pairs (item, host) the item may take, beside its partition's others.
     item, host = np.nonzero(packing.domain & ~packing.held[packing.pid])
     pairs = np.arange(item.size)
