@@ -22,6 +22,8 @@ BENCHMARKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("planner_table", ("bench.planner", "table")),
     ("strong_skew", ("bench.strong_skew",)),
     ("strong_skew_limits", ("bench.strong_skew_limits",)),
+    ("strong_skew_draws_small", ("bench.strong_skew_draws", "--size", "small")),
+    ("strong_skew_draws_mid", ("bench.strong_skew_draws", "--size", "mid", "--seed", "11", "--draws", "60")),
     ("small_plans", ("bench.small_plans",)),
     ("executor_pipe", ("bench.executor_pipe", "--waves")),
     ("analysis_day", ("bench.analysis_day",)),

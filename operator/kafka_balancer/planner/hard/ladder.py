@@ -4,7 +4,8 @@ Each round climbs :data:`RUNGS` in order and stops at the first that removes som
 descent step per broker over the limit (:mod:`descent`), a broker making room for a replica too
 big for any broker's room (:mod:`make_room`), a search placing a small group's replicas again
 (:mod:`search`), that search over every broker where the plan placed replicas of topics in no
-group, and, once per repair, the group's leaderships handed out again (:mod:`leadership_room`).
+group, a solver placing them (:mod:`solver`: where the search found nothing, or the group is too big
+for it), and, once per repair, the group's leaderships handed out again (:mod:`leadership_room`).
 The repair stops when no rung removes anything; if the leaderships were handed out and a limit is
 still broken, the placement goes back to what it was before.
 """
@@ -90,7 +91,8 @@ def _searching_wider(ladder: _Ladder) -> float:
 
 
 def _solving(ladder: _Ladder) -> float:
-    """The small group's packing that the search could not place, handed to a solver (:mod:`solver`)."""
+    """The group's packing that the search could not place (or did not take), handed to a solver
+    (:mod:`solver`)."""
     rnd = ladder.round
     return sum(solve(rnd.st, rnd.q, hosts=hosts, nracks=rnd.nracks) for hosts in ladder.host_sets())
 

@@ -64,10 +64,10 @@ def search(st: State, q: int, *, hosts: Ints, nracks: Ints) -> float:
     return packing.excess
 
 
-def packing_of(st: State, q: int, *, hosts: Ints, nracks: Ints) -> Packing | None:
+def packing_of(st: State, q: int, *, hosts: Ints, nracks: Ints, most: int = MAX_REPLICAS) -> Packing | None:
     """The packing of the replicas that may move on ``hosts`` (sorted) and the live brokers excluded
-    from new replicas, when some of them is above its limit of ``q`` and it is small enough to place
-    again (None otherwise, and where what may not move is over the limit already)."""
+    from new replicas, when some of them is above its limit of ``q`` and there are at most ``most``
+    of them (None otherwise, and where what may not move is over the limit already)."""
     hosts = with_excluded(st, hosts)  # the broker over its limit may be one of them
     excess = float(np.maximum(st.load[hosts, q] - st.limit[hosts, q], 0.0).sum())
     if excess <= TOL:
@@ -78,7 +78,7 @@ def packing_of(st: State, q: int, *, hosts: Ints, nracks: Ints) -> Packing | Non
     found = [movable_replicas(st, index, b, leaders_only=False) for b in hosts.tolist()]
     parts = np.concatenate([f[0] for f in found])
     slots = np.concatenate([f[1] for f in found])
-    if parts.size == 0 or parts.size > MAX_REPLICAS:
+    if parts.size == 0 or parts.size > most:
         return None
     packing = Packing(st, q, hosts=hosts, nracks=nracks, parts=parts, slots=slots)
     if np.any(packing.room[:, q] < 0):
