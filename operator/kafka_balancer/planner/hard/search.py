@@ -69,8 +69,7 @@ def packing_of(st: State, q: int, *, hosts: Ints, nracks: Ints, most: int = MAX_
     from new replicas, when some of them is above its limit of ``q`` and there are at most ``most``
     of them (None otherwise, and where what may not move is over the limit already)."""
     hosts = with_excluded(st, hosts)  # the broker over its limit may be one of them
-    excess = float(np.maximum(st.load[hosts, q] - st.limit[hosts, q], 0.0).sum())
-    if excess <= TOL:
+    if _excess(st, q, hosts) <= TOL:
         return None
     if st.load[hosts, Q_REPLICAS].sum() > MAX_HOSTED:
         return None
@@ -83,7 +82,6 @@ def packing_of(st: State, q: int, *, hosts: Ints, nracks: Ints, most: int = MAX_
     packing = Packing(st, q, hosts=hosts, nracks=nracks, parts=parts, slots=slots)
     if np.any(packing.room[:, q] < 0):
         return None
-    packing.excess = excess
     return packing
 
 
@@ -91,10 +89,9 @@ class Packing:
     """The movable replicas ``(parts, slots)`` of a group to place onto ``hosts``, and the depth-first
     search that places them (:mod:`solver` hands the same packing to a solver)."""
 
-    excess: float = 0.0  # what the hosts carry above their limits of q now
-
     def __init__(self, st: State, q: int, *, hosts: Ints, nracks: Ints, parts: Ints, slots: Ints) -> None:
         self.q, self.hosts = q, hosts
+        self.excess = _excess(st, q, hosts)  # what a placement removes: all of it
         v = st.slot_loads(parts, slots)
         order = np.argsort(-v[:, q], kind="stable")  # largest first: the small ones fill the gaps
         self.parts, self.slots, self.v = parts[order], slots[order], v[order]
@@ -284,6 +281,11 @@ class Packing:
             self._place(i, int(at[i]), 1)
         out: Ints = self.hosts[at]
         return out
+
+
+def _excess(st: State, q: int, hosts: Ints) -> float:
+    """What ``hosts`` carry above their limits of ``q`` now."""
+    return float(np.maximum(st.load[hosts, q] - st.limit[hosts, q], 0.0).sum())
 
 
 def _placed(home: Ints, v: FloatArray, n: int) -> FloatArray:

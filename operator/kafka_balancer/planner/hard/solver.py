@@ -45,10 +45,9 @@ def solve(st: State, q: int, *, hosts: Ints, nracks: Ints) -> float:
     if placement is None:
         return 0.0
     placement = packing.settle(placement)
-    excess = packing.excess
     moving = np.flatnonzero(placement != st.rep[packing.parts, packing.slots])
     st.move(packing.parts[moving], packing.slots[moving], placement[moving].astype(np.int32))
-    return excess
+    return packing.excess
 
 
 def _solved(packing: Packing, seconds: float) -> Ints | None:
@@ -92,13 +91,13 @@ def _solved(packing: Packing, seconds: float) -> Ints | None:
     on = np.asarray(result.x) > 0.5
     at = np.full(n_items, -1, dtype=np.int64)
     at[item[on]] = host[on]
-    if (at < 0).any() or not _fits(packing, at):
+    if (at < 0).any() or not _within_room(packing, at):
         return None
     out: Ints = packing.hosts[at]
     return out
 
 
-def _fits(packing: Packing, at: Ints) -> bool:
+def _within_room(packing: Packing, at: Ints) -> bool:
     """Whether the placement ``at`` (a host position per item) keeps every broker within its room:
     the solver holds the rows only to its feasibility tolerance."""
     placed = np.zeros_like(packing.room)
