@@ -58,10 +58,7 @@ def search(st: State, q: int, *, hosts: Ints, nracks: Ints) -> float:
         placement = packing.restarts(budget=RESTART_BUDGET)
     if placement is None:
         return 0.0
-    placement = packing.settle(placement)
-    moving = np.flatnonzero(placement != st.rep[packing.parts, packing.slots])
-    st.move(packing.parts[moving], packing.slots[moving], placement[moving].astype(np.int32))
-    return packing.excess
+    return packing.apply(st, placement)
 
 
 def packing_of(st: State, q: int, *, hosts: Ints, nracks: Ints, most: int = MAX_REPLICAS) -> Packing | None:
@@ -264,6 +261,14 @@ class Packing:
                 if cost < best_cost:
                     best, best_cost = placement, cost
         return best
+
+    def apply(self, st: State, placement: Ints) -> float:
+        """Move the replicas to ``placement`` (a broker per item), settled first; returns the excess
+        that removes (all of it)."""
+        placement = self.settle(placement)
+        moving = np.flatnonzero(placement != st.rep[self.parts, self.slots])
+        st.move(self.parts[moving], self.slots[moving], placement[moving].astype(np.int32))
+        return self.excess
 
     def settle(self, placement: Ints) -> Ints:
         """``placement`` with the replicas it moves put back where they were, biggest first, wherever

@@ -44,10 +44,7 @@ def solve(st: State, q: int, *, hosts: Ints, nracks: Ints) -> float:
     placement = _solved(packing, seconds)
     if placement is None:
         return 0.0
-    placement = packing.settle(placement)
-    moving = np.flatnonzero(placement != st.rep[packing.parts, packing.slots])
-    st.move(packing.parts[moving], packing.slots[moving], placement[moving].astype(np.int32))
-    return packing.excess
+    return packing.apply(st, placement)
 
 
 def _solved(packing: Packing, seconds: float) -> Ints | None:
