@@ -51,6 +51,31 @@ def test_a_plan_that_starts_over_the_replica_limit_ends_with_every_goal_held() -
     assert max(replicas.values()) <= 25
 
 
+def test_a_broker_far_over_its_limits_keeps_no_more_of_a_topic_than_its_band() -> None:
+    # Broker 0 holds everything (360 replicas, 6x the average, and 6x the average disk): 120 of a
+    # topic of 1-byte partitions and 240 of 100 bytes; brokers 1-5 are new. It must shed 290
+    # replicas carrying its disk excess; kept by their share of that excess alone, it kept 37 of
+    # "tiny" against the topic's band of 18-22.
+    builder = ClusterBuilder()
+    total = 120 * 1.0 + 240 * 100.0
+    for b in range(6):
+        builder.add_broker(b, rack=f"rack-{b}", disk_bytes=1.3 * total / 6 / 0.8)  # capacityThreshold 0.8
+    for p in range(120):
+        builder.add_partition("tiny", p, [0], size_bytes=1.0, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    for p in range(240):
+        builder.add_partition(f"big-{p % 12}", p, [0], size_bytes=100.0, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    model = builder.build()
+    options = PlannerOptions(
+        operation=OperationOptions("add-brokers", brokers=(1, 2, 3, 4, 5)), max_replicas_per_broker=70
+    )
+    st = State(model, options, resolve_groups(model, options))
+    enforce_capacity(st)
+    assert (st.load[:, Q_REPLICAS] <= 70).all()
+    assert (st.load[:, Q_DISK] <= st.limit[:, Q_DISK]).all()
+    assert st.tcount[st.model.topics.index("tiny")].max() <= 22
+    assert plan(model, options).summary["goalsViolated"] == []
+
+
 def test_the_disk_repair_moves_little_more_than_the_excess() -> None:
     # Shedding the largest replicas first filled the new brokers to their disk limit with a few big
     # replicas; the replica-count goal then had to bring them small ones in exchange for big ones:

@@ -41,6 +41,11 @@ DROP_PASSES: Final = 64
 TOPIC_WEIGHT: Final = 2.0
 
 
+# topic_penalty below this: the move brings its topic's replica spread closer to its band (a
+# negative change, see topic_penalty) without pushing its leader spread out.
+EVENS_TOPIC: Final = 2.0
+
+
 # For leader-count moves (free) the fit to the other goals matters more than the topic preference:
 # a leadership that fits the count but not the traffic blocks the traffic goals' bands.
 LEADER_TOPIC_WEIGHT: Final = 0.5
