@@ -53,17 +53,17 @@ def test_a_plan_that_starts_over_the_replica_limit_ends_with_every_goal_held() -
 
 def test_a_broker_far_over_its_limits_keeps_no_more_of_a_topic_than_its_band() -> None:
     # Broker 0 holds everything (360 replicas, 6x the average, and 6x the average disk): 120 of a
-    # topic of 1-byte partitions and 240 of 100 bytes; brokers 1-5 are new. It must shed 290
-    # replicas carrying its disk excess; kept by their share of that excess alone, it kept 37 of
-    # "tiny" against the topic's band of 18-22.
+    # topic of 1-byte partitions, and 240 topics of one 100-byte partition; brokers 1-5 are new.
+    # It must shed 290 replicas carrying its disk excess; kept by their share of that excess alone,
+    # it kept 37 of "tiny", against the topic's band of 18-22.
     builder = ClusterBuilder()
     total = 120 * 1.0 + 240 * 100.0
     for b in range(6):
         builder.add_broker(b, rack=f"rack-{b}", disk_bytes=1.3 * total / 6 / 0.8)  # capacityThreshold 0.8
     for p in range(120):
         builder.add_partition("tiny", p, [0], size_bytes=1.0, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
-    for p in range(240):
-        builder.add_partition(f"big-{p % 12}", p, [0], size_bytes=100.0, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    for t in range(240):
+        builder.add_partition(f"big-{t}", 0, [0], size_bytes=100.0, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
     model = builder.build()
     options = PlannerOptions(
         operation=OperationOptions("add-brokers", brokers=(1, 2, 3, 4, 5)), max_replicas_per_broker=70
@@ -74,6 +74,18 @@ def test_a_broker_far_over_its_limits_keeps_no_more_of_a_topic_than_its_band() -
     assert (st.load[:, Q_DISK] <= st.limit[:, Q_DISK]).all()
     assert st.tcount[st.model.topics.index("tiny")].max() <= 22
     assert plan(model, options).summary["goalsViolated"] == []
+
+
+def test_the_repair_fills_the_takers_up_to_the_band_before_their_limits() -> None:
+    # Brokers 0 and 1 hold 80 replicas each against a limit of 45; the average is 26.7, so the
+    # replica-count band's upper edge is 30. Filled up to their limit, brokers 2 and 3 took 36 each
+    # and 4 and 5 none.
+    model = one_rack_per_broker([(f"t-{p % 10}", p, [p % 2], 1.0) for p in range(160)], brokers=6)
+    options = PlannerOptions(max_replicas_per_broker=45)
+    st = State(model, options, resolve_groups(model, options))
+    enforce_capacity(st)
+    assert st.load[:2, Q_REPLICAS].tolist() == [44, 44]
+    assert st.load[2:, Q_REPLICAS].max() <= 30
 
 
 def test_the_disk_repair_moves_little_more_than_the_excess() -> None:
