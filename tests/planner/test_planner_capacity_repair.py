@@ -91,11 +91,12 @@ def test_the_repair_fills_the_takers_up_to_the_band_before_their_limits() -> Non
 def test_the_disk_repair_moves_little_more_than_the_excess() -> None:
     # Shedding the largest replicas first filled the new brokers to their disk limit with a few big
     # replicas; the replica-count goal then had to bring them small ones in exchange for big ones:
-    # 352 bytes moved where the excess is 320.
+    # 352 bytes moved where the excess is 320. (The per-topic goals move two 1-byte replicas of
+    # their own, on top.)
     model, fewest = disk_over_limit(big=10, small=60, big_size=20.0)
     proposal = plan(model, PlannerOptions(operation=OperationOptions("add-brokers", brokers=(4, 5))))
     assert proposal.summary["goalsViolated"] == []
-    assert fewest <= proposal.summary["bytesToMove"] <= fewest + 1
+    assert fewest <= proposal.summary["bytesToMove"] <= fewest + 2
 
 
 def test_a_cluster_near_full_disks_ends_with_every_goal_held() -> None:

@@ -20,7 +20,7 @@ from kafka_balancer.planner.base.arrays import Ints, cells, ranks
 from kafka_balancer.planner.base.checks import Bands, accept_together, compute_bands
 from kafka_balancer.planner.base.measures import topic_brokers
 from kafka_balancer.planner.base.state import State
-from kafka_balancer.planner.catalogue import Q_DISK, TOPIC_LEADER_GOAL
+from kafka_balancer.planner.catalogue import Q_DISK, Q_LEADERS, Q_REPLICAS, TOPIC_LEADER_GOAL
 from kafka_balancer.planner.distribution.topic_chains import leader_chains
 from kafka_balancer.planner.distribution.topic_swaps import (
     MAX_OFFERS,
@@ -39,8 +39,12 @@ from kafka_balancer.planner.distribution.topic_swaps import (
 OFFERS_PER_SOURCE: Final = 3
 # Offers per (topic, source) for the swap pass, whose partners must also match in size.
 SWAP_OFFERS: Final = 4
-# Emptiest brokers (for the topic) per rack that an offered replica may go to.
+# Emptiest brokers (for the topic) per rack that an offered replica may go to; a topic with more
+# replicas above its band than that gives all racks gets up to WIDE_DESTS_PER_RACK (a round moves at
+# most one of a topic onto each broker: at 4 per rack, one topic of 16,473 partitions of
+# bench.strong_skew, 1,500 replicas above its band, ran out of rounds at 24 moves a round).
 DESTS_PER_RACK: Final = 4
+WIDE_DESTS_PER_RACK: Final = 16
 # Rounds between rebuilds of the swap pass's partner index (a sort over every replica).
 REINDEX: Final = 8
 # Candidates whose destination is chosen at once (bounds the candidates x brokers matrices).
@@ -135,10 +139,15 @@ def _offers(st: State, spread: TopicSpread, *, leaders: bool, size_rank: Ints, p
     parts, slots = np.nonzero(mask)
     if parts.size == 0:
         return parts.astype(np.int64), slots.astype(np.int64)
-    # Sorted by (topic, broker, size rank): each group's first items are its smallest. The keys are
-    # unique (one slot per partition and broker), so any sort gives the same, deterministic order.
+    # Sorted by (topic, broker, leader or follower, size rank): each group's first items are its
+    # smallest followers. A leader replica moves its leadership too, which the leader-count band of
+    # both brokers must allow: where every broker sat at an edge of it, one topic's moves off the
+    # busiest brokers of bench.strong_skew were all refused while it still had followers there to
+    # offer. The keys are unique (one slot per partition and broker), so any sort gives the same,
+    # deterministic order.
     group = st.ptopic[parts].astype(np.int64) * st.model.num_brokers + rep[parts, slots]
-    order = np.argsort(group * max(size_rank.size, 1) + size_rank[parts])
+    lead = (slots == 0) & (not leaders)
+    order = np.argsort((group * 2 + lead) * max(size_rank.size, 1) + size_rank[parts])
     parts, slots, group = parts[order], slots[order], group[order]
     first = np.r_[True, group[1:] != group[:-1]]
     start = np.maximum.accumulate(np.where(first, np.arange(parts.size), 0))
@@ -163,6 +172,11 @@ def _proposals(
     # that as some find no destination), not every offer of a cluster of millions of replicas: a
     # round's one-way moves are a fraction of its offers anyway; later rounds take the rest.
     src = st.rep[parts, 0] if leaders else st.rep[parts, slots]
+    if not for_swaps:
+        # A one-way move off a broker at the lower edge of a guarded count band is refused when
+        # applied; offered, it would take a destination of its topic that another source could use.
+        gives = _above_count_floor(st, b, src, lead=np.full(src.size, leaders) | (slots == 0))
+        parts, slots, src = parts[gives], slots[gives], src[gives]
     top = most_needed(
         spread.counts,
         spread.hi.astype(np.float64),
@@ -172,17 +186,20 @@ def _proposals(
     )
     parts, slots = parts[top], slots[top]
     fill = st.load[:, Q_DISK] / np.maximum(b.avg[:, Q_DISK], 1e-12)
-    cands = np.zeros((0, 0), dtype=np.int64) if leaders else _receivers(st, spread, np.unique(st.ptopic[parts]))
-    targets = _Targets(st, spread, cands, nracks, fill)
+    none = np.zeros((0, 0), dtype=np.int64)
+    cands, usable = (none, none.astype(np.bool_)) if leaders else _receivers(st, spread, np.unique(st.ptopic[parts]))
+    targets = _Targets(st, spread, cands, usable, nracks, fill)
     p, k, d = targets.place(parts, slots, leaders=leaders, spread_picks=not for_swaps)
     if for_swaps:
         return p, k, d
     t = st.ptopic[p]
     src = st.rep[p, 0] if leaders else st.rep[p, k]
     if not leaders:
-        # Per topic, sources holding the most disk for their group first, so that when two brokers
-        # could give to the same destination, the fuller one does.
-        order = np.lexsort((size_rank[p], src, -np.minimum(fill[src], 5.0), t))
+        # Per topic, the sources furthest above its band first, then those holding the most disk for
+        # their group, so that when two brokers could give to the same destination, the one that
+        # needs it more does.
+        above = spread.counts[t, src] - spread.hi[t]
+        order = np.lexsort((size_rank[p], src, -np.minimum(fill[src], 5.0), -above, t))
         p, k, d, t, src = p[order], k[order], d[order], t[order], src[order]
     # Candidates come sorted by topic, source and size: per (topic, source) as many as it holds above
     # the band (one when it only gives to an under-band broker), then the first per (topic,
@@ -191,6 +208,14 @@ def _proposals(
     allowed = np.where(leaders, 1, np.maximum(excess, 1))
     keep = (ranks(t.astype(np.int64) * st.model.num_brokers + src) < allowed) & _first(t, d) & _first(p)
     return p[keep], k[keep], d[keep]
+
+
+def _above_count_floor(st: State, b: Bands, src: Ints, *, lead: BoolArray) -> BoolArray:
+    """Sources that may lose a replica (and, where ``lead``, a leadership) without going below the
+    lower edge of the replica-count (leader-count) band, where that goal is guarded."""
+    above: BoolArray = st.load[src, Q_REPLICAS] > b.lower[src, Q_REPLICAS]
+    above &= ~lead | (st.load[src, Q_LEADERS] > b.lower[src, Q_LEADERS])
+    return above
 
 
 def _first(*keys: Ints) -> BoolArray:
@@ -208,8 +233,9 @@ def _first(*keys: Ints) -> BoolArray:
     return out
 
 
-def _receivers(st: State, spread: TopicSpread, topics: Ints) -> Ints:
-    """Per topic and rack, the DESTS_PER_RACK allowed brokers holding fewest of the topic: (T, R x K).
+def _receivers(st: State, spread: TopicSpread, topics: Ints) -> tuple[Ints, BoolArray]:
+    """Per topic and rack, the allowed brokers holding fewest of the topic, fewest first: (T, R x K),
+    and which of them the topic may use (its first :func:`_widths` of each rack).
 
     Choosing among these instead of every broker keeps the per-offer work independent of the
     cluster size; per rack, so that a replica that must stay in its rack still finds one.
@@ -220,21 +246,32 @@ def _receivers(st: State, spread: TopicSpread, topics: Ints) -> Ints:
     counts = spread.counts[topics].astype(np.float64) + _tie_break(topics, nb)
     # Only the topic's own group's brokers: another group's hold none of it and would take the places.
     own = st.groups.broker[None, :] == st.groups.topic[topics][:, None]
-    k = min(DESTS_PER_RACK, nb)
-    out = []
-    for r in range(int(st.rack.max(initial=-1)) + 1):
-        ok = st.can_host & (st.rack == r)
-        if not ok.any():
-            continue
-        masked = np.where(ok[None, :] & own, counts, np.inf)
-        if k < nb:
-            out.append(np.argpartition(masked, k - 1, axis=1)[:, :k])
-        else:
-            out.append(np.broadcast_to(np.arange(nb), masked.shape))
-    cands: Ints = np.zeros((nt, sum(o.shape[1] for o in out)), dtype=np.int64)
+    racks = np.unique(st.rack[st.can_host])
+    width = _widths(spread, topics, racks.size)
+    k = min(int(width.max(initial=DESTS_PER_RACK)), nb)
+    out, usable = [], []
+    for r in racks.tolist():
+        masked = np.where((st.can_host & (st.rack == r))[None, :] & own, counts, np.inf)
+        idx = np.argpartition(masked, k - 1, axis=1)[:, :k] if k < nb else np.broadcast_to(np.arange(nb), masked.shape)
+        idx = np.take_along_axis(
+            idx, np.argsort(np.take_along_axis(masked, idx, axis=1), axis=1, kind="stable"), axis=1
+        )
+        out.append(idx)
+        usable.append(np.arange(k)[None, :] < width[:, None])
+    cands: Ints = np.zeros((nt, k * len(out)), dtype=np.int64)
+    use: BoolArray = np.zeros((nt, k * len(out)), dtype=np.bool_)
     if out:
         cands[topics] = np.concatenate(out, axis=1)
-    return cands
+        use[topics] = np.concatenate(usable, axis=1)
+    return cands, use
+
+
+def _widths(spread: TopicSpread, topics: Ints, nracks: int) -> Ints:
+    """Destinations per rack for each of ``topics``: enough for all its replicas above its band in
+    one round, at least DESTS_PER_RACK, at most WIDE_DESTS_PER_RACK."""
+    above = np.maximum(spread.counts[topics] - spread.hi[topics][:, None], 0).sum(axis=1)
+    width: Ints = np.clip(-(-above // max(nracks, 1)), DESTS_PER_RACK, WIDE_DESTS_PER_RACK).astype(np.int64)
+    return width
 
 
 def _tie_break(topics: Ints, nb: int) -> FloatArray:
@@ -251,12 +288,14 @@ def _tie_break(topics: Ints, nb: int) -> FloatArray:
 
 @dataclass(frozen=True)
 class _Targets:
-    """Where a round's offers may go: per topic, the emptiest allowed brokers of each rack (``cands``,
-    see :func:`_receivers`); ``fill`` is each broker's disk over its group's average."""
+    """Where a round's offers may go: per topic, the emptiest allowed brokers of each rack (``cands``
+    and which of them it may use, see :func:`_receivers`); ``fill`` is each broker's disk over its
+    group's average."""
 
     st: State
     spread: TopicSpread
     cands: Ints
+    usable: BoolArray
     nracks: Ints
     fill: FloatArray
 
@@ -297,7 +336,7 @@ class _Targets:
         c_dest = cells(counts, t[:, None], dest)
         c_src = counts[t, src]
         u = cells(under, t[:, None], dest)
-        feas = st.can_host[dest] & (st.groups.broker[dest] == st.groups.partition[p][:, None])
+        feas = self.usable[t] & st.can_host[dest] & (st.groups.broker[dest] == st.groups.partition[p][:, None])
         for column in rows.T:  # not onto a broker holding the partition (column by column: no (n, W, C) array)
             feas &= column[:, None] != dest
         feas &= (k != 0)[:, None] | st.can_lead[dest]
