@@ -14,7 +14,8 @@ from kafka_balancer.planner.base.checks import DROP_PASSES, accept_together, com
 from kafka_balancer.planner.base.state import State, resolve_groups
 from kafka_balancer.planner.catalogue import CATALOGUE, Q_REPLICAS
 from kafka_balancer.planner.distribution.topic_swaps import most_needed
-from kafka_balancer.planner.distribution.topics import _tie_break, balance_topic_goal
+from kafka_balancer.planner.distribution.topic_targets import _tie_break
+from kafka_balancer.planner.distribution.topics import balance_topic_goal
 
 NUM_Q = CATALOGUE.size
 

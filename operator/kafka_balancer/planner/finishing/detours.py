@@ -33,7 +33,7 @@ from kafka_balancer.planner.base.measures import bands, count_distance, topic_br
 from kafka_balancer.planner.base.state import Checkpoint, State, arrived_replicas, only_group
 from kafka_balancer.planner.catalogue import LEADER_COUNT_GOAL, Q_DISK, Q_LEADERS, TOPIC_LEADER_GOAL
 from kafka_balancer.planner.distribution.balance import balance_goal
-from kafka_balancer.planner.distribution.topics import topic_spread
+from kafka_balancer.planner.distribution.topic_targets import topic_spread
 from kafka_balancer.planner.finishing.revert import revert_moves
 from kafka_balancer.planner.finishing.substitute import substitute_moves
 from kafka_balancer.planner.finishing.tighten import tighten_leaders

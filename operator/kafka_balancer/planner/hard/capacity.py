@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafka_balancer.model.cluster import FloatArray
+from kafka_balancer.planner.base import measures
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import leader_candidates, replica_candidates
 from kafka_balancer.planner.base.checks import (
@@ -26,7 +27,6 @@ from kafka_balancer.planner.base.checks import (
     take,
     topic_penalty,
 )
-from kafka_balancer.planner.base.measures import bands
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import Q_REPLICAS
 from kafka_balancer.planner.hard.evacuate import ids_text
@@ -120,7 +120,7 @@ def _band_top(st: State, q: int) -> FloatArray | None:
     """Each broker's upper band edge of ``q`` where a distribution goal balances it (None where none does)."""
     if not any(st.catalogue.balances(goal) == q for goal in st.options.distribution_goals):
         return None
-    _, upper, _ = bands(st, q, st.options.balance_threshold)
+    _, upper, _ = measures.bands(st, q, st.options.balance_threshold)
     return upper
 
 
