@@ -150,17 +150,16 @@ def _proposals(
         return p, k, d
     t = st.ptopic[p]
     src = st.rep[p, 0] if leaders else st.rep[p, k]
+    excess = spread.counts[t, src] - spread.hi[t]
     if not leaders:
         # Per topic, the sources furthest above its band first, then those holding the most disk for
         # their group, so that when two brokers could give to the same destination, the one that
         # needs it more does.
-        above = spread.counts[t, src] - spread.hi[t]
-        order = np.lexsort((size_rank[p], src, -np.minimum(fill[src], 5.0), -above, t))
-        p, k, d, t, src = p[order], k[order], d[order], t[order], src[order]
+        order = np.lexsort((size_rank[p], src, -np.minimum(fill[src], 5.0), -excess, t))
+        p, k, d, t, src, excess = p[order], k[order], d[order], t[order], src[order], excess[order]
     # Candidates come sorted by topic, source and size: per (topic, source) as many as it holds above
     # the band (one when it only gives to an under-band broker), then the first per (topic,
     # destination), then one per partition.
-    excess = spread.counts[t, src] - spread.hi[t]
     allowed = np.where(leaders, 1, np.maximum(excess, 1))
     keep = (ranks(t.astype(np.int64) * st.model.num_brokers + src) < allowed) & _first(t, d) & _first(p)
     return p[keep], k[keep], d[keep]
