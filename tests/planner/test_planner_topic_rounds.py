@@ -143,3 +143,44 @@ def test_swaps_even_out_two_topics_when_no_broker_may_take_one_more_replica() ->
     assert np.bincount(st.rep[:, 0], minlength=12).tolist() == [40] * 12
     assert st.tcount[0].tolist() == [10] * 12
     assert st.tcount[1].tolist() == [30] * 12
+
+
+def test_a_broker_far_below_a_topic_band_takes_what_it_lacks_in_one_round() -> None:
+    # Broker 0 holds none of topic "t", brokers 1-11 hold 11 each (band 9-12 at a 1.1 threshold):
+    # one round brings broker 0 up to the band's lower edge, one replica from each of nine brokers,
+    # not one replica per round (at 96 brokers of bench.strong_skew the topic's 40 rounds ran out
+    # with brokers 40 to 214 replicas short).
+    partitions = [("t", b * 11 + i, [b], 1e6) for b in range(1, 12) for i in range(11)]
+    model = one_rack_per_broker(partitions, brokers=12)
+    options = PlannerOptions(hard_goals=(), distribution_goals=("topic-replica-distribution",))
+    st = State(model, options, resolve_groups(model, options))
+    lo = compute_bands(st).topic_lo[0]
+    assert lo == 9
+    with st.scoped(guarded=frozenset(options.distribution_goals)):
+        balance_topic_goal(st, "topic-replica-distribution", rounds=1)
+    counts = st.tcount[0]
+    assert counts[0] == lo, counts
+    assert counts[1:].min() >= lo, counts
+
+
+def test_swap_partners_are_found_past_replicas_whose_topic_cannot_leave() -> None:
+    # Two brokers of 124 replicas each, every count fixed by a 1.0 threshold, so only swaps can even
+    # out topics "t" (4 replicas on broker 1, band 2-2) and "u" (4 on broker 0). Between them in size
+    # sit 120 topics of one replica on each broker (band 1-1): none may leave, and on broker 0 they
+    # fill the 48 positions on each side of a "t" replica's size. The swaps must still pair "t" with "u".
+    partitions: list[tuple[str, int, list[int], float]] = [("t", p, [1], 1.0) for p in range(4)]
+    partitions += [("u", p, [0], 1000.0) for p in range(4)]
+    partitions += [(f"fixed-{i}", b, [b], 2.0 + i * 1e-3) for i in range(120) for b in range(2)]
+    model = one_rack_per_broker(partitions, brokers=2)
+    options = PlannerOptions(
+        hard_goals=(),
+        distribution_goals=("replica-distribution", "topic-replica-distribution"),
+        balance_threshold=1.0,
+    )
+    st = State(model, options, resolve_groups(model, options))
+    t, u = (list(model.topics).index(name) for name in ("t", "u"))
+    with st.scoped(guarded=frozenset(options.distribution_goals)):
+        balance_topic_goal(st, "topic-replica-distribution", size_cap=1.0)
+    assert st.tcount[t].tolist() == [2, 2]
+    assert st.tcount[u].tolist() == [2, 2]
+    assert np.bincount(st.rep[:, 0], minlength=2).tolist() == [124, 124]

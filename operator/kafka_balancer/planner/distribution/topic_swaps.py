@@ -170,8 +170,9 @@ class Offers(NamedTuple):
     dests: Ints
 
 
-def replica_index(st: State, size_rank: Ints) -> PartnerIndex:
-    """Every movable replica slot sorted by (broker, leader or follower, size rank).
+def replica_index(st: State, b: Bands, size_rank: Ints) -> PartnerIndex:
+    """Every movable replica slot whose topic may leave its broker, sorted by (broker, leader or
+    follower, size rank).
 
     Built once every few rounds (a sort over the cluster); entries that moved since are skipped
     when used (the slot no longer holds that broker).
@@ -181,6 +182,13 @@ def replica_index(st: State, size_rank: Ints) -> PartnerIndex:
     valid = (rep != NO_BROKER) & st.scope.movable[:, None]
     if TOPIC_LEADER_GOAL in st.scope.guarded:
         valid[:, 0] = False
+    # Only replicas whose topic may leave their broker (as the bands stood when indexed): the others
+    # can never be partners, and a window of them hid those that can. At 96 brokers of
+    # bench.strong_skew, the brokers short of a topic of 16,473 tiny partitions had traded away every
+    # other topic's replica of that size they could spare, and the partners nearest in size were all
+    # of topics at their lower edge there.
+    give, _ = _may_give_take(st.tcount, b.topic_lo, b.topic_hi)
+    valid &= cells(give, st.ptopic[:, None], np.maximum(rep, 0))
     yp, yk = np.nonzero(valid)
     seg = rep[yp, yk].astype(np.int64) * 2 + (yk == 0)
     key = seg + size_rank[yp] / nparts

@@ -34,6 +34,7 @@ class TopicSpread:
     under: BoolArray
     gives: BoolArray
     hi: Ints
+    lo: Ints
 
 
 def topic_spread(st: State, b: Bands, *, leaders: bool) -> TopicSpread:
@@ -57,7 +58,7 @@ def topic_spread(st: State, b: Bands, *, leaders: bool) -> TopicSpread:
     short = rows[under[rows].any(axis=1)]
     gives = over.copy()
     gives[short] |= in_group[short] & (counts[short] > lo[short, None]) & (counts[short] > 0)
-    return TopicSpread(counts, over, under, gives, hi.astype(np.int64))
+    return TopicSpread(counts, over, under, gives, hi.astype(np.int64), lo.astype(np.int64))
 
 
 def receivers(st: State, spread: TopicSpread, topics: Ints) -> tuple[Ints, BoolArray]:
