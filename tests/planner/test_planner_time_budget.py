@@ -8,6 +8,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 from checks import placement_after
 from independent import check, summary_disagreements
@@ -15,6 +16,9 @@ from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.model.summary import ProposalSummary
 from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
 from kafka_balancer.planner.base.budget import RESERVE_SHARE, Budget
+from kafka_balancer.planner.base.measures import goal_violation
+from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.finishing import rebuild
 from kafka_balancer.planner.pipeline import FINISHING, STAGES
 
 from bench.synthetic import skewed_cluster, with_disk_capacity
@@ -165,3 +169,22 @@ def test_the_seconds_left_end_where_the_search_stops_and_the_reserve_gets_its_ow
         assert budget.seconds_left() == pytest.approx(20.0 * RESERVE_SHARE)
     assert budget.seconds_left() == 0.0
     assert Budget().seconds_left() == math.inf
+
+
+def test_a_refused_replan_still_leaves_the_replica_counts_their_turn_with_the_exchanges() -> None:
+    # Broker 0 holds 20 one-byte replicas, broker 1 two of 10 bytes: only an exchange evens the
+    # counts. The pass of every goal with the exchanges is refused here (this replan moves a big
+    # replica onto broker 0, further from the band); the replica-count goal's own turn with them,
+    # every other goal guarded, must still run although the budget is far from spent.
+    model = _counts_only_exchanges_even()
+    options = PlannerOptions(max_planning_seconds=100)
+    st = State(model, options, resolve_groups(model, options))
+    big = model.partition_index("big-0", 20)
+
+    def worse(state: State) -> None:
+        state.move(np.array([big]), np.array([0]), np.array([0], dtype=np.int32))
+
+    assert goal_violation(st, "replica-distribution") > 0
+    assert rebuild.exchange_pass(st, worse)
+    assert goal_violation(st, "replica-distribution") == 0
+    assert np.bincount(st.rep[:, 0], minlength=2).tolist() == [11, 11]

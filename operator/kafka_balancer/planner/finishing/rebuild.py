@@ -167,8 +167,11 @@ def exchange_pass(st: State, replan: Callable[[State], None]) -> bool:
     Only then: the exchanges move bytes both ways, so a plan that holds the goal without them
     keeps its bytes (docs/goals.md, "Count exchanges").
 
-    When the time budget stops that pass (or ran out before it) with the goal still out of band, the
-    goal gets one turn with the exchanges, every other goal guarded, in the budget's reserve (base.budget):
+    When that pass is refused, or the time budget stops it (or ran out before it), with the goal still
+    out of band, the goal gets one turn with the exchanges, every other goal guarded, in the budget's
+    reserve (base.budget). A refused pass: at 96 brokers of bench.strong_skew with
+    ``maxReplicasPerBroker`` 8000 it evened the counts but left 7 more leaderships out of their
+    topic's band, and the counts stayed 0.022 of an average out of band. A budget spent:
     a plan cut short without it kept the brokers' replica counts from 0.34x to 1.39x of their
     average (the 270-broker strongly skewed cluster at the default 60 s; the turn takes 0.8 s)."""
     if REPLICA_COUNT_GOAL not in st.options.distribution_goals or goal_violation(st, REPLICA_COUNT_GOAL) <= 0:
@@ -184,7 +187,7 @@ def exchange_pass(st: State, replan: Callable[[State], None]) -> bool:
             standing = after
         else:
             st.restore(saved)
-        if not st.budget.spent() or standing.violation[REPLICA_COUNT_GOAL] <= 0:
+        if standing.violation[REPLICA_COUNT_GOAL] <= 0:
             return kept
     with st.budget.reserve():
         return _count_turn(st, standing) or kept
