@@ -8,9 +8,10 @@ from __future__ import annotations
 from checks import broker_loads, disk_over_limit, one_rack_per_broker, placement_after
 from kafka_balancer.model import ClusterBuilder
 from kafka_balancer.planner import OperationOptions, PlannerOptions, plan
+from kafka_balancer.planner.base.checks import compute_bands
 from kafka_balancer.planner.base.measures import goal_violation
 from kafka_balancer.planner.base.state import State, resolve_groups
-from kafka_balancer.planner.catalogue import Q_DISK, Q_REPLICAS
+from kafka_balancer.planner.catalogue import Q_DISK, Q_LEADERS, Q_REPLICAS
 from kafka_balancer.planner.hard.capacity import enforce_capacity
 
 from bench.synthetic import disk_lower_bound, skewed_cluster, with_disk_capacity
@@ -86,6 +87,25 @@ def test_the_repair_fills_the_takers_up_to_the_band_before_their_limits() -> Non
     enforce_capacity(st)
     assert st.load[:2, Q_REPLICAS].tolist() == [44, 44]
     assert st.load[2:, Q_REPLICAS].max() <= 30
+
+
+def test_the_repair_keeps_the_takers_leader_counts_inside_their_band_while_it_can() -> None:
+    # Brokers 0 and 1 hold 120 replicas each against a limit of 100: 60 one-replica partitions they
+    # lead, and 60 followers of partitions that brokers 2-5 lead (30 each). Leader-count band: up to
+    # 44. Moving leader replicas as they came, brokers 2 and 3 took 18 leaderships each and ended at
+    # 48 (at 96 brokers of bench.strong_skew a new broker ended the repair leading 1.8x the average,
+    # which its network-out band then kept it from shedding).
+    partitions = [(f"a-{p % 6}", p, [p // 60], 1.0) for p in range(120)]
+    partitions += [(f"b-{p % 6}", p, [2 + (p - 120) // 30, p % 2], 1.0) for p in range(120, 240)]
+    model = one_rack_per_broker(partitions, brokers=6)
+    options = PlannerOptions(max_replicas_per_broker=100)
+    st = State(model, options, resolve_groups(model, options))
+    top = compute_bands(st).upper[:, Q_LEADERS]
+    assert st.load[2:, Q_LEADERS].tolist() == [30] * 4
+    assert top[0] == 44
+    enforce_capacity(st)
+    assert (st.load[:, Q_REPLICAS] <= 100).all()
+    assert (st.load[2:, Q_LEADERS] <= top[2:]).all(), st.load[:, Q_LEADERS]
 
 
 def test_the_disk_repair_moves_little_more_than_the_excess() -> None:
