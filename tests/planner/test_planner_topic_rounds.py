@@ -15,7 +15,7 @@ from kafka_balancer.planner.base.state import State, resolve_groups
 from kafka_balancer.planner.catalogue import CATALOGUE, Q_REPLICAS
 from kafka_balancer.planner.distribution.topic_swaps import most_needed
 from kafka_balancer.planner.distribution.topic_targets import _tie_break
-from kafka_balancer.planner.distribution.topics import balance_topic_goal
+from kafka_balancer.planner.distribution.topics import _proposals, balance_topic_goal
 
 NUM_Q = CATALOGUE.size
 
@@ -184,3 +184,41 @@ def test_swap_partners_are_found_past_replicas_whose_topic_cannot_leave() -> Non
     assert st.tcount[t].tolist() == [2, 2]
     assert st.tcount[u].tolist() == [2, 2]
     assert np.bincount(st.rep[:, 0], minlength=2).tolist() == [124, 124]
+
+
+def test_a_broker_leading_far_too_many_of_a_topic_offers_them_all_in_one_round() -> None:
+    # Broker 0 leads all 30 partitions of topic "t", whose followers are on brokers 1-5 (6 each):
+    # band 4-6. One round offers each of them the 4 leaderships it lacks, 20 in all; it offered one
+    # (one per topic and new leader's slot, and one per giving broker), and at 1.3M replicas of
+    # bench.strong_skew the topic-leader goal's rounds stalled with 4,478 leaderships out of band.
+    partitions = [("t", p, [0, 1 + p % 5], 1e6) for p in range(30)]
+    model = one_rack_per_broker(partitions, brokers=6)
+    options = PlannerOptions(hard_goals=(), distribution_goals=("topic-leader-distribution",))
+    st = State(model, options, resolve_groups(model, options))
+    bands = compute_bands(st)
+    assert (bands.lead_lo[0], bands.lead_hi[0]) == (4, 6)
+    size_rank = np.argsort(np.argsort(model.size_bytes, kind="stable"))
+    parts, _, new_slots = _proposals(st, bands, leaders=True, nracks=st.group_racks(), size_rank=size_rank)
+    new_leaders = st.rep[parts, new_slots]
+    assert np.bincount(new_leaders, minlength=6).tolist() == [0, 4, 4, 4, 4, 4]
+    with st.scoped(guarded=frozenset(options.distribution_goals)):
+        balance_topic_goal(st, "topic-leader-distribution", rounds=1)
+    assert st.tlead[0, 0] <= 6
+    assert st.tlead[0, 1:].min() >= 4
+
+
+def test_swap_offers_look_for_partners_beyond_the_topics_emptiest_broker() -> None:
+    # Broker 0 holds 12 of topic "t", brokers 1-5 none (band 1-3): its swap offers go to several of
+    # them, not all to the one holding fewest of "t" (whose few partners near in size
+    # were all the offers could find: at 96 brokers of bench.strong_skew a topic ended 122 replicas
+    # out of band, a few swaps a round).
+    partitions = [("t", p, [0], 1.0) for p in range(12)]
+    partitions += [(f"u-{b}", 12 + b, [b], 1.0) for b in range(1, 6)]
+    model = one_rack_per_broker(partitions, brokers=6)
+    options = PlannerOptions(hard_goals=(), distribution_goals=("topic-replica-distribution",))
+    st = State(model, options, resolve_groups(model, options))
+    size_rank = np.argsort(np.argsort(model.size_bytes, kind="stable"))
+    offers = _proposals(
+        st, compute_bands(st), leaders=False, nracks=st.group_racks(), size_rank=size_rank, for_swaps=True
+    )
+    assert len(set(offers[2].tolist())) >= 3

@@ -35,9 +35,9 @@ MAX_DEPTH: Final = 8
 # topics (or resource groups) planned with it, except for the cap per call: chains finish what the
 # vectorised rounds leave, and at millions of replicas those can leave too much for Python.
 SPARE_TRIES: Final = 2
-MAX_TRIES: Final = 5000
+MAX_TRIES: Final = 15000
 # Band checks per call (paths and cycles tried): the same cap on the work, counted where it is spent.
-MAX_CHECKS: Final = 20000
+MAX_CHECKS: Final = 60000
 # Alternative paths checked against the bands for one broker before giving up on it.
 PATHS_PER_BROKER: Final = 8
 # Paths closed into cycles per topic and call, and partners tried per path.
