@@ -121,6 +121,17 @@ def test_a_topic_looks_for_destinations_among_its_own_groups_brokers() -> None:
         assert all(group * 15 <= b < (group + 1) * 15 for b in target.replicas), target
 
 
+def _counts_fixed(model: ClusterModel) -> State:
+    """A plan's state in which every broker's replica count must stay as it is (a 1.0 threshold):
+    only swaps can even out a topic."""
+    options = PlannerOptions(
+        hard_goals=(),
+        distribution_goals=("replica-distribution", "topic-replica-distribution"),
+        balance_threshold=1.0,
+    )
+    return State(model, options, resolve_groups(model, options))
+
+
 def test_swaps_even_out_two_topics_when_no_broker_may_take_one_more_replica() -> None:
     # 12 brokers of 40 replicas each (one rack each): topic "big" has 24 on each of brokers 0-3 and 3
     # on each of 4-11, topic "fill" the rest. Under a 1.0 threshold every broker's replica count must
@@ -131,13 +142,8 @@ def test_swaps_even_out_two_topics_when_no_broker_may_take_one_more_replica() ->
         partitions += [("big", b * 40 + i, [b], 1e6) for i in range(big)]
         partitions += [("fill", b * 40 + i, [b], 1e6) for i in range(big, 40)]
     model = one_rack_per_broker(partitions, brokers=12)
-    options = PlannerOptions(
-        hard_goals=(),
-        distribution_goals=("replica-distribution", "topic-replica-distribution"),
-        balance_threshold=1.0,
-    )
-    st = State(model, options, resolve_groups(model, options))
-    with st.scoped(guarded=frozenset(options.distribution_goals)):
+    st = _counts_fixed(model)
+    with st.scoped(guarded=frozenset(st.options.distribution_goals)):
         moved = balance_topic_goal(st, "topic-replica-distribution", size_cap=1.0)
     assert moved > 0, moved
     assert np.bincount(st.rep[:, 0], minlength=12).tolist() == [40] * 12
@@ -172,14 +178,9 @@ def test_swap_partners_are_found_past_replicas_whose_topic_cannot_leave() -> Non
     partitions += [("u", p, [0], 1000.0) for p in range(4)]
     partitions += [(f"fixed-{i}", b, [b], 2.0 + i * 1e-3) for i in range(120) for b in range(2)]
     model = one_rack_per_broker(partitions, brokers=2)
-    options = PlannerOptions(
-        hard_goals=(),
-        distribution_goals=("replica-distribution", "topic-replica-distribution"),
-        balance_threshold=1.0,
-    )
-    st = State(model, options, resolve_groups(model, options))
+    st = _counts_fixed(model)
     t, u = (list(model.topics).index(name) for name in ("t", "u"))
-    with st.scoped(guarded=frozenset(options.distribution_goals)):
+    with st.scoped(guarded=frozenset(st.options.distribution_goals)):
         balance_topic_goal(st, "topic-replica-distribution", size_cap=1.0)
     assert st.tcount[t].tolist() == [2, 2]
     assert st.tcount[u].tolist() == [2, 2]
