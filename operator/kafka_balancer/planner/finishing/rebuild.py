@@ -167,13 +167,14 @@ def exchange_pass(st: State, replan: Callable[[State], None]) -> bool:
     Only then: the exchanges move bytes both ways, so a plan that holds the goal without them
     keeps its bytes (docs/goals.md, "Count exchanges").
 
-    When that pass is refused, or the time budget stops it (or ran out before it), with the goal still
-    out of band, the goal gets one turn with the exchanges, every other goal guarded, in the budget's
-    reserve (base.budget). A refused pass: at 96 brokers of bench.strong_skew with
-    ``maxReplicasPerBroker`` 8000 it evened the counts but left 7 more leaderships out of their
-    topic's band, and the counts stayed 0.022 of an average out of band. A budget spent:
-    a plan cut short without it kept the brokers' replica counts from 0.34x to 1.39x of their
-    average (the 270-broker strongly skewed cluster at the default 60 s; the turn takes 0.8 s)."""
+    Whenever the goal is still out of band after that pass (refused, kept short of the band, or
+    stopped by the time budget, or the budget ran out before it), the goal gets one turn with the
+    exchanges, every other goal guarded, in the budget's reserve (base.budget). A refused pass: at
+    96 brokers of bench.strong_skew with ``maxReplicasPerBroker`` 8000 it evened the counts but left
+    7 more leaderships out of their topic's band, and the counts stayed 0.022 of an average out of
+    band. A budget spent: a plan cut short without it kept the brokers' replica counts from 0.34x to
+    1.39x of their average (the 270-broker strongly skewed cluster at the default 60 s; the turn
+    takes 0.8 s). Returns whether the pass or the turn was kept."""
     if REPLICA_COUNT_GOAL not in st.options.distribution_goals or goal_violation(st, REPLICA_COUNT_GOAL) <= 0:
         return False
     standing = _Standing.of(st)
