@@ -374,6 +374,9 @@ FINISHING: Final = (
     # topic slot out of band); so did the stand-ins from afar.
     Stage("shortcuts", _always, lambda run: substitute_moves(run.st, arrived=True), bounded=True),
     Stage("stand-ins from afar", _always, lambda run: substitute_moves(run.st, far=True), bounded=True),
+    # The stand-ins from afar change which replicas left which brokers, and shortcuts open up again
+    # (bench.strong_skew at 1.3M replicas: 2,300 moves fewer, 0.005x the bound, for 2.5 s).
+    Stage("shortcuts again", _always, lambda run: substitute_moves(run.st, arrived=True), bounded=True),
     # Replica moves since the first leadership stage may have taken a leader's rack away or brought a
     # more preferred one in (where a partition has fewer replicas than there are racks); the leader-borne
     # goals then finish inside the tiers, by leadership moves that keep each partition in its rack.
