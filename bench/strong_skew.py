@@ -12,8 +12,10 @@ new brokers start empty. Every broker has the same disk and network capacity, su
 total network-in is ``--network-fill`` of what capacityThreshold allows (disk and network-out
 ``--disk-fill``); no partition carries more than 10% of one broker's limit. The policy is the default
 one (maxReplicasPerBroker 4,000 unless ``--max-replicas``). Prints one JSON line: the cluster's shape,
-the plan's time, what it moved against the disk-only lower bound, the goals left out of band and how
-far the per-topic ones are, or the refusal.
+the plan's time, what it moved against the disk-only lower bound (``bytesOverBound``) and against the
+bound that also counts what the replica-count and per-topic bands force off and onto each broker
+(``bytesOverGoalsBound``, bench.synthetic.goals_lower_bound), the goals left out of band and how far
+the per-topic ones are, or the refusal.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
 
-from bench.synthetic import broker_disk, disk_lower_bound, place_replicas
+from bench.synthetic import broker_disk, disk_lower_bound, goals_lower_bound, place_replicas
 
 THRESHOLD = 0.8  # the default capacityThreshold
 LARGEST_SHARE = 0.1  # of one broker's limit, at most, for one partition's load
@@ -157,6 +159,7 @@ def run(shape: Shape, options: PlannerOptions) -> dict[str, Any]:
         peakRssMiB=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         moves=summary["moves"],
         bytesOverBound=round(summary["bytesToMove"] / bound, 3) if bound else None,
+        bytesOverGoalsBound=round(summary["bytesToMove"] / goals_lower_bound(model), 3) if bound else None,
         hardGoalsBroken=[g for g, ok in summary["hardGoals"].items() if not ok],
         goalsViolated=summary["goalsViolated"],
         replicasMaxOverAvg=summary["goals"]["replica-distribution"]["after"],

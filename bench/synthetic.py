@@ -157,6 +157,55 @@ def disk_lower_bound(model: ClusterModel, removed: tuple[int, ...] = (), thresho
     return float(max(above, below) + disk[gone].sum())
 
 
+def goals_lower_bound(model: ClusterModel, threshold: float = 1.10) -> float:
+    """Bytes any plan must move that brings disk, replica counts and every topic's replica spread into
+    their bands (``threshold``, over all brokers; for a plan that keeps every broker and replication
+    factor). Every byte moved leaves one broker and arrives on another, so the total is at least the
+    sum over brokers of what each must send, and of what each must receive. A broker must send at
+    least the most of: its disk above the band, its smallest replicas beyond the replica-count band,
+    and per topic its smallest replicas of it beyond the topic's band; it must receive at least the
+    most of: its disk below the band, and per topic the replicas it lacks times the topic's smallest.
+    At least :func:`disk_lower_bound` (the disk terms alone); looser than the floor bench.planner_floor
+    solves as a linear program (which also ties each topic's leaving and arriving bytes together and
+    keeps the racks), but closed-form: seconds at millions of replicas."""
+    if not model.broker_alive.all():
+        raise ValueError("goals_lower_bound is for clusters whose every broker stays")
+    valid = model.replicas != NO_BROKER
+    part = np.nonzero(valid)[0]
+    broker = model.replicas[valid].astype(np.int64)
+    size = model.size_bytes[part]
+    topic = np.asarray(model.partition_topic, dtype=np.int64)[part]
+    n, topics = model.num_brokers, len(model.topics)
+    disk = np.bincount(broker, weights=size, minlength=n)
+    count = np.bincount(broker, minlength=n)
+    per_topic = np.bincount(topic * n + broker, minlength=topics * n).reshape(topics, n)
+    avg, count_hi = disk.mean(), np.ceil(count.mean() * threshold - 1e-9)
+    topic_avg = per_topic.sum(axis=1) / n
+    topic_hi = np.ceil(topic_avg * threshold - 1e-9)[:, None]
+    topic_lo = np.floor(topic_avg * (2 - threshold) + 1e-9)[:, None]
+    smallest = np.full(topics, np.inf)
+    np.minimum.at(smallest, topic, size)
+    send = np.maximum.reduce([
+        np.maximum(disk - threshold * avg, 0.0),
+        _smallest_beyond(broker, size, np.maximum(count - count_hi, 0), n),
+        _smallest_beyond(topic * n + broker, size, np.maximum(per_topic - topic_hi, 0).ravel(), topics * n)
+        .reshape(topics, n).sum(axis=0),
+    ])  # fmt: skip
+    lacking = np.maximum(topic_lo - per_topic, 0) * np.where(np.isfinite(smallest), smallest, 0.0)[:, None]
+    receive = np.maximum(np.maximum((2 - threshold) * avg - disk, 0.0), lacking.sum(axis=0))
+    return float(max(send.sum(), receive.sum()))
+
+
+def _smallest_beyond(key: np.ndarray, size: np.ndarray, beyond: np.ndarray, keys: int) -> np.ndarray:  # type: ignore[type-arg]
+    """Per key, the sum of its ``beyond[key]`` smallest sizes."""
+    order = np.lexsort((size, key))
+    key, size = key[order], size[order]
+    first = np.searchsorted(key, np.arange(keys))
+    rank = np.arange(key.size) - first[key]
+    kept = rank < beyond[key]
+    return np.bincount(key[kept], weights=size[kept], minlength=keys)
+
+
 def broker_disk(model: ClusterModel) -> np.ndarray:  # type: ignore[type-arg]
     """Bytes on each broker (by broker index) as the model places them."""
     valid = model.replicas != NO_BROKER

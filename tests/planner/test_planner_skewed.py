@@ -7,9 +7,10 @@ import math
 from typing import Any
 
 import pytest
+from checks import one_rack_per_broker
 from kafka_balancer.planner import DISTRIBUTION_GOALS, OperationOptions, PlannerOptions, evaluate, plan
 
-from bench.synthetic import disk_lower_bound, skewed_cluster
+from bench.synthetic import disk_lower_bound, goals_lower_bound, skewed_cluster
 
 # Broker-level resource goals that must end inside the band on these clusters.
 RESOURCE_GOALS = (
@@ -55,6 +56,8 @@ def test_skewed_cluster_with_new_brokers(shape: dict[str, Any]) -> None:
     assert summary["goalsViolated"] == [], summary["goalsViolated"]
     ratio = summary["bytesToMove"] / disk_lower_bound(model)
     assert 1.0 <= ratio <= 1.15, ratio
+    # Every goal holds, so the plan moves at least what the bands force (a bound, not an estimate).
+    assert summary["bytesToMove"] >= goals_lower_bound(model) >= disk_lower_bound(model)
     # Leadership is free, so leader counts go on to the average rounded down or up.
     leaders = after["leaders"]
     assert leaders["maxOverAvg"] * leaders["avg"] <= math.ceil(leaders["avg"]) + 1e-6, leaders
@@ -64,3 +67,15 @@ def test_skewed_cluster_with_new_brokers(shape: dict[str, Any]) -> None:
     lean = plan(model, dataclasses.replace(options, distribution_goals=broker_level)).summary
     assert all(lean["goals"][goal]["holdsAfter"] for goal in RESOURCE_GOALS)
     assert 1.0 <= lean["bytesToMove"] / disk_lower_bound(model) <= 1.20
+
+
+def test_the_goals_bound_counts_what_the_topic_bands_force_off_and_onto_each_broker() -> None:
+    # Two brokers with the same disk (12 bytes each, so the disk bound is 0): broker 0 holds 4 of
+    # topic "a" (1, 1, 5 and 5 bytes), broker 1 holds 4 of "b" (3 bytes each). Each topic's band is
+    # 1-3 replicas per broker, so broker 0 must send at least its smallest "a" (1 byte) and broker 1
+    # its smallest "b" (3 bytes): 4 bytes, and each must receive one of the other topic: 4 bytes too.
+    partitions = [("a", p, [0], size) for p, size in enumerate([1.0, 1.0, 5.0, 5.0])]
+    partitions += [("b", p, [1], 3.0) for p in range(4)]
+    model = one_rack_per_broker(partitions, brokers=2)
+    assert disk_lower_bound(model) == 0.0
+    assert goals_lower_bound(model) == 4.0
