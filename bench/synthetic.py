@@ -12,6 +12,7 @@ import dataclasses
 
 import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, ClusterModel, LogDir
+from kafka_balancer.planner.base.arrays import ranks
 
 # Shapes whose seeds 1-8 docs/performance.md reports ("Other seeds"): `bench.planner seeds` plans them,
 # `bench.planner_floor --shape` bounds them.
@@ -200,9 +201,7 @@ def _smallest_beyond(key: np.ndarray, size: np.ndarray, beyond: np.ndarray, keys
     """Per key, the sum of its ``beyond[key]`` smallest sizes."""
     order = np.lexsort((size, key))
     key, size = key[order], size[order]
-    first = np.searchsorted(key, np.arange(keys))
-    rank = np.arange(key.size) - first[key]
-    kept = rank < beyond[key]
+    kept = ranks(key) < beyond[key]  # in size order within each key: the smallest first
     return np.bincount(key[kept], weights=size[kept], minlength=keys)
 
 
