@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 from checks import one_rack_per_broker
-from kafka_balancer.model import ClusterModel
+from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.planner import PlannerOptions, evaluate, plan
+from kafka_balancer.planner.base.checks import compute_bands
 from kafka_balancer.planner.base.state import State, resolve_groups
 from kafka_balancer.planner.catalogue import Q_REPLICAS
+from kafka_balancer.planner.distribution.topic_chains import leader_chains
 from kafka_balancer.planner.finishing.revert import revert_moves
 
 
@@ -63,3 +65,36 @@ def test_a_move_that_balances_stays() -> None:
     counts_before = st.load[:, Q_REPLICAS].copy()
     assert revert_moves(st) == 0
     assert np.array_equal(st.load[:, Q_REPLICAS], counts_before)
+
+
+def _heavy_topic_on_a_network_out_edge() -> ClusterModel:
+    """Broker 0 leads two of topic t's three partitions (each broker may lead one) and sits on the
+    lower edge of its network-out band (90, the edge at 89.9); t's leaderships carry 5 each. Broker
+    1 can take one (a follower of p0, no t leader), but 0 would drop to 85. No partition broker 1
+    leads has a follower on 0, so no leadership can come back from 1; broker 3 (109.5) leads u/0
+    of 5 with a follower on 0. Topics f* (one partition, no follower) make up each broker's traffic."""
+    builder = ClusterBuilder()
+    for b in range(4):
+        builder.add_broker(b, rack=f"rack-{b}")
+    rows = [("t", 0, [0, 1], 5.0), ("t", 1, [0, 2], 5.0), ("t", 2, [3, 1], 5.0), ("u", 0, [3, 0], 5.0)]
+    rows += [(f"f{b}", 0, [b], out) for b, out in enumerate([80.0, 100.0, 100.0, 99.5])]
+    for topic, p, replicas, out in rows:
+        builder.add_partition(topic, p, replicas, size_bytes=1e9, bytes_in_per_sec=1e-6, bytes_out_per_sec=out)
+    return builder.build()
+
+
+def test_a_chain_stuck_on_a_band_edge_is_made_up_by_a_leadership_from_a_third_broker() -> None:
+    model = _heavy_topic_on_a_network_out_edge()
+    options = PlannerOptions(distribution_goals=("network-out-distribution", "topic-leader-distribution"))
+    before = evaluate(model, options).goals
+    assert before["network-out-distribution"]["holds"] and not before["topic-leader-distribution"]["holds"]
+    st = _state(model, options)
+    with st.scoped(guarded=frozenset(options.distribution_goals)):
+        assert leader_chains(st, compute_bands(st)) == 1
+    # t/0's leadership went 0 -> 1 and u/0's came 3 -> 0: no broker left its band, no data moved.
+    leaders = [int(st.rep[model.partition_index(t, p), 0]) for t, p in [("t", 0), ("t", 1), ("t", 2), ("u", 0)]]
+    assert leaders == [1, 0, 3, 0]
+    assert np.array_equal(np.sort(st.rep, axis=1), np.sort(model.replicas, axis=1))
+    proposal = plan(model, options)
+    assert all(g["holdsAfter"] for g in proposal.summary["goals"].values()), proposal.summary["goals"]
+    assert proposal.summary["bytesToMove"] == 0

@@ -236,6 +236,39 @@ def fits_together(st: State, b: Bands, *, src: Ints, dst: Ints, v: FloatArray) -
     return not ((load - top - tol > 0.0).any() or (bottom - load - tol > 0.0).any())
 
 
+def fits_with_each(st: State, b: Bands, *, base: Moves, each: Moves) -> BoolArray:
+    """For each of the moves ``each``, whether it fits together with all of ``base``
+    (:func:`fits_together` of ``base`` plus that one move), for the whole lot at once: a chain's
+    closings are picked among thousands."""
+    src = np.concatenate([base.src, each.src])
+    dst = np.concatenate([base.dst, each.dst])
+    src, dst, (load0, top, bottom, tol) = _Reach.of(st, b, src, dst)
+    n = base.src.size
+    load = _loads_after(load0, src[:n], dst[:n], base.v)
+
+    def out_of_reach(rows: Ints, loads: FloatArray) -> BoolArray:
+        high: BoolArray = loads - top[rows] - tol[rows] > 0.0
+        low: BoolArray = bottom[rows] - loads - tol[rows] > 0.0
+        out: BoolArray = np.any(high | low, axis=1)
+        return out
+
+    # The base alone leaves some brokers out of reach: each move must take every one of them back,
+    # and keep its own two brokers in reach.
+    out = out_of_reach(np.arange(load.shape[0]), load)
+    s, d = src[n:], dst[n:]
+    left = int(out.sum()) - out[s].astype(np.int64) - out[d].astype(np.int64)
+    ok: BoolArray = (left == 0) & ~out_of_reach(s, load[s] - each.v) & ~out_of_reach(d, load[d] + each.v)
+    return ok
+
+
+class Moves(NamedTuple):
+    """Moves of loads ``v`` (rows) from brokers ``src`` to brokers ``dst``."""
+
+    src: Ints
+    dst: Ints
+    v: FloatArray
+
+
 def _loads_after(load0: FloatArray, src: Ints, dst: Ints, v: FloatArray) -> FloatArray:
     """The touched brokers' loads once every item (rows of ``v``) moved from ``src`` to ``dst``."""
     delta = np.zeros_like(load0)

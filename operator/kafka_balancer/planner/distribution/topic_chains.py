@@ -7,8 +7,9 @@ step, the leadership of another T partition from ``a`` to a broker ``u`` with ro
 count unchanged and moves one leadership from the over-full broker to ``u``: no data moves. Paths
 are found breadth-first over the topic's (leader -> follower) edges, at most MAX_DEPTH long, and a
 chain is applied only if every guarded band accepts the leaders' combined load changes. When a
-broker on the path sits on a band's edge, a leadership of another topic going from the path's end
-back to its start closes it into a cycle (every broker keeps its leader count).
+broker on the path sits on a band's edge, a leadership of another topic makes up for the load the
+path carries: going from the path's end back to its start (a cycle: every broker keeps its leader
+count), or into the start, or out of the end, from or to a third broker.
 
 This is the last resort after the vectorised rounds, so it only sees the topics left out of band;
 the work is bounded per topic and, on very large clusters, per call (MAX_TRIES, MAX_CHECKS).
@@ -24,7 +25,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
 from kafka_balancer.planner.base.arrays import Ints, stable_order
-from kafka_balancer.planner.base.checks import Bands, count_ok, fits_together, leader_band
+from kafka_balancer.planner.base.checks import Bands, Moves, count_ok, fits_together, fits_with_each, leader_band
 from kafka_balancer.planner.base.measures import topic_brokers
 from kafka_balancer.planner.base.state import State
 
@@ -36,11 +37,11 @@ MAX_DEPTH: Final = 8
 # vectorised rounds leave, and at millions of replicas those can leave too much for Python.
 SPARE_TRIES: Final = 2
 MAX_TRIES: Final = 15000
-# Band checks per call (paths and cycles tried): the same cap on the work, counted where it is spent.
+# Band checks per call (paths and closings tried): the same cap on the work, counted where it is spent.
 MAX_CHECKS: Final = 60000
 # Alternative paths checked against the bands for one broker before giving up on it.
 PATHS_PER_BROKER: Final = 8
-# Paths closed into cycles per topic and call, and partners tried per path.
+# Failed closings per topic and call, and partners tried per closing.
 MAX_CLOSINGS: Final = 8
 CLOSING_TRIES: Final = 16
 
@@ -49,36 +50,59 @@ Edge = tuple[int, int]  # (partition, slot of the new leader)
 
 
 class _LeaderIndex:
-    """Partitions by leader as at the start of a call (entries whose leader changed since are
-    skipped when used)."""
+    """Partitions by leader, and by follower, as at the start of a call (entries whose leader or
+    follower changed since are skipped when used)."""
 
     def __init__(self, st: State) -> None:
+        self.st = st
         self.order = stable_order(st.rep[:, 0])
         self.starts = np.searchsorted(st.rep[self.order, 0], np.arange(st.model.num_brokers + 1))
+        self._followers: tuple[Ints, Ints] | None = None
 
     def led_by(self, broker: int) -> Ints:
-        out: Ints = self.order[self.starts[broker] : self.starts[broker + 1]]
+        """Partitions ``broker`` leads and still leads."""
+        parts = self.order[self.starts[broker] : self.starts[broker + 1]]
+        out: Ints = parts[self.st.rep[parts, 0] == broker]
+        return out
+
+    def followed_by(self, broker: int) -> Ints:
+        """Partitions with a follower on ``broker`` still (indexed on the first call: most calls
+        close no chain)."""
+        if self._followers is None:
+            followers = self.st.rep[:, 1:]
+            parts, _ = np.nonzero(followers != NO_BROKER)
+            brokers = followers[followers != NO_BROKER]
+            order = stable_order(brokers)
+            self._followers = parts[order], np.searchsorted(brokers[order], np.arange(self.st.model.num_brokers + 1))
+        parts, starts = self._followers
+        parts = parts[starts[broker] : starts[broker + 1]]
+        out: Ints = parts[(self.st.rep[parts, 1:] == broker).any(axis=1)]
         return out
 
 
 class _Work:
-    """Band checks left for this call (each chain or cycle tried is one)."""
+    """Band checks left for this call (each chain or closing tried is one)."""
 
     def __init__(self, checks: int) -> None:
         self.checks = checks
 
 
 class _Budget:
-    """How many more cycle closings one topic may try, and the call's shared work left."""
+    """How many more closings one topic may fail, and the call's shared work left."""
 
     def __init__(self, index: _LeaderIndex, closings: int, work: _Work) -> None:
         self.index = index
         self.closings = closings
         self.work = work
 
-    def spend(self) -> bool:
-        self.closings -= 1
-        return self.closings >= 0
+    def close(self, st: State, b: Bands, chain: tuple[Ints, Ints]) -> bool:
+        """:func:`_close` while the topic has failed fewer than its closings (one that succeeds is
+        no waste: the topic's tries bound those)."""
+        if self.closings <= 0:
+            return False
+        closed = _close(st, b, chain, self)
+        self.closings -= not closed
+        return closed
 
     def check(self) -> bool:
         self.work.checks -= 1
@@ -262,8 +286,7 @@ def _paths(walk: _Walk, start: int, ends: set[int], preferred: set[int]) -> list
 
 def _apply_if_accepted(st: State, b: Bands, path: list[Edge], budget: _Budget) -> bool:
     """Apply the path's leadership moves if every guarded band accepts them; else try once more with
-    a leadership of another topic going from the path's end back to its start (a cycle: every
-    broker keeps its leader count, for brokers whose count sits on its band's edge)."""
+    a leadership of another topic that makes up for their load (:func:`_close`)."""
     parts = np.array([e[0] for e in path], dtype=np.int64)
     slots = np.array([e[1] for e in path], dtype=np.int64)
     if len(set(parts.tolist())) != parts.size or not budget.check():
@@ -271,18 +294,18 @@ def _apply_if_accepted(st: State, b: Bands, path: list[Edge], budget: _Budget) -
     if _accepted(st, b, parts, slots):
         st.swap_leader(parts, slots)
         return True
-    return budget.spend() and _close(st, b, (parts, slots), budget)
+    return budget.close(st, b, (parts, slots))
 
 
 def _close(st: State, b: Bands, chain: tuple[Ints, Ints], budget: _Budget) -> bool:
-    """Close the chain (partitions, slots of their new leaders) into a cycle with a leadership of
-    another topic going from its end back to its start, the closest in load first; applied if
-    every guarded band accepts the whole cycle."""
+    """Close the chain (partitions, slots of their new leaders) with a leadership of another topic
+    that makes up for its load (:func:`_closing_candidates`): of those the guarded bands accept
+    with the chain, the closest in load first."""
     parts, slots = chain
     start, end = int(st.rep[parts[0], 0]), int(st.rep[parts[-1], slots[-1]])
-    back, back_slots = _closing_candidates(
-        st, b, budget.index.led_by(end), start=start, end=end, topic=int(st.ptopic[parts[0]])
-    )
+    back, back_slots = _closing_candidates(st, b, budget.index, ends=(start, end), topic=int(st.ptopic[parts[0]]))
+    fit = fits_with_each(st, b, base=_leadership_moves(st, parts, slots), each=_leadership_moves(st, back, back_slots))
+    back, back_slots = back[fit], back_slots[fit]
     v = (st.lead[parts[0]] - st.follow[parts[0]]) / np.maximum(b.avg[start], 1e-12)
     gap = np.abs((st.lead[back] - st.follow[back]) / np.maximum(b.avg[start], 1e-12) - v).sum(axis=1)
     for i in np.argsort(gap, kind="stable")[:CLOSING_TRIES].tolist():
@@ -297,20 +320,45 @@ def _close(st: State, b: Bands, chain: tuple[Ints, Ints], budget: _Budget) -> bo
 
 
 def _accepted(st: State, b: Bands, parts: Ints, slots: Ints) -> bool:
-    src = st.rep[parts, 0]
-    dst = st.rep[parts, slots]
-    v = st.lead[parts] - st.follow[parts]
+    src, dst, v = _leadership_moves(st, parts, slots)
     return fits_together(st, b, src=src, dst=dst, v=v)
 
 
-def _closing_candidates(st: State, b: Bands, led: Ints, *, start: int, end: int, topic: int) -> tuple[Ints, Ints]:
-    """Partitions of other topics (among ``led``) led by ``end`` with a follower on ``start`` whose
-    own topic's leader spread does not get worse if ``start`` takes their leadership: (partitions, slots)."""
-    hit = st.rep[led] == start
-    cand = led[(st.rep[led, 0] == end) & hit.any(axis=1) & st.scope.movable[led] & (st.ptopic[led] != topic)]
-    slots = np.argmax(st.rep[cand] == start, axis=1).astype(np.int64)
-    u = st.ptopic[cand]
-    one = np.ones(u.size, dtype=np.int64)
-    ok = ~b.topic_leader_on[u] | count_ok(leader_band(st, b), end, start, topics=u, k=one)
-    ok &= st.can_lead[start]
-    return cand[ok], slots[ok]
+def _leadership_moves(st: State, parts: Ints, slots: Ints) -> Moves:
+    """The loads that move when slot ``slots`` of ``parts`` takes over their leadership."""
+    return Moves(st.rep[parts, 0], st.rep[parts, slots], st.lead[parts] - st.follow[parts])
+
+
+def _closing_candidates(
+    st: State, b: Bands, index: _LeaderIndex, *, ends: tuple[int, int], topic: int
+) -> tuple[Ints, Ints]:
+    """Leaderships of other topics that may make up for a chain's load from ``start`` to ``end``:
+    (partitions, slots of their new leaders), in this order (ties in load go to the first):
+
+    - those ``end`` leads with a follower on ``start``: a cycle, every broker keeps its leader count;
+    - those ``start`` follows, led elsewhere: ``start`` gets a leadership back from a third broker;
+    - those ``end`` leads with a follower elsewhere: ``end`` hands one on to a third broker;
+
+    each only where its own topic's leader spread does not get worse. The cycle alone was too
+    narrow: on strongly skewed clusters a broker leading too many of the heaviest topic sits on its
+    network-out band's lower edge, and the dozen partitions the path's end leads with a follower on
+    it carry a fraction of that topic's traffic (bench.strong_skew, 270 brokers: 24 topic-leader
+    slots out of band, and not one chain closed)."""
+    start, end = ends
+    led, followed = index.led_by(end), index.followed_by(start)
+    followed = followed[st.rep[followed, 0] != end]
+    width = st.rep.shape[1]
+    parts = np.r_[led, followed, np.repeat(led, width - 1)]
+    to_start = np.r_[led, followed]
+    slots = np.r_[np.argmax(st.rep[to_start] == start, axis=1), np.tile(np.arange(1, width), led.size)].astype(np.int64)
+    new = st.rep[parts, slots]
+    u = st.ptopic[parts]
+    ok = (new != NO_BROKER) & (u != topic) & st.scope.movable[parts]
+    ok[: to_start.size] &= st.rep[to_start, slots[: to_start.size]] == start
+    ok[to_start.size :] &= new[to_start.size :] != start
+    parts, slots, new, u = parts[ok], slots[ok], new[ok], u[ok]
+    ok = st.can_lead[new] & st.lead_slots(parts)[np.arange(parts.size), slots]
+    ok &= ~b.topic_leader_on[u] | count_ok(
+        leader_band(st, b), st.rep[parts, 0], new, topics=u, k=np.ones(u.size, np.int64)
+    )
+    return parts[ok], slots[ok]
