@@ -236,3 +236,38 @@ def test_the_nearest_swap_partners_are_a_stable_sort_of_the_window(share: float,
     got_idx, got_ok = topic_swaps._nearest(ok, idx)
     assert np.array_equal(got_idx, np.take_along_axis(idx, near, axis=1))
     assert np.array_equal(got_ok, np.take_along_axis(ok, near, axis=1))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(min_value=1, max_value=4),  # segments
+    st.integers(min_value=0, max_value=400),  # entries
+    st.floats(min_value=0.0, max_value=0.95),  # share of one dominant topic
+    st.integers(min_value=0, max_value=2**32 - 1),
+)
+def test_a_swap_window_holds_the_partners_nearest_in_size_of_other_topics(
+    segments: int, entries: int, dominant: float, seed: int
+) -> None:
+    # Entries sorted by (segment, size), a dominant topic 0 among topics 1-5, in runs and alone: each
+    # offer's window is, on each side of its size, the WINDOW nearest entries of its segment that
+    # are not of its own topic, as a plain scan finds them.
+    rng = np.random.default_rng(seed)
+    keys = np.sort(rng.integers(0, segments, size=entries) + rng.random(entries))
+    topics = np.where(rng.random(entries) < dominant, 0, rng.integers(1, 6, size=entries)).astype(np.int64)
+    none = np.zeros(0, dtype=np.int64)
+    index = topic_swaps.PartnerIndex(none, none, keys, none, np.zeros(0), topics, topic_swaps._topic_runs(topics))
+    offers = 30
+    own = rng.integers(0, 6, size=offers).astype(np.int64)
+    where = rng.integers(0, segments, size=offers)
+    query = where + rng.random(offers)
+    bounds = np.searchsorted(keys, where), np.searchsorted(keys, where + 1)
+    idx, ok = topic_swaps._window(index, own, query, bounds)
+    w = topic_swaps.WINDOW
+    for i in range(offers):
+        others = np.flatnonzero((topics != own[i]) & (np.floor(keys) == where[i]))
+        pos = np.searchsorted(keys, query[i])
+        left, right = others[others < pos][::-1][:w], others[others >= pos][:w]
+        expect_ok = np.r_[np.arange(w)[::-1] < left.size, np.arange(w) < right.size]
+        assert np.array_equal(ok[i], expect_ok)
+        assert np.array_equal(idx[i, w - left.size : w], left[::-1])
+        assert np.array_equal(idx[i, w : w + right.size], right)
