@@ -377,6 +377,10 @@ FINISHING: Final = (
     # The stand-ins from afar change which replicas left which brokers, and shortcuts open up again
     # (bench.strong_skew at 1.3M replicas: 2,300 moves fewer, 0.005x the bound, for 2.5 s).
     Stage("shortcuts again", _always, lambda run: substitute_moves(run.st, arrived=True), bounded=True),
+    # The shortcuts and stand-ins moved replicas: a topic's partitions may now offer a path its
+    # leadership could not take before (bench.strong_skew, 270 brokers, --max-replicas 5000: the
+    # last topic-leader slot).
+    Stage("topic leader chains again", _has(TOPIC_LEADER_GOAL), _final_chains, bounded=True),
     # Replica moves since the first leadership stage may have taken a leader's rack away or brought a
     # more preferred one in (where a partition has fewer replicas than there are racks); the leader-borne
     # goals then finish inside the tiers, by leadership moves that keep each partition in its rack.
