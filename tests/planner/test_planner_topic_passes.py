@@ -87,7 +87,8 @@ def test_a_chain_stuck_on_a_band_edge_is_made_up_by_a_leadership_from_a_third_br
     model = _heavy_topic_on_a_network_out_edge()
     options = PlannerOptions(distribution_goals=("network-out-distribution", "topic-leader-distribution"))
     before = evaluate(model, options).goals
-    assert before["network-out-distribution"]["holds"] and not before["topic-leader-distribution"]["holds"]
+    assert before["network-out-distribution"]["holds"]
+    assert not before["topic-leader-distribution"]["holds"]
     st = _state(model, options)
     with st.scoped(guarded=frozenset(options.distribution_goals)):
         assert leader_chains(st, compute_bands(st)) == 1
@@ -98,3 +99,31 @@ def test_a_chain_stuck_on_a_band_edge_is_made_up_by_a_leadership_from_a_third_br
     proposal = plan(model, options)
     assert all(g["holdsAfter"] for g in proposal.summary["goals"].values()), proposal.summary["goals"]
     assert proposal.summary["bytesToMove"] == 0
+
+
+def test_a_topic_whose_partitions_offer_no_path_trades_a_leader_replica() -> None:
+    # Topic t: 3 partitions over 4 brokers, so each broker may lead one. Broker 0 leads t/0 and t/1,
+    # whose only follower is broker 1, which leads t/2 (follower on 0): no leadership move or chain
+    # reaches a broker with room. Broker 0 holds 9 replicas, the replica-count band's lower edge
+    # (9-11), so none may leave it one way. Brokers 2 and 3 lead one-partition topics of the same
+    # size and traffic: t's leader replica goes to one of them and that one's leader replica comes back.
+    rows = [("t", 0, [0, 1]), ("t", 1, [0, 1]), ("t", 2, [1, 0]), ("u", 0, [2, 3]), ("v", 0, [3, 2]), ("w", 0, [2, 3])]
+    rows += [(f"f{b}-{i}", 0, [b]) for b, n in enumerate([6, 7, 8, 7]) for i in range(n)]  # 9, 10, 11, 10 replicas
+    model = one_rack_per_broker([(t, p, r, 1e9) for t, p, r in rows], brokers=4)
+    options = PlannerOptions(distribution_goals=("replica-distribution", "topic-leader-distribution"))
+    before = evaluate(model, options).goals
+    assert before["replica-distribution"]["holds"]
+    assert not before["topic-leader-distribution"]["holds"]
+    proposal = plan(model, options)
+    assert all(g["holdsAfter"] for g in proposal.summary["goals"].values()), proposal.summary["goals"]
+    after = {(p.topic, p.partition): list(p.replicas) for p in proposal.plan.partitions}
+    assert len(after) == 2, after
+    (t_moved,) = [after[("t", p)] for p in (0, 1) if ("t", p) in after]
+    (other,) = [key for key in after if key[0] != "t"]
+    assert t_moved[0] in (2, 3)
+    assert after[other][0] == 0
+    counts = np.zeros(4, dtype=np.int64)
+    for topic, p, replicas in rows:
+        for b in after.get((topic, p), replicas):
+            counts[b] += 1
+    assert counts.tolist() == [9, 10, 11, 10]

@@ -182,14 +182,16 @@ class PartnerIndex(NamedTuple):
     size_share: FloatArray
     topics: Ints  # each entry's topic
     runs: tuple[Ints, Ints]  # :func:`_topic_runs` of ``topics``
+    leaders: bool = False  # leader replicas only: partners for the topic-leader goal's trades
 
     @staticmethod
-    def of(st: State, parts: Ints, slots: Ints, keys: FloatArray, size_rank: Ints) -> PartnerIndex:
-        """The index of the entries ``(parts, slots)`` sorted by ``keys``."""
+    def of(st: State, entries: tuple[Ints, Ints], keys: FloatArray, size_rank: Ints, *, leaders: bool) -> PartnerIndex:
+        """The index of the entries (partitions, slots) sorted by ``keys``."""
         order = np.argsort(keys, kind="stable")
-        parts, topics = parts[order], st.ptopic[parts[order]].astype(np.int64)
+        parts, slots = entries[0][order], entries[1][order]
+        topics = st.ptopic[parts].astype(np.int64)
         share = size_share(st, size_rank)
-        return PartnerIndex(parts, slots[order], keys[order], size_rank, share, topics, _topic_runs(topics))
+        return PartnerIndex(parts, slots, keys[order], size_rank, share, topics, _topic_runs(topics), leaders)
 
     def near(self, st: State, segments: Ints, parts: Ints) -> tuple[Ints, BoolArray]:
         """For each of ``parts``, the positions of the 2 x WINDOW partners of its segment nearest
@@ -209,9 +211,9 @@ class Offers(NamedTuple):
     dests: Ints
 
 
-def replica_index(st: State, b: Bands, size_rank: Ints) -> PartnerIndex:
+def replica_index(st: State, b: Bands, size_rank: Ints, *, leaders: bool = False) -> PartnerIndex:
     """Every movable replica slot whose topic may leave its broker, sorted by (broker, leader or
-    follower, size rank).
+    follower, size rank); with ``leaders``, the leader slots only (for :func:`leader_replica_swaps`).
 
     Built once every few rounds (a sort over the cluster); entries that moved since are skipped
     when used (the slot no longer holds that broker).
@@ -219,7 +221,9 @@ def replica_index(st: State, b: Bands, size_rank: Ints) -> PartnerIndex:
     rep = st.rep
     nparts = max(st.model.num_partitions, 1)
     valid = (rep != NO_BROKER) & st.scope.movable[:, None]
-    if TOPIC_LEADER_GOAL in st.scope.guarded:
+    if leaders:
+        valid[:, 1:] = False
+    elif TOPIC_LEADER_GOAL in st.scope.guarded:
         valid[:, 0] = False
     # Only replicas whose topic may leave their broker (as the bands stood when indexed): the others
     # can never be partners, and a window of them hid those that can. At 96 brokers of
@@ -230,7 +234,7 @@ def replica_index(st: State, b: Bands, size_rank: Ints) -> PartnerIndex:
     valid &= cells(give, st.ptopic[:, None], np.maximum(rep, 0))
     yp, yk = np.nonzero(valid)
     seg = rep[yp, yk].astype(np.int64) * 2 + (yk == 0)
-    return PartnerIndex.of(st, yp, yk, seg + size_rank[yp] / nparts, size_rank)
+    return PartnerIndex.of(st, (yp, yk), seg + size_rank[yp] / nparts, size_rank, leaders=leaders)
 
 
 def leader_index(st: State, size_rank: Ints) -> PartnerIndex:
@@ -241,7 +245,7 @@ def leader_index(st: State, size_rank: Ints) -> PartnerIndex:
     fp, fk = np.nonzero((rep[:, 1:] != NO_BROKER) & st.scope.movable[:, None])
     fk = fk + 1
     seg = rep[fp, 0].astype(np.int64) * nb + rep[fp, fk]
-    return PartnerIndex.of(st, fp, fk, seg + size_rank[fp] / nparts, size_rank)
+    return PartnerIndex.of(st, (fp, fk), seg + size_rank[fp] / nparts, size_rank, leaders=False)
 
 
 # Each window position's rank by distance from the offer (of two at the same distance, the smaller
@@ -265,11 +269,13 @@ def replica_swaps(st: State, b: Bands, offers: Offers, *, index: PartnerIndex, n
 
     Partners: a replica on the destination, of the same kind (leader or follower, so leader counts
     stay), of another topic whose spread allows the way back, nearest in size. Returns swaps made.
-    Only partitions in the smaller ``size_cap`` share of their group's sizes are offered.
+    Only partitions in the smaller ``size_cap`` share of their group's sizes are offered; leader
+    replicas only from an index of leader replicas once the topic-leader goal is guarded
+    (:func:`_small_offers`).
     """
     if offers.parts.size == 0:
         return 0
-    parts, slots, dests = offers = _small_offers(st, b, offers, index, size_cap)
+    parts, slots, dests = offers = _small_offers(st, b, offers, index, size_cap=size_cap)
     src = st.rep[parts, slots].astype(np.int64)
     cp, ck, ok = _replica_partners(st, b, offers, index, nracks)
     vx = st.slot_loads(parts, slots)  # (n, Q)
@@ -296,16 +302,19 @@ def replica_swaps(st: State, b: Bands, offers: Offers, *, index: PartnerIndex, n
     return int(p.size)
 
 
-def _small_offers(st: State, b: Bands, offers: Offers, index: PartnerIndex, size_cap: float) -> Offers:
-    """The offers of small partitions (followers only once the topic-leader goal is guarded: a
-    leader swapped could crowd its topic's leaders), the most needed first (:func:`most_needed`)."""
+def _small_offers(st: State, b: Bands, offers: Offers, index: PartnerIndex, *, size_cap: float) -> Offers:
+    """The offers of small partitions (followers only once the topic-leader goal is guarded, unless
+    the index holds leader replicas: a leader swapped for the replica spread could crowd its topic's
+    leaders), the most needed first (:func:`most_needed`)."""
+    leaders = index.leaders
     parts, slots, dests = offers
     small = index.size_share < size_cap
     sel = small[parts]
-    if TOPIC_LEADER_GOAL in st.scope.guarded:
+    if TOPIC_LEADER_GOAL in st.scope.guarded and not leaders:
         sel &= slots != 0
     parts, slots, dests = parts[sel], slots[sel], dests[sel]
-    top = most_needed(st.tcount, b.topic_hi, st.ptopic[parts], st.rep[parts, slots])
+    counts, hi = (st.tlead, b.lead_hi) if leaders else (st.tcount, b.topic_hi)
+    top = most_needed(counts, hi, st.ptopic[parts], st.rep[parts, slots])
     return Offers(parts[top], slots[top], dests[top])
 
 
