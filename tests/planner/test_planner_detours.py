@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import pytest
 from checks import placement_after
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.build import ClusterBuilder
 from kafka_balancer.planner import GroupOptions, PlannerOptions, evaluate, plan
+from kafka_balancer.planner.base.checks import compute_bands
+from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.catalogue import Q_DISK
+from kafka_balancer.planner.finishing import detours
 from kafka_balancer.planner.groups import merge, plan_group, split
 
 GB = 1e9
@@ -122,3 +127,35 @@ def test_a_group_planned_alone_gets_the_same_detours_as_in_the_whole_cluster() -
     merged = merge(model, options, targets)
     assert merged.plan == whole.plan
     assert merged.id == whole.id
+
+
+def test_with_one_attempt_a_detour_that_pushes_disk_out_mends_it_with_replica_moves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Topic t (three single-replica partitions on four brokers, so at most one per broker): broker 0
+    # holds two, 9 GB each, and sits 2 GB above its disk band's lower edge (92 GB, avg 100.25, band
+    # 90.2-110.3). Moving one to broker 2 takes it below; a 10 GB replica from broker 3 (110) back
+    # to 0 mends that, and only replica moves can. Every other topic has one partition. On a large
+    # group a detour gets one attempt (DETOUR_REPLICAS / replicas), which must not go to mending by
+    # leadership alone.
+    builder = ClusterBuilder()
+    for b in range(4):
+        builder.add_broker(b, rack=f"rack-{b}")
+    rows = [("t", 0, 9.0), ("t", 0, 9.0), ("t", 1, 9.0), ("big", 2, 100.0), ("odd", 0, 14.0)]
+    rows += [(f"f{b}-{i}", b, 10.0) for b, n in enumerate([6, 9, 0, 11]) for i in range(n)]
+    for p, (topic, broker, size) in enumerate(rows):
+        builder.add_partition(topic, p, [broker], size_bytes=size * GB, bytes_in_per_sec=1e3, bytes_out_per_sec=1e3)
+    model = builder.build()
+    options = PlannerOptions(distribution_goals=("disk-distribution", "topic-replica-distribution"))
+    st = State(model, options, resolve_groups(model, options))
+    monkeypatch.setattr(detours, "DETOUR_REPLICAS", 1)
+    with st.scoped(guarded=frozenset(options.distribution_goals)):
+        bands = compute_bands(st)
+        t = model.topics.index("t")
+        assert st.tcount[t].tolist() == [2, 1, 0, 0]
+        assert (bands.lower[:, Q_DISK] <= st.load[:, Q_DISK]).all()
+        assert (st.load[:, Q_DISK] <= bands.upper[:, Q_DISK]).all()
+        assert detours.repair_topic_slots(st) == 1
+        assert st.tcount[t].max() == 1
+        assert (bands.lower[:, Q_DISK] <= st.load[:, Q_DISK]).all()
+        assert (st.load[:, Q_DISK] <= bands.upper[:, Q_DISK]).all()

@@ -163,7 +163,7 @@ def _best_detour(
     base = _bytes_moved(st)
     best: tuple[float, Checkpoint] | None = None
     for estimate, move in moves:
-        for leadership_only in (True, False):
+        for leadership_only in _mendings(st, b, move, start):
             if not budget.take():
                 return _keep(st, best)
             end = _detour(st, b, move, start, leadership_only=leadership_only)
@@ -177,6 +177,19 @@ def _best_detour(
         if best is not None and best[0] <= base + estimate + 1.0:
             break  # mended without moving more: the moves after this one are estimated dearer
     return _keep(st, best)
+
+
+def _mendings(st: State, b: Bands, move: Detour, start: _Distances) -> tuple[bool, ...]:
+    """How the goals may mend what ``move`` pushes out of band: by leadership only first (free),
+    then with replica moves; replica moves alone where it pushes out a quantity leadership does
+    not carry (disk, say: a leadership-only attempt could not mend it, and on large clusters a
+    group gets one attempt)."""
+    saved = st.checkpoint()
+    _make(st, move)
+    worse = _distances(st, b).worse_quantities(start)
+    st.restore(saved)
+    carried = {q for q in range(st.catalogue.size) if st.catalogue.leadership_carries(q)} | {start.exact_leaders}
+    return (True, False) if worse <= carried else (False,)
 
 
 def _keep(st: State, best: tuple[float, Checkpoint] | None) -> int:
@@ -297,11 +310,7 @@ def _allowed(st: State, p: int, k: int, nracks: Ints) -> BoolArray:
 def _detour(st: State, b: Bands, move: Detour, start: _Distances, *, leadership_only: bool) -> _Distances:
     """Make ``move``, then let the goals of the quantities it pushed out of band mend them (each
     goal's moves may push another quantity out: a few rounds). Returns the distances at the end."""
-    for p, slot, dst in move:
-        if dst == LEADERSHIP:
-            st.swap_leader(np.array([p]), np.array([slot]))
-        else:
-            st.move(np.array([p]), np.array([slot]), np.array([dst], dtype=np.int32))
+    _make(st, move)
     goals = st.options.distribution_goals
     for _ in range(MEND_ROUNDS):
         end = _distances(st, b)
@@ -314,6 +323,14 @@ def _detour(st: State, b: Bands, move: Detour, start: _Distances, *, leadership_
         if {Q_LEADERS, end.exact_leaders} & worse:
             tighten_leaders(st)
     return _distances(st, b)
+
+
+def _make(st: State, move: Detour) -> None:
+    for p, slot, dst in move:
+        if dst == LEADERSHIP:
+            st.swap_leader(np.array([p]), np.array([slot]))
+        else:
+            st.move(np.array([p]), np.array([slot]), np.array([dst], dtype=np.int32))
 
 
 def _bytes_moved(st: State) -> float:
