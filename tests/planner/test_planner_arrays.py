@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from kafka_balancer.model.cluster import NO_BROKER
 from kafka_balancer.planner import OperationOptions, PlannerOptions
 from kafka_balancer.planner.base.arrays import RADIX_FROM, cells, first_of_each, ranks, stable_order
-from kafka_balancer.planner.base.checks import Moves, accept_together, compute_bands, fits_together, fits_with_each
+from kafka_balancer.planner.base.checks import (
+    Bands,
+    Moves,
+    accept_together,
+    compute_bands,
+    fits_together,
+    fits_with_each,
+)
 from kafka_balancer.planner.base.state import State, resolve_groups
 from kafka_balancer.planner.distribution import topic_chains, topic_swaps
 
@@ -59,13 +66,19 @@ def test_cells_gathers_as_two_index_arrays_do() -> None:
     assert np.array_equal(cells(table.T, cols, rows), table.T[cols, rows])  # a transposed view too
 
 
-def test_a_chain_fits_together_exactly_when_the_batch_check_keeps_all_of_it() -> None:
-    # Random leadership chains of one to six moves on a skewed cluster, as the topic-leader and
-    # leader-count chains try them one by one: some fit, most do not.
+def _skewed_state() -> tuple[State, Bands]:
+    """A small skewed cluster's state and bands, where random leadership chains sometimes fit."""
     model = skewed_cluster(brokers=9, new_brokers=2, partitions=400, rf=3, skew=1.0, seed=2)
     options = PlannerOptions()
     state = State(model, options, resolve_groups(model, options))
-    bands = compute_bands(state)
+    return state, compute_bands(state)
+
+
+def test_a_chain_fits_together_exactly_when_the_batch_check_keeps_all_of_it() -> None:
+    # Random leadership chains of one to six moves on a skewed cluster, as the topic-leader and
+    # leader-count chains try them one by one: some fit, most do not.
+    state, bands = _skewed_state()
+    model = state.model
     rng = np.random.default_rng(0)
     seen = set()
     for length in np.tile(np.arange(1, 7), 100).tolist():
@@ -82,10 +95,8 @@ def test_a_chain_fits_together_exactly_when_the_batch_check_keeps_all_of_it() ->
 def test_a_closing_fits_with_its_chain_exactly_when_the_two_fit_together() -> None:
     # Random leadership chains and, for each, 200 random single leadership moves that might close it:
     # the vectorised check of all of them at once agrees with the chain and each move checked whole.
-    model = skewed_cluster(brokers=9, new_brokers=2, partitions=400, rf=3, skew=1.0, seed=2)
-    options = PlannerOptions()
-    state = State(model, options, resolve_groups(model, options))
-    bands = compute_bands(state)
+    state, bands = _skewed_state()
+    model = state.model
     rng = np.random.default_rng(1)
 
     def moves(size: int) -> Moves:
