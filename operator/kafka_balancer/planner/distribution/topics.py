@@ -89,7 +89,7 @@ def _leader_replica_trades(st: State, *, nracks: Ints, size_rank: Ints) -> int:
     topic's own partitions reaches a broker with room (every broker they touch leads its share), by
     data: a leader replica of the topic goes to a broker leading fewer of it, and a leader replica of
     another topic of similar size comes back (leader and replica counts stay). Rounds until nothing
-    moves. At 270 brokers of bench.strong_skew, two topics of 83 and 316 partitions (band 0-1) kept a
+    moves. On the clusters of bench.strong_skew (96 and 270 brokers) small topics (band 0-1) kept a
     broker leading two: both partitions' only follower was one broker, which already led one."""
     total = 0
     for _ in range(st.options.max_rounds):
