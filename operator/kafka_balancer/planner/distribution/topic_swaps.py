@@ -213,7 +213,8 @@ class Offers(NamedTuple):
 
 def replica_index(st: State, b: Bands, size_rank: Ints, *, leaders: bool = False) -> PartnerIndex:
     """Every movable replica slot whose topic may leave its broker, sorted by (broker, leader or
-    follower, size rank); with ``leaders``, the leader slots only (for :func:`leader_replica_swaps`).
+    follower, size rank); with ``leaders``, the leader slots only (partners for the topic-leader
+    goal's leader-replica trades, distribution.topics).
 
     Built once every few rounds (a sort over the cluster); entries that moved since are skipped
     when used (the slot no longer holds that broker).
