@@ -50,33 +50,32 @@ Edge = tuple[int, int]  # (partition, slot of the new leader)
 
 
 class _LeaderIndex:
-    """Partitions by leader, and by follower, as at the start of a call (entries whose leader or
-    follower changed since are skipped when used)."""
+    """Partitions by leader as at the start of a call, and by follower as at its first closing (most
+    calls close no chain), from ``State.broker_index_by_slot``; entries whose slot no longer holds
+    that broker are skipped when used."""
 
     def __init__(self, st: State) -> None:
         self.st = st
-        self.order = stable_order(st.rep[:, 0])
-        self.starts = np.searchsorted(st.rep[self.order, 0], np.arange(st.model.num_brokers + 1))
-        self._followers: tuple[Ints, Ints] | None = None
+        self.by_leader = st.broker_index_by_slot()
+        self._by_follower: tuple[Ints, Ints] | None = None
 
     def led_by(self, broker: int) -> Ints:
         """Partitions ``broker`` leads and still leads."""
-        parts = self.order[self.starts[broker] : self.starts[broker + 1]]
-        out: Ints = parts[self.st.rep[parts, 0] == broker]
-        return out
+        return self._on(self.by_leader, broker, leader=True)
 
     def followed_by(self, broker: int) -> Ints:
-        """Partitions with a follower on ``broker`` still (indexed on the first call: most calls
-        close no chain)."""
-        if self._followers is None:
-            followers = self.st.rep[:, 1:]
-            parts, _ = np.nonzero(followers != NO_BROKER)
-            brokers = followers[followers != NO_BROKER]
-            order = stable_order(brokers)
-            self._followers = parts[order], np.searchsorted(brokers[order], np.arange(self.st.model.num_brokers + 1))
-        parts, starts = self._followers
-        parts = parts[starts[broker] : starts[broker + 1]]
-        out: Ints = parts[(self.st.rep[parts, 1:] == broker).any(axis=1)]
+        """Partitions with a follower on ``broker`` still."""
+        if self._by_follower is None:
+            self._by_follower = self.st.broker_index_by_slot()
+        return self._on(self._by_follower, broker, leader=False)
+
+    def _on(self, index: tuple[Ints, Ints], broker: int, *, leader: bool) -> Ints:
+        order, starts = index
+        width = self.st.rep.shape[1]
+        pos = order[starts[broker] : starts[broker + 1]]
+        parts, slots = pos // width, pos % width
+        keep = ((slots == 0) == leader) & (self.st.rep[parts, slots] == broker)
+        out: Ints = parts[keep].astype(np.int64)
         return out
 
 

@@ -169,6 +169,7 @@ def _repair_pair(pair: Pair, room: float, ceiling: FloatArray, rules: _Rules) ->
             ordered = _topic_first(pair, parts, slots, _shed_order(v, over, count=excess))
         else:
             ordered = _count_order(pair, parts, slots, v, count=excess if q == Q_REPLICAS else wanted)
+        ordered = _source_keeps_topics(pair, parts, ordered)
         limits[q] = min(room, excess + float(v[:, q].max(initial=0.0)))
     if rules.count_cap:
         limits[Q_REPLICAS] = min(limits[Q_REPLICAS], wanted)
@@ -193,7 +194,7 @@ def _count_order(pair: Pair, parts: Ints, slots: Ints, v: FloatArray, *, count: 
     disk limit with a few big replicas, leaving nothing the replica-count goal could bring them.
     """
     penalty = topic_penalty(pair, pair.st.ptopic[parts], leaders=slots == 0, replicas_move=True)
-    return _source_keeps_topics(pair, parts, fit_order(pair, v, q=Q_REPLICAS, count=max(count, 1.0), penalty=penalty))
+    return fit_order(pair, v, q=Q_REPLICAS, count=max(count, 1.0), penalty=penalty)
 
 
 # How much more a replica below its share of a giver's excess counts than one as far above it.
@@ -239,7 +240,7 @@ def _topic_first(pair: Pair, parts: Ints, slots: Ints, ordered: Ints) -> Ints:
     topics = pair.st.ptopic[parts[ordered]]
     penalty = topic_penalty(pair, topics, leaders=slots[ordered] == 0, replicas_move=True)
     out: Ints = ordered[np.argsort(penalty >= EVENS_TOPIC, kind="stable")]
-    return _source_keeps_topics(pair, parts, out)
+    return out
 
 
 def _source_keeps_topics(pair: Pair, parts: Ints, ordered: Ints) -> Ints:
