@@ -19,7 +19,9 @@ def test_each_operation_runs_the_stages_that_apply_to_it() -> None:
     plan(model, PlannerOptions(operation=OperationOptions("demote-brokers", brokers=(0,))), trace=demote)
     # No log directories in this snapshot: no directory stage (tests/planner/test_planner_log_dirs.py).
     every = [stage.name for stage in STAGES if stage.name != "log directories"]
-    racks = {f"leadership {way} preferred racks" for way in ("to", "back to")} | {"leadership to preferred racks again"}
+    racks = {f"leadership {way} preferred racks" for way in ("to", "back to")} | {
+        f"leadership to preferred racks {when}" for when in ("again", "before the counts")
+    }
     assert _stages(rebalance) == [s for s in every if s != "capacity by leadership" and s not in racks]
     # A demotion moves no data: no evacuation, no data-bound capacity repair, no distribution goals.
     assert _stages(demote) == ["operation", "leadership off excluded brokers", "capacity by leadership"]
