@@ -14,7 +14,7 @@ from kafka_balancer.planner.base.checks import Pair, compute_bands
 from kafka_balancer.planner.base.state import State, resolve_groups
 from kafka_balancer.planner.catalogue import CATALOGUE, Q_DISK, Q_REPLICAS
 from kafka_balancer.planner.distribution.swaps import leader_trade
-from kafka_balancer.planner.finishing import tighten
+from kafka_balancer.planner.finishing import substitute, tighten
 from kafka_balancer.planner.finishing.substitute import substitute_moves
 
 Q_NET_OUT = CATALOGUE.index("network-out")
@@ -80,6 +80,31 @@ def test_a_moved_replica_is_replaced_by_a_smaller_one_of_its_topic() -> None:
     assert st.rep[:, 0].tolist() == [0, 1, 0, 1]
     assert np.array_equal(st.load[:, Q_REPLICAS], counts)
     assert np.array_equal(st.tcount, [[2, 2]])
+
+
+@pytest.mark.parametrize("offers", [1, substitute.WIDE_OFFERS])
+def test_stand_ins_of_another_topic_are_offered_to_the_largest_moved_replicas(
+    offers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Planned: t's 10 GB and 5 GB replicas from broker 0 to 1. Broker 0 holds no other replica of t,
+    # but two 1 GB replicas of u, each of which could go in either one's place. With one offer per
+    # round (a round alone), only the 10 GB one gets a stand-in.
+    model = one_rack_per_broker(
+        [("t", 0, [0], 10e9), ("t", 1, [0], 5e9), ("u", 0, [0], 1e9), ("u", 1, [0], 1e9)], brokers=2
+    )
+    options = PlannerOptions(hard_goals=(), distribution_goals=("replica-distribution",))
+    st = _state(model, options)
+    st.move(np.array([0, 1]), np.array([0, 0]), np.array([1, 1], dtype=np.int32))
+    monkeypatch.setattr(substitute, "WIDE_OFFERS", offers)
+    monkeypatch.setattr(substitute, "ROUNDS", 1)
+    made = substitute_moves(st)
+    if offers == 1:
+        assert made == 1
+        assert st.rep[:2, 0].tolist() == [0, 1]  # the 10 GB replica home, the 5 GB one still moved
+    else:
+        assert made == 2
+        assert st.rep[:, 0].tolist() == [0, 0, 1, 1]
+    assert st.load[:, Q_REPLICAS].tolist() == [2, 2]
 
 
 def test_no_stand_in_when_the_disk_difference_would_leave_the_band() -> None:

@@ -35,14 +35,20 @@ from kafka_balancer.planner.finishing.revert import moved_replicas
 ROUNDS: Final = 4
 # Stand-ins tried per moved replica and round, smallest first among those smaller than it.
 TRIES: Final = 4
-# From afar, every broker's replicas of the topic are candidates, so more are tried (mixed-rf seed 8:
-# 8 tries end at 1.184x the disk-only bound, 16 at 1.180, 32 at 1.179 for 1.1 s more at 320k replicas).
-FAR_TRIES: Final = 16
+# From afar, every broker's replicas of the topic are candidates, so more are tried (with one turn of
+# stand-ins from afar, mixed-rf seed 8: 8 tries ended at 1.184x the disk-only bound, 16 at 1.180, 32
+# at 1.179). With two turns (pipeline.FAR_TURNS), scale row 3 (320k replicas): 8 tries 1.300x in
+# 4.9 s, 12 tries 1.297x in 5.3 s, 16 tries 1.296x in 5.5 s; bench.strong_skew at 1.3M replicas
+# 1.149x with each.
+FAR_TRIES: Final = 12
 # Passes of dropping what a multi-leg exchange batch cannot take before halving the batch.
 SETTLE_PASSES: Final = 4
-# Moved replicas offered stand-ins from afar per round, the largest: at millions of replicas the
-# search would take longer than it saves (measured: 19 s for 820 exchanges at 2.8M replicas).
-FAR_OFFERS: Final = 16_384
+# Moved replicas offered the wide searches (stand-ins from afar, or of another topic) per round, the
+# largest: at millions of replicas searching for all would take longer than it saves (from afar: 19 s
+# for 820 exchanges at 2.8M replicas; of another topic, at 1.3M replicas (bench.strong_skew): 1.4-1.7 s
+# a pass for all 290,000, 0.25 s for these, saving 0.28%, 0.17% and 0.03% of the plan's bytes in its
+# three passes against 0.28%, 0.22% and 0.07%).
+WIDE_OFFERS: Final = 16_384
 
 
 def substitute_moves(st: State, *, arrived: bool = False, far: bool = False) -> int:
@@ -65,11 +71,13 @@ def substitute_moves(st: State, *, arrived: bool = False, far: bool = False) -> 
         made = 0
         moved = _Moved(st, orig)
         if far:
-            moved = moved.homeward(st, b).largest(FAR_OFFERS)
+            moved = moved.homeward(st, b)
+        largest = moved.largest(WIDE_OFFERS)
         for index in indexes:
-            start, end = index.window(st, b, moved)
+            offers = largest if index.wide else moved
+            start, end = index.window(st, b, offers)
             for attempt in range(FAR_TRIES if far else TRIES):
-                made += _exchange(st, b, moved, index, window=(start + attempt, end), nracks=nracks)
+                made += _exchange(st, b, offers, index, window=(start + attempt, end), nracks=nracks)
         total += made
         if made == 0:
             break
@@ -142,6 +150,11 @@ class _StandIns:
         self.brokers = brokers[order]
         # Positions of the entries a round's windows search (from afar: those that can give one up).
         self.view = np.arange(self.parts.size)
+
+    @property
+    def wide(self) -> bool:
+        """Whether the stand-ins may come from beyond the moved replica's topic on its home broker."""
+        return self.far or not self.same_topic
 
     def _key(self, st: State, parts: Ints, brokers: Ints, slots: Ints) -> Ints:
         topic = st.ptopic[parts].astype(np.int64) if self.same_topic else np.zeros(parts.size, dtype=np.int64)
@@ -220,7 +233,7 @@ def _exchange(st: State, b: Bands, moved: _Moved, index: _StandIns, *, window: t
     ex = ex.only(np.flatnonzero(ok)[np.argsort(-saved[ok], kind="stable")])
     once = first_of_each(np.r_[ex.parts, ex.alt_p])
     ok = once[: ex.parts.size] & once[ex.parts.size :]
-    if index.far or not index.same_topic:
+    if index.wide:
         ok &= _topics_ok(st, b, ex, loses=ex.src if index.far else ex.dest, far=index.far)
     ex = ex.only(ok)
     v_home = st.slot_loads(ex.parts, ex.slots)
