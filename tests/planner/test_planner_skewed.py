@@ -51,8 +51,8 @@ def test_skewed_cluster_with_new_brokers(shape: dict[str, Any]) -> None:
     assert summary["balancednessAfter"] > 90 > summary["balancednessBefore"]
     # Every goal holds, the per-topic ones included (on the mixed-rf cluster the last leader slots
     # need detours, planner/finishing/detours.py). The bytes stay near the lower bound max(disk above 1.10 x
-    # avg, disk below 0.90 x avg): within the 1.15x (measured 1.06x, 1.04x and 1.09x, and
-    # 1.07x, 1.05x and 1.10x without the rebuilding rounds; docs/performance.md).
+    # avg, disk below 0.90 x avg): within the 1.15x (measured 1.05x, 1.05x and 1.07x, and
+    # 1.07x, 1.06x and 1.12x without the rebuilding rounds; docs/performance.md).
     assert summary["goalsViolated"] == [], summary["goalsViolated"]
     ratio = summary["bytesToMove"] / disk_lower_bound(model)
     assert 1.0 <= ratio <= 1.15, ratio
