@@ -61,8 +61,8 @@ FINAL_CHAINS_SHARE: Final = 0.05
 REPEAT_CHAINS_SHARE: Final = 0.3
 # Turns of stand-ins from afar and shortcuts (bench.strong_skew at 1.3M replicas: the first takes
 # 1.05% off the plan's bytes, the second 0.3%). A pass that revisits a finished plan (a rebuilding
-# round, the count exchanges) takes one: the second cost the small clusters with 16 rebuilding rounds
-# 15-20% of their time (bench.planner table, row 1: 6.7 -> 8.1 s).
+# round, the count exchanges) takes one: in every round the second cost the small clusters, which get
+# up to 16 rounds, 8-21% of their time (bench.planner table rows 2 and 1: 7.8 -> 8.5 s, 6.7 -> 8.1 s).
 FAR_TURNS: Final = 2
 
 
