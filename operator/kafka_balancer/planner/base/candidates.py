@@ -41,14 +41,9 @@ def replica_candidates(
 
 def movable_replicas(st: State, index: tuple[Ints, Ints], s: int, *, leaders_only: bool) -> tuple[Ints, Ints]:
     """Replicas on ``s`` this step may move at all, wherever to: (partitions, slots)."""
-    order, starts = index
-    width = st.rep.shape[1]
-    pos = order[starts[s] : starts[s + 1]]
-    parts = (pos // width).astype(np.int64)
-    slots = (pos % width).astype(np.int64)
-    keep = st.rep[parts, slots] == s
+    parts, slots = st.slots_held(index, s)
     if leaders_only:
-        keep &= slots == 0
+        parts, slots = parts[slots == 0], slots[slots == 0]
     scope = st.scope
     ok = scope.movable[parts]
     if st.has_unmanaged or scope.arrived_only:
@@ -57,8 +52,7 @@ def movable_replicas(st: State, index: tuple[Ints, Ints], s: int, *, leaders_onl
         ok = np.where(st.unmanaged[parts], scope.repairing & placed, ok)
         if scope.arrived_only:
             ok &= placed
-    keep &= ok
-    return parts[keep], slots[keep]
+    return parts[ok], slots[ok]
 
 
 def may_go_to(st: State, parts: Ints, slots: Ints, *, d: int, nracks: Ints) -> tuple[Ints, Ints]:
@@ -105,12 +99,8 @@ def may_host(
 
 def led_partitions(st: State, index: tuple[Ints, Ints], s: int) -> Ints:
     """Partitions led by ``s`` whose leadership this step may hand to another replica."""
-    order, starts = index
-    width = st.rep.shape[1]
-    pos = order[starts[s] : starts[s + 1]]
-    parts = (pos // width).astype(np.int64)
-    slots = pos % width
-    parts = parts[(slots == 0) & (st.rep[parts, 0] == s)]
+    parts, slots = st.slots_held(index, s)
+    parts = parts[slots == 0]
     ok = st.scope.movable[parts]
     if st.has_unmanaged:
         ok = np.where(st.unmanaged[parts], st.scope.repairing, ok)  # their leadership: in the capacity repair

@@ -345,6 +345,17 @@ class State:
         starts: Ints = np.searchsorted(flat[order], np.arange(self.model.num_brokers + 1))
         return order, starts
 
+    def slots_held(self, index: tuple[Ints, Ints], broker: int) -> tuple[Ints, Ints]:
+        """The entries of ``index`` (:meth:`broker_index_by_slot`, built earlier) under ``broker``
+        whose slot still holds it: (partitions, slots), in the index's order."""
+        order, starts = index
+        width = self.rep.shape[1]
+        pos = order[starts[broker] : starts[broker + 1]]
+        parts = (pos // width).astype(np.int64)
+        slots = (pos % width).astype(np.int64)
+        keep = self.rep[parts, slots] == broker
+        return parts[keep], slots[keep]
+
     def gained(self, q: int) -> BoolArray:
         """Brokers carrying more of ``q`` than before planning."""
         out: BoolArray = self.load[:, q] > self.load_before[:, q] * (1 + 1e-9) + 1e-9

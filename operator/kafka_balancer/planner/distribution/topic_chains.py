@@ -70,12 +70,8 @@ class _LeaderIndex:
         return self._on(self._by_follower, broker, leader=False)
 
     def _on(self, index: tuple[Ints, Ints], broker: int, *, leader: bool) -> Ints:
-        order, starts = index
-        width = self.st.rep.shape[1]
-        pos = order[starts[broker] : starts[broker + 1]]
-        parts, slots = pos // width, pos % width
-        keep = ((slots == 0) == leader) & (self.st.rep[parts, slots] == broker)
-        out: Ints = parts[keep].astype(np.int64)
+        parts, slots = self.st.slots_held(index, broker)
+        out: Ints = parts[(slots == 0) == leader]
         return out
 
 
