@@ -149,6 +149,11 @@ def test_bytes_in_from_sampled_real_traffic_is_within_10_percent_of_produced(
 
     output = tmp_path / "snapshot.json"
     args = ["analyze", "--samples", str(samples), "--from", "now-1h", "--to", "now", "--output", str(output)]
+    # The mean of the window rates, as what was produced over the sampled range is a mean. The default
+    # p95 follows the busiest window: where a broker stalls as the sampler starts (a busy machine) and
+    # drains its backlog within the first window, p95 is that window's rate (heavy-0: 4,276 messages/s
+    # in it against 2,500 in the seven after; p95 +22.5% of the produced mean, the mean +1.0%).
+    args += ["--statistic", "avg"]
     code = main([*args, "--engine-url", "local[2]", "--min-completeness", "1.0"])
     assert code == 0, capsys.readouterr().err
     snapshot = json.loads(output.read_text())
