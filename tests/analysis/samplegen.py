@@ -31,19 +31,24 @@ def generate(
     cluster: str = "c1",
     start: datetime = T0,
     cpu_cores: Callable[[int, int], float] | None = None,
+    at_s: Sequence[float] | None = None,
 ) -> list[Sample]:
-    """``count`` samples ``interval_s`` apart; offsets and sizes integrate the given rates exactly."""
+    """``count`` samples ``interval_s`` apart (or at ``at_s`` seconds after ``start``); offsets and
+    sizes integrate the given rates exactly."""
+    instants = list(at_s) if at_s is not None else [float(i * interval_s) for i in range(count)]
+    assert len(instants) == count, f"{len(instants)} instants for {count} samples"
     offsets: dict[tuple[str, int], float] = {}
     cpu: dict[int, float] = dict.fromkeys(brokers, 0.0)
     samples = []
     for i in range(count):
-        ts = start + timedelta(seconds=i * interval_s)
+        ts = start + timedelta(seconds=instants[i])
+        seconds = instants[i] - instants[i - 1] if i > 0 else 0.0
         rows = []
         for topic in topics:
             for p in range(topic.partitions):
                 key = (topic.name, p)
                 if i > 0:
-                    offsets[key] = offsets.get(key, 1000.0) + topic.rate(p, i) * interval_s
+                    offsets[key] = offsets.get(key, 1000.0) + topic.rate(p, i) * seconds
                 offset = int(offsets.setdefault(key, 1000.0))
                 size = offset * topic.message_size
                 replicas = tuple(topic.replicas(p))
@@ -62,7 +67,7 @@ def generate(
                 )
         if cpu_cores is not None and i > 0:
             for b in brokers:
-                cpu[b] += cpu_cores(b, i) * interval_s
+                cpu[b] += cpu_cores(b, i) * seconds
         broker_rows = [
             BrokerSample(b, rack=f"r{b}", alive=True, cpu_seconds_total=cpu[b] if cpu_cores else None) for b in brokers
         ]

@@ -1,5 +1,11 @@
 """The Spark job: a time range of samples -> per-partition windowed rates (avg and p95) and latest state.
 
+Windows start at the range's first sample, so every window but the last covers its whole length; both
+statistics weigh each window by the seconds its intervals cover (docs/samples.md, "The analysis and its
+estimates"): the average is the range's counter delta over its covered seconds, and the percentile is
+the rate the windowed rate stays at or below for 95% of the covered time, so a short last window counts
+for its seconds and never as a window of its own.
+
 Only the DataFrame API is used, so the same job runs on local[*], over Spark Connect and in a
 SparkApplication driver. The heavy part (every sample row) stays in Spark: one shuffle by partition,
 a lag over each partition's samples, then two aggregations (per window, then per partition). What
@@ -50,7 +56,26 @@ def _leader_size() -> Column:
     )
 
 
-def _partition_intervals(samples: DataFrame, window_seconds: int) -> DataFrame:
+def _window(origin_ms: int, window_seconds: int) -> Column:
+    """The window of an interval, by the instant it ends: window k covers (origin + k w, origin + (k + 1) w]."""
+    return F.floor((F.col("t_ms") - F.lit(origin_ms + 1)) / F.lit(window_seconds * 1000)).alias("window")
+
+
+def windows_in_range(first_ts_ms: int, last_ts_ms: int, window_seconds: int) -> int:
+    """How many windows the intervals of a range fall in (at least 1): the same cut as ``_window``."""
+    return max(1, -(-(last_ts_ms - first_ts_ms) // (window_seconds * 1000)))
+
+
+def _time_weighted(rate: str, seconds: str) -> tuple[Column, Column]:
+    """avg and p95 of the window rates ``rate``, each window weighed by its covered ``seconds``."""
+    covered = F.when(F.col(rate).isNotNull(), F.col(seconds))
+    avg = F.try_divide(F.sum(F.col(rate) * covered), F.sum(covered))
+    # Spark's exact percentile counts each value ``frequency`` times: one per covered millisecond.
+    p95 = F.percentile(F.col(rate), F.lit(PERCENTILE), F.round(covered * 1000).cast("long"))
+    return avg.alias(f"{rate}_avg"), p95.alias(f"{rate}_p95")
+
+
+def _partition_intervals(samples: DataFrame, window: Column) -> DataFrame:
     """One row per sample with the deltas to the partition's previous sample (null for the first)."""
     size = _leader_size()
     counters = [
@@ -95,7 +120,7 @@ def _partition_intervals(samples: DataFrame, window_seconds: int) -> DataFrame:
         "topic",
         "partition",
         "t_ms",
-        F.floor(F.col("t_ms") / F.lit(window_seconds * 1000)).alias("window"),
+        window,
         F.when(valid, dt).alias("dt"),
         F.when(valid, d_offset).alias("d_offset"),
         F.when(consumed_ok, d_consumed).alias("d_consumed"),
@@ -137,10 +162,8 @@ def _per_partition(windows: DataFrame) -> DataFrame:
     rated = windows.withColumn("msg_rate", msg_rate).withColumn("consumed_rate", consumed_rate)
     return rated.groupBy("topic", "partition").agg(
         F.count("msg_rate").alias("windows"),
-        F.avg("msg_rate").alias("msg_rate_avg"),
-        F.percentile("msg_rate", F.lit(PERCENTILE)).alias("msg_rate_p95"),
-        F.avg("consumed_rate").alias("consumed_rate_avg"),
-        F.percentile("consumed_rate", F.lit(PERCENTILE)).alias("consumed_rate_p95"),
+        *_time_weighted("msg_rate", "dt"),
+        *_time_weighted("consumed_rate", "dt_consumed"),
         *[
             _sum(c)
             for c in (
@@ -179,7 +202,7 @@ def _latest_state(samples: DataFrame, last_ts_ms: int) -> DataFrame:
     )
 
 
-def _brokers(samples: DataFrame, window_seconds: int) -> DataFrame:
+def _brokers(samples: DataFrame, window: Column) -> DataFrame:
     by_time = Window.partitionBy("broker_id").orderBy("t_ms")
     frame = samples.withColumn("t_ms", F.unix_millis(F.col("ts")))
     frame = frame.withColumn("prev_t_ms", F.lag("t_ms").over(by_time)).withColumn(
@@ -191,7 +214,7 @@ def _brokers(samples: DataFrame, window_seconds: int) -> DataFrame:
     frame = frame.select(
         "broker_id",
         "t_ms",
-        F.floor(F.col("t_ms") / F.lit(window_seconds * 1000)).alias("window"),
+        window,
         F.when(ok, d_cpu).alias("d_cpu"),
         F.when(ok, dt).alias("dt"),
         F.struct("rack", "alive").alias("state"),
@@ -201,8 +224,7 @@ def _brokers(samples: DataFrame, window_seconds: int) -> DataFrame:
     )
     windows = windows.withColumn("cpu_rate", F.try_divide(F.col("d_cpu"), F.col("dt")))
     return windows.groupBy("broker_id").agg(
-        F.avg("cpu_rate").alias("cpu_avg"),
-        F.percentile("cpu_rate", F.lit(PERCENTILE)).alias("cpu_p95"),
+        *_time_weighted("cpu_rate", "dt"),
         F.max("t_ms").alias("last_ts_ms"),
         F.max_by("state", "t_ms").alias("state"),
     )
@@ -217,12 +239,13 @@ def run_job(partitions: DataFrame, brokers: DataFrame, *, window_seconds: int = 
         F.min(F.unix_millis(F.col("ts"))).alias("first"),
         F.max(F.unix_millis(F.col("ts"))).alias("last"),
     ).collect()[0]
-    per_partition = _per_partition(_per_window(_partition_intervals(partitions, window_seconds)))
+    window = _window(int(times["first"] or 0), window_seconds)
+    per_partition = _per_partition(_per_window(_partition_intervals(partitions, window)))
     # Partitions missing from the latest sample (deleted) keep null state; the load step drops them.
     state = _latest_state(partitions, int(times["last"] or 0))
     flat = per_partition.join(state, on=["topic", "partition"], how="left")
     broker_rows = (
-        _brokers(brokers, window_seconds)
+        _brokers(brokers, window)
         .select("*", F.col("state.rack").alias("rack"), F.col("state.alive").alias("alive"))
         .drop("state")
     )

@@ -24,7 +24,7 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
-from kafka_balancer.analysis.job import JobResult, Statistic
+from kafka_balancer.analysis.job import JobResult, Statistic, windows_in_range
 from kafka_balancer.analysis.report import REPORT_VERSION
 from kafka_balancer.model import parse_snapshot
 
@@ -210,7 +210,7 @@ def build_load(job: JobResult, options: LoadOptions) -> LoadResult:
         weights=np.where(is_leader, weighted_leader[owner], cpu_model.follower_in_weight * bytes_in[owner]),
         minlength=nb,
     )
-    measured = brokers[f"cpu_{stat}"].to_numpy(np.float64)
+    measured = brokers[f"cpu_rate_{stat}"].to_numpy(np.float64)
     if np.isfinite(measured).all() and weighted.sum() > 0:
         cores_per_byte, cpu_source = float(measured.sum() / weighted.sum()), "measured"
         load["cpu"] = measured
@@ -276,9 +276,7 @@ def build_load(job: JobResult, options: LoadOptions) -> LoadResult:
 
     # ----- report ---------------------------------------------------------------------------
     windows = parts["windows"].fillna(0).to_numpy(np.int64)
-    expected = max(
-        1, job.last_ts_ms // (options.window_seconds * 1000) - job.first_ts_ms // (options.window_seconds * 1000)
-    )
+    expected = windows_in_range(job.first_ts_ms, job.last_ts_ms, options.window_seconds)
     complete = int((windows >= options.min_windows).sum())
     groups = dict(options.groups) or {DEFAULT_GROUP: broker_ids}
     group_stats: dict[str, Any] = {}
