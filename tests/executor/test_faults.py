@@ -226,6 +226,9 @@ def test_stuck_move_is_reported_then_cancelled(emulator, connect) -> None:
     result = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=cluster, on_progress=stick).run()
     assert result.state is ExecutionState.FAILED
     assert result.dead == {"orders-0": "stuck: no progress for 120s, reassignment cancelled"}
+    # Progress named it stuck while it ran (before the cancel), and only it.
+    assert ("orders-0",) in stuck_seen, stuck_seen
+    assert {name for names in stuck_seen for name in names} == {"orders-0"}
     assert cluster.partition_view("orders", 0)[0] == list(model.partition(0).replicas)
     assert sorted(result.completed) == [f"orders-{p}" for p in range(1, 6)]
     assert leftover_throttles(cluster) == {}

@@ -412,6 +412,9 @@ class Executor:
                     to_cancel.append(task)
         if not to_cancel:
             return False
+        # Reported stuck before they are cancelled, as without cancelStuck: progress.stuck, the gauge
+        # and the MovesStuck event name every move that got stuck (docs/executor.md).
+        self._emit()
         self.port.alter_reassignments({t.tp: None for t in to_cancel})
         for task in to_cancel:
             self.record.tasks[task.index] = TaskState.DEAD
