@@ -6,10 +6,10 @@ restart until its next periodic metadata refresh (minutes): the adapter refreshe
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
+from bounds import NEVER_S, fails_at_once
 from emulator_fixtures import six_broker_model
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
@@ -19,27 +19,25 @@ from kafka_balancer.sandbox import EmulatedCluster, GroupSeed, MemberSeed
 Start = Callable[..., EmulatedCluster]
 
 
+@fails_at_once  # librdkafka's periodic metadata refresh comes every 5 minutes
 def test_configs_of_a_restarted_broker_are_read_and_changed_again(emulator: Start) -> None:
     cluster = emulator(six_broker_model())
-    adapter = KafkaAdapter(ConnectionSpec(cluster.bootstrap_servers, request_timeout_s=10))
+    adapter = KafkaAdapter(ConnectionSpec(cluster.bootstrap_servers, request_timeout_s=NEVER_S))
     try:
         adapter.alter_broker_configs({4: {LEADER_THROTTLE_RATE: "1000"}})
         cluster.stop_broker(4)
         adapter.read_cluster(with_sizes=False)  # librdkafka's metadata now lacks broker 4
 
-        started = time.monotonic()
         with pytest.raises(KafkaUnavailableError) as down:
-            adapter.broker_configs([3, 4])
-        assert time.monotonic() - started < 5  # named at once, not after the 10 s request timeout
+            adapter.broker_configs([3, 4])  # named at once, not after the request timeout
         assert down.value.name == "BROKER_NOT_AVAILABLE"
         assert "[4]" in str(down.value)
 
         cluster.start_broker(4)
-        started = time.monotonic()
+        # Reached again at once: librdkafka did not wait for its next metadata refresh.
         assert adapter.broker_configs([4])[4][LEADER_THROTTLE_RATE] == "1000"
         adapter.alter_broker_configs({4: {LEADER_THROTTLE_RATE: None}})
         assert LEADER_THROTTLE_RATE not in adapter.broker_configs([4])[4]
-        assert time.monotonic() - started < 5  # librdkafka did not wait for a metadata refresh
     finally:
         adapter.close()
 

@@ -7,10 +7,10 @@ read through librdkafka (DescribeCluster, Metadata, configs) and through kafka-p
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
+from bounds import NEVER_S, fails_at_once
 from emulator_fixtures import six_broker_model
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
@@ -30,7 +30,7 @@ def _spec(cluster: EmulatedCluster, mechanism: str, password: str) -> Connection
         sasl_mechanism=mechanism,
         username="balancer",
         password=password,
-        request_timeout_s=10,
+        request_timeout_s=NEVER_S,
     )
 
 
@@ -49,16 +49,15 @@ def test_both_clients_log_in_with_the_spec_credentials(emulator: Start, mechanis
     assert cluster.request_count(SASL_AUTHENTICATE) >= 2  # at least one login per client
 
 
+@fails_at_once
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_a_wrong_password_fails_at_once_by_name_without_showing_it(emulator: Start, mechanism: str) -> None:
     cluster = emulator(six_broker_model(), sasl_users={"balancer": PASSWORD})
     adapter = KafkaAdapter(_spec(cluster, mechanism, "wrong-" + PASSWORD))
     try:
         for call in (adapter.describe_cluster, adapter.list_reassignments, adapter.replica_sizes):
-            started = time.monotonic()
             with pytest.raises(KafkaUnavailableError) as failed:
                 call()
-            assert time.monotonic() - started < 5  # not the 10 s request timeout
             assert failed.value.name == "SASL_AUTHENTICATION_FAILED"
             assert PASSWORD not in str(failed.value)
     finally:

@@ -7,12 +7,12 @@ The emulator's brokers serve TLS with a certificate for 127.0.0.1 issued by a th
 from __future__ import annotations
 
 import ssl
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import trustme
+from bounds import NEVER_S, fails_at_once
 from emulator_fixtures import six_broker_model
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
@@ -62,6 +62,7 @@ def test_both_clients_verify_the_brokers_against_the_ca_file(
         adapter.close()
 
 
+@fails_at_once
 def test_an_untrusted_broker_certificate_fails_at_once(
     emulator: Start, broker_tls: tuple[ssl.SSLContext, Path], tmp_path: Path
 ) -> None:
@@ -70,13 +71,13 @@ def test_an_untrusted_broker_certificate_fails_at_once(
     trustme.CA().cert_pem.write_to_path(str(stranger))
     cluster = emulator(six_broker_model(), tls=context)
     adapter = KafkaAdapter(
-        ConnectionSpec(cluster.bootstrap_servers, security_protocol="SSL", ca_path=str(stranger), request_timeout_s=10)
+        ConnectionSpec(
+            cluster.bootstrap_servers, security_protocol="SSL", ca_path=str(stranger), request_timeout_s=NEVER_S
+        )
     )
     try:
-        started = time.monotonic()
         with pytest.raises(KafkaUnavailableError) as failed:
             adapter.read_cluster()
-        assert time.monotonic() - started < 5
         assert failed.value.name == "_SSL"
         assert "certificate verify failed" in str(failed.value)
     finally:

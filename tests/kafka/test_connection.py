@@ -62,6 +62,9 @@ def test_secrets_never_appear_in_repr_str_or_logs(caplog: pytest.LogCaptureFixtu
             "credentialsSecret",
             "None",
         ),
+        ({"bootstrap_servers": "k:1", "request_timeout_s": 0}, "requestTimeoutSeconds", "0"),
+        # librdkafka refuses a socket timeout above 300 s: named here, not an internal error when connecting.
+        ({"bootstrap_servers": "k:1", "request_timeout_s": 400}, "requestTimeoutSeconds", "at most 300"),
     ],
 )
 def test_bad_settings_name_the_field_and_value(kwargs: dict[str, str], field: str, value: str) -> None:

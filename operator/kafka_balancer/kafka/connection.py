@@ -13,6 +13,8 @@ from kafka_balancer.model.policy import ClusterConnection
 
 SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# librdkafka refuses a socket.timeout.ms above 300,000.
+MAX_REQUEST_TIMEOUT_S: Final = 300.0
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,11 @@ class ConnectionSpec:
                 f"connection: field 'saslMechanism' needs a SASL securityProtocol, got {self.sasl_mechanism!r} "
                 f"with {self.security_protocol}"
             )
-        if self.request_timeout_s <= 0:
-            raise ValueError(f"connection: field 'requestTimeoutSeconds' must be > 0, got {self.request_timeout_s!r}")
+        if not 0 < self.request_timeout_s <= MAX_REQUEST_TIMEOUT_S:
+            raise ValueError(
+                f"connection: field 'requestTimeoutSeconds' must be > 0 and at most {MAX_REQUEST_TIMEOUT_S:g} "
+                f"(librdkafka's limit), got {self.request_timeout_s!r}"
+            )
 
     @classmethod
     def from_cluster(
