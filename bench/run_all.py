@@ -32,6 +32,7 @@ BENCHMARKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Real Kafka brokers (make kafka): the machine's own speed, unlike the emulated figures above.
     ("real_cluster_start", ("bench.real_cluster_start",)),
     ("real_copy_rate", ("bench.real_copy_rate",)),
+    ("demo", ("bench.demo",)),
 )
 
 

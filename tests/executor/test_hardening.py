@@ -7,7 +7,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -224,14 +223,23 @@ def test_a_fresh_run_does_not_adopt_a_foreign_reassignment_with_the_plans_target
     adapter = kafka_target.adapter()
     tp = TopicPartition("orders", 0)
     target = [1, 2, 4]
-    adapter.alter_broker_configs({4: {FOLLOWER_THROTTLE_RATE: "500000"}})
+    # Someone else's reassignment, throttled to 1 KB/s: its 6 MB outlast the test, so the run, which must
+    # not take it over, is still waiting for it when it is stopped (however slowly the machine runs).
+    adapter.alter_broker_configs({4: {FOLLOWER_THROTTLE_RATE: "1000"}})
     adapter.alter_topic_configs({"orders": {"follower.replication.throttled.replicas": "0:4"}})
-    assert adapter.alter_reassignments({tp: target}) == {tp: None}  # someone else's, slow
+    assert adapter.alter_reassignments({tp: target}) == {tp: None}
     _plan(tmp_path / "plan.json", {("orders", 0): target, ("orders", 1): [2, 3, 5]})
 
     proc = _execute(kafka_target, tmp_path, "--throttle", "20MB/s")
     wait_until(lambda: _record(tmp_path).get("state") == "MovingReplicas", "the run to start")
-    time.sleep(2)
+
+    def own_move_submitted() -> bool:
+        # Its own move (orders-1) in flight or done: the run has polled the cluster, seen the foreign
+        # reassignment of orders-0 and left it alone, before it is stopped.
+        record = _record(tmp_path)
+        return any(m[:2] == ["orders", 1] for m in record.get("inFlight", [])) or "c" in record.get("tasks", "")
+
+    wait_until(own_move_submitted, "the run to submit its own move")
     stop = subprocess.run(
         [CLI, "stop", "--state", str(tmp_path / "state.json")], capture_output=True, text=True, check=False
     )

@@ -218,9 +218,12 @@ def test_invalid_throttle_values_are_refused_by_name(kafka_target: KafkaTarget) 
 
 
 @backends
-def test_reassignment_under_throttle_takes_size_over_throttle(kafka_target: KafkaTarget) -> None:
-    """20 MB onto a new broker under a 4 MB/s throttle: about 5 s, the ISR never loses an original
-    replica, the old replica leaves only at the end, and the new one holds the same bytes."""
+def test_reassignment_under_throttle_keeps_every_original_replica_until_it_ends(kafka_target: KafkaTarget) -> None:
+    """20 MB onto a new broker under a 4 MB/s throttle: the ISR never loses an original replica, the old
+    replica leaves only at the end, and the new one holds the same bytes. How long the copy takes against
+    size / throttle is a benchmark's figure, on real brokers (`.venv/bin/python -m bench.real_copy_rate
+    --all-at-once --receivers 1 --partitions 1 --throttle 4MB/s --seconds 5`); on the emulator it is
+    exact in emulated time (tests/sandbox/test_emulator_semantics.py, tests/kafka/test_adapter_emulated.py)."""
     kafka_target.create_topic("orders", [[1, 2, 3]])
     kafka_target.fill("orders", 0, records=2000, record_bytes=RECORD)
     adapter = kafka_target.adapter()
@@ -243,10 +246,9 @@ def test_reassignment_under_throttle_takes_size_over_throttle(kafka_target: Kafk
             return False
         return True
 
-    elapsed = wait_until(done, "the move", timeout_s=60)
+    wait_until(done, "the move", timeout_s=120)  # about 5 s; a busy machine only slows it
     remove_throttles(adapter, record)
 
-    assert size / (4 * MB) * 0.75 <= elapsed <= size / (4 * MB) * 1.5
     model = adapter.read_cluster(with_sizes=False)
     moved = model.partition(model.partition_index("orders", 0))
     assert moved.replicas == (1, 2, 4)
