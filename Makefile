@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv browser kafka kube-binaries test lint typecheck contracts pytest demo bench crds clean
+.PHONY: venv browser kafka kube-binaries test test-under-load lint typecheck contracts pytest demo bench crds clean
 
 venv: $(STAMP)
 
@@ -70,14 +70,22 @@ $(KUBE_STAMP): kube/go.mod kube/go.sum
 	touch $@
 
 # Two pytest-xdist workers: much of the suite waits on JVMs, sockets and subprocesses, so two run
-# side by side on a 2-core machine (16 min instead of 24 measured). Each worker starts its own real
-# Kafka cluster and Spark session; every server picks free ports of its own (sandbox/ports.py).
+# side by side on a 2-core machine. One real Kafka cluster and one Spark session serve the run: the
+# tests on each are an xdist group (tests/conftest.py), run by one worker (--dist loadgroup), which
+# alone starts it. Every server picks free ports of its own (sandbox/ports.py).
 # PYTEST_WORKERS=0 runs the suite in one process.
 PYTEST_WORKERS ?= 2
 pytest: venv browser kafka kube-binaries
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 test: lint typecheck contracts pytest
+
+# `make test` beside two CPU-bound processes for its whole duration: the suite must be as green on a busy
+# machine as on an idle one (.ci/under_load). Three runs in a row, each from a fresh clone of HEAD:
+#   make test-under-load UNDER_LOAD_ARGS="--runs 3 --fresh-clone"
+UNDER_LOAD_ARGS ?=
+test-under-load:
+	.ci/under_load $(UNDER_LOAD_ARGS)
 
 demo: venv kafka
 	$(BIN)/kafka-balancer demo

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from kafka_balancer.analysis.prometheus import PrometheusClient, PromSample
 from kafka_balancer.analysis.samples import BrokerSample, PartitionSample, Sample
 from kafka_balancer.analysis.store import SampleStore
+from kafka_balancer.interrupts import interruption
 from kafka_balancer.kafka.port import KafkaError, KafkaPort, TopicPartition
 from kafka_balancer.model import NO_BROKER
 
@@ -145,7 +146,9 @@ class Sampler:
                 succeeded += 1
             except KafkaError as err:  # the cluster is unreachable or refused: its reason says all
                 log.error("sampling round %d failed: %s; the next round runs at the next interval", rounds, err)
-            except Exception:
+            except Exception as err:
+                if (interrupt := interruption(err)) is not None:  # Ctrl-C inside a C call: stop, as on Ctrl-C
+                    raise interrupt from None
                 log.exception("sampling round %d failed; the next round runs at the next interval", rounds)
             if count is not None and rounds >= count:
                 break

@@ -19,6 +19,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn, Protocol, cast
 
+from kafka_balancer.interrupts import interruption
+
 EXIT_FAILED = 1  # the cluster or the machine failed (unreachable, a port taken), or a defect
 EXIT_INVALID = 2  # bad input: nothing was changed
 REASON_MAX = 1000  # characters of a reason printed (a refused value is quoted, never dumped)
@@ -94,6 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as err:  # the one place every failure becomes one line
+        if interruption(err) is not None:  # Ctrl-C inside a C call (kafka_balancer.interrupts)
+            print(f"{args.command}: interrupted", file=sys.stderr)
+            return 130
         code, reason = _failure(err)
         cluster = getattr(args, "bootstrap_servers", None)
         if code == EXIT_FAILED and cluster and cluster not in reason:  # which cluster failed

@@ -35,6 +35,7 @@ import yaml
 from kafka_balancer.cli import demo_view as view
 from kafka_balancer.cli.arguments import number
 from kafka_balancer.cli.demo_kafka import DemoError, EmulatedDemo, RealDemo, emulated, placement, real
+from kafka_balancer.interrupts import interruption
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.model.policy import group_brokers, parse_manifests
@@ -302,9 +303,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nkafka-balancer demo FAILED after {time.monotonic() - started:.1f} s: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("\nkafka-balancer demo interrupted; everything it started is stopped.", file=sys.stderr)
-        return 130
+        return _interrupted()
     except Exception as err:  # any other failure still ends in one clear line (after the trace)
+        if interruption(err) is not None:  # Ctrl-C inside a C call (kafka_balancer.interrupts)
+            return _interrupted()
         traceback.print_exc()
         print(f"\nkafka-balancer demo FAILED: {type(err).__name__}: {err}", file=sys.stderr)
         return 1
@@ -312,6 +314,11 @@ def run(args: argparse.Namespace) -> int:
     say(f"HTML report: {report}")
     say(f"demo finished in {time.monotonic() - started:.1f} s; Kafka, the API emulator and the operator are stopped.")
     return 0
+
+
+def _interrupted() -> int:
+    print("\nkafka-balancer demo interrupted; everything it started is stopped.", file=sys.stderr)
+    return 130
 
 
 def demo(ctx: Context) -> Path:
