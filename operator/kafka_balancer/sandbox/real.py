@@ -66,7 +66,13 @@ class RealClusterOptions:
     heap_mb: int = 320
     cluster_id: str | None = None  # for a fresh data directory; default: a random one
     broker_configs: Mapping[str, str] = field(default_factory=dict)  # extra server.properties of every broker
-    start_timeout_s: float = 120.0
+    # A start is given up when the JVMs of the brokers it waits for have used start_cpu_s CPU seconds each
+    # (a broker takes about 5 to start: more means it spins on something), or after start_timeout_s (it
+    # waits on something that never comes). Wall time alone cannot tell a stuck start from one a busy
+    # machine starves: 6 brokers and their controller used 34 CPU seconds to start, in 17 s on a quiet
+    # 2-core machine and in 209 s at load average 64-92.
+    start_timeout_s: float = 600.0
+    start_cpu_s: float = 30.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= 64:
@@ -135,6 +141,17 @@ def check_ports_free(ports: list[int], host: str = "127.0.0.1") -> None:
                 sock.bind((host, port))
             except OSError as err:
                 raise SandboxError(f"port {port} on {host} is taken ({err.strerror})") from err
+
+
+def _cpu_seconds(process: subprocess.Popen[bytes] | None) -> float:
+    """User + system CPU seconds a running process has used (0 where /proc cannot tell)."""
+    if process is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def _properties(values: Mapping[str, object]) -> str:
@@ -248,21 +265,26 @@ class RealCluster:
         return [n.process.pid for n in nodes if n.process is not None and n.process.poll() is None]
 
     def wait_registered(self, broker_ids: set[int]) -> None:
-        """Wait until DescribeCluster lists ``broker_ids``; fail at once when a JVM exits.
+        """Wait until DescribeCluster lists ``broker_ids``; fail at once when a JVM exits, and when the
+        start takes too much CPU or time (``RealClusterOptions.start_cpu_s``, ``start_timeout_s``).
 
         The brokers' ports are polled first: a Kafka client pointed at brokers still starting logs
         every refused connection."""
-        deadline = time.monotonic() + self.options.start_timeout_s
+        o = self.options
+        deadline = time.monotonic() + o.start_timeout_s
+        cpu_budget = o.start_cpu_s * len(broker_ids)
         adapter: KafkaAdapter | None = None
         registered: set[int] = set()
         try:
             while not broker_ids <= registered:
                 self._check_alive()
-                if time.monotonic() > deadline:
+                used = sum(_cpu_seconds(self.brokers[b].process) for b in broker_ids)
+                if time.monotonic() > deadline or used > cpu_budget:
                     missing = sorted(broker_ids - registered)
                     tails = "; ".join(f"broker {b}: {self.brokers[b].log_tail(2)}" for b in missing)
                     raise SandboxError(
-                        f"brokers {missing} not registered after {self.options.start_timeout_s:g} s ({tails})"
+                        f"brokers {missing} not registered after {o.start_timeout_s:g} s or {cpu_budget:g} "
+                        f"CPU seconds (used {used:.0f}) ({tails})"
                     )
                 time.sleep(0.3)
                 if adapter is None:
