@@ -1,11 +1,21 @@
 """Shared pytest fixtures. Fixtures for a subsystem live in tests/<subsystem>/conftest.py."""
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from emulator_fixtures import emulator  # noqa: F401  (the Kafka emulator, see emulator_fixtures.py)
 from hypothesis import settings
+from kafka_balancer.sandbox.real import KAFKA_VERSION
 from kafka_targets import kafka_target  # noqa: F401  (emulator or real brokers, see kafka_targets.py)
-from real_kafka import real_cluster, real_kafka  # noqa: F401  (real Kafka brokers, see real_kafka.py)
+from real_kafka import (  # noqa: F401  (real Kafka brokers, see real_kafka.py)
+    CLUSTERS,
+    group_of,
+    kafka_version,
+    real_cluster,
+    real_clusters,
+    real_kafka,
+)
 from spark_fixtures import spark  # noqa: F401  (the one shared SparkSession, see spark_fixtures.py)
 
 # `make test` draws the same hypothesis examples on every run, so that a red run reproduces on any
@@ -14,3 +24,55 @@ from spark_fixtures import spark  # noqa: F401  (the one shared SparkSession, se
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("explore", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# ----- one real Kafka cluster and one Spark session per run (issue 52) ------------------------------
+# Starting either costs tens of CPU seconds and hundreds of MB, and `make test` runs two xdist workers
+# (--dist loadgroup): every test on the shared real cluster is in one xdist group, every test on the
+# shared SparkSession in another, so each is started once, by the worker that runs its group, and
+# stopped at that worker's end. The groups hold the most tests, so pytest-xdist hands them out first.
+SPARK_GROUP = "spark"
+
+
+def _kafka_version(item: pytest.Item) -> str | None:
+    """The Kafka version of the shared real cluster the test runs on; None when it uses none."""
+    names = set(getattr(item, "fixturenames", ()))
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    if {"real_kafka", "real_cluster"} & names or params.get("kafka_target") == "real":
+        return str(params.get("kafka_version", KAFKA_VERSION))
+    return None
+
+
+def _group(item: pytest.Item) -> str | None:
+    version, on_spark = _kafka_version(item), "spark" in getattr(item, "fixturenames", ())
+    if version is not None and on_spark:
+        raise pytest.UsageError(
+            f"{item.nodeid}: the shared real Kafka cluster and the shared SparkSession run on different xdist "
+            "workers; run the analysis as `kafka-balancer analyze` (a process of its own) instead"
+        )
+    if version is not None:
+        return group_of(version)
+    return SPARK_GROUP if on_spark else None
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        group = _group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    # Slow tests first (a stable sort): a long test handed out last would end the run alone.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)  # before pytest-timeout starts the test's clock
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    version = _kafka_version(item)
+    if version is not None:
+        CLUSTERS.start(version)  # once; a failure is the test's, through its fixture (real_kafka.py)
+    yield
+
+
+def pytest_sessionfinish() -> None:
+    CLUSTERS.stop()

@@ -1,6 +1,6 @@
-"""Real Apache Kafka brokers for the tests: one KRaft cluster per test session (issue 32).
+"""Real Apache Kafka brokers for the tests: one KRaft cluster per Kafka version per test run (issues 32, 52).
 
-    def test_something(real_kafka):                 # the session's cluster, reset for this test
+    def test_something(real_kafka):                 # the run's cluster, reset for this test
         real_kafka.create_topic("orders", [[1, 2, 3], [2, 3, 4]], {"min.insync.replicas": "2"})
         written = real_kafka.produce("orders", records_per_partition=1000, record_bytes=1024)
         ...
@@ -9,8 +9,15 @@
 The cluster is ``kafka-balancer sandbox --real``'s own code (kafka_balancer.sandbox.real): 6 brokers
 (node ids 1-6) in 3 racks (rack-a, rack-b, rack-c round robin), 2 log directories each, started on
 first use and stopped at the end of the session. Before each test ``reset`` brings it back to empty:
-every broker running, no topics, no consumer groups, no throttle configs. The jars come from
-``make kafka``; when Java or the jars are missing the tests fail with the reason, never skip.
+every broker running, no topics, no consumer groups, no throttle configs, so a test may stop and kill
+brokers. The jars come from ``make kafka``; when Java or the jars are missing the tests fail with the
+reason, never skip.
+
+One cluster serves the whole run: every test that uses it is in the xdist group ``real-kafka``
+(tests/conftest.py puts it there), so pytest-xdist runs them all, one after the other, on one worker,
+the only one that starts the cluster. The broker version is the ``kafka_version`` fixture (the default
+below); a test parametrised over versions (``@pytest.mark.parametrize("kafka_version", [...],
+indirect=True)``) gets one cluster per version, each in a group of its own (``real-kafka-<version>``).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import raw_client
@@ -33,7 +41,7 @@ from kafka_balancer.kafka.port import (
     LOG_DIR_THROTTLE_RATE,
 )
 from kafka_balancer.sandbox.ports import free_port_range
-from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions
+from kafka_balancer.sandbox.real import KAFKA_VERSION, RealCluster, RealClusterOptions
 from kafka_balancer.sandbox.traffic import QUIET, RecordWriter, TopicSpec, create_topics
 
 BROKERS = 6
@@ -260,22 +268,89 @@ def _digest(consumer: Consumer, topic: str, partition: int, end: int) -> str:
     return digest.hexdigest()
 
 
+def group_of(version: str) -> str:
+    """The xdist group of the tests on the cluster of ``version`` (see the module docstring)."""
+    return "real-kafka" if version == KAFKA_VERSION else f"real-kafka-{version}"
+
+
+def kafka_libs_of(version: str) -> Path | None:
+    """The jars of ``version`` (None: the default folder, ``make kafka``'s build/kafka/libs)."""
+    if version == KAFKA_VERSION:
+        return None
+    raise ValueError(f"no jars for Kafka {version}: `make kafka` fetches {KAFKA_VERSION} only")
+
+
+# Every topic is one a test created: a producer left running by an earlier test (one its timeout cut
+# short) cannot bring a topic back after ``reset`` deleted it (seen: heavy and medium of the real-traffic
+# test in the next test's cluster).
+BROKER_CONFIGS = {"auto.create.topics.enable": "false"}
+
+
+class RealClusters:
+    """This worker's clusters, one per Kafka version, each started once and all stopped at the end.
+
+    tests/conftest.py starts a test's cluster before the test's own timeout starts to run (a start took
+    4.5 minutes at load average 100, where a test's timeout is 5 or 10): ``start`` never raises, and
+    ``of`` fails the test with the reason when the cluster did not start."""
+
+    def __init__(self) -> None:
+        self._started: dict[str, RealCluster] = {}
+        self._failed: dict[str, str] = {}  # version -> why it did not start (not tried again: minutes each)
+
+    def start(self, version: str) -> None:
+        if version in self._started or version in self._failed:
+            return
+        try:
+            options = RealClusterOptions(
+                brokers=BROKERS,
+                racks=RACKS,
+                log_dirs=LOG_DIRS,
+                port_base=free_port_range(BROKERS + 1),
+                kafka_libs=kafka_libs_of(version),
+                broker_configs=BROKER_CONFIGS,
+            )
+            cluster = RealCluster(options)  # its data in a temporary folder, deleted when it stops
+            cluster.start()  # stops what it started when it fails
+        except KeyboardInterrupt:
+            raise
+        except BaseException as err:
+            self._failed[version] = f"{type(err).__name__}: {err}"
+            return
+        self._started[version] = cluster
+
+    def of(self, version: str) -> RealCluster:
+        self.start(version)
+        if version in self._failed:
+            pytest.fail(f"the real Kafka {version} cluster did not start in this run: {self._failed[version]}")
+        return self._started[version]
+
+    def stop(self) -> None:
+        for cluster in self._started.values():
+            cluster.stop()
+        self._started.clear()
+
+
+CLUSTERS = RealClusters()  # this worker's
+
+
 @pytest.fixture(scope="session")
-def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    """The session's real KRaft cluster (started on first use, stopped at the end of the session)."""
-    options = RealClusterOptions(
-        brokers=BROKERS,
-        racks=RACKS,
-        log_dirs=LOG_DIRS,
-        port_base=free_port_range(BROKERS + 1),
-        data_dir=tmp_path_factory.mktemp("kafka"),
-    )
-    cluster = RealCluster(options)
-    cluster.start()
+def real_clusters() -> Iterator[RealClusters]:
     try:
-        yield cluster
+        yield CLUSTERS
     finally:
-        cluster.stop()
+        CLUSTERS.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_version(request: pytest.FixtureRequest) -> str:
+    """The Kafka version of the real brokers a test runs on: the default, or its parameter (indirect)."""
+    return str(getattr(request, "param", KAFKA_VERSION))
+
+
+@pytest.fixture
+def real_cluster(real_clusters: RealClusters, kafka_version: str) -> RealCluster:
+    """The run's real KRaft cluster of ``kafka_version``, as it is (``real_kafka`` resets it first)."""
+    return real_clusters.of(kafka_version)
 
 
 @pytest.fixture

@@ -158,6 +158,8 @@ class SteadyTraffic:
             for (topic, p), rate in self.rates.items():
                 due = int(elapsed * rate / self.writer.record_bytes)
                 for i in range(sent[topic, p], due):
+                    if self.stop.is_set():  # a thread starved on a busy machine catches up in bursts
+                        return
                     self.writer.send(topic, p, f"{topic}-{p}-live-{i}".encode())
                 sent[topic, p] = max(due, sent[topic, p])
 
