@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv browser kafka kube-binaries test lint typecheck contracts pytest demo bench crds clean
+.PHONY: venv browser kafka kube-binaries test test-under-load lint typecheck contracts pytest demo bench crds clean
 
 venv: $(STAMP)
 
@@ -79,6 +79,13 @@ pytest: venv browser kafka kube-binaries
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 test: lint typecheck contracts pytest
+
+# `make test` beside two CPU-bound processes for its whole duration: the suite must be as green on a busy
+# machine as on an idle one (.ci/under_load). Three runs in a row, each from a fresh clone of HEAD:
+#   make test-under-load UNDER_LOAD_ARGS="--runs 3 --fresh-clone"
+UNDER_LOAD_ARGS ?=
+test-under-load:
+	.ci/under_load $(UNDER_LOAD_ARGS)
 
 demo: venv kafka
 	$(BIN)/kafka-balancer demo
