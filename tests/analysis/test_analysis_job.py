@@ -140,3 +140,22 @@ def test_measured_cpu_calibrates_the_bytes_model(spark: SparkSession, tmp_path: 
     loads = {b["id"]: b["load"]["cpu"] for b in result.report["brokers"]}
     assert loads == pytest.approx({1: 0.5, 2: 1.0, 3: 1.5})
     assert all(p["cpuCoresLeader"] > 0 for p in result.snapshot["partitions"])
+
+
+def test_the_message_size_pairs_the_offset_with_the_in_sync_replicas_log(spark: SparkSession, tmp_path: Path) -> None:
+    """ListOffsets' latest offset is the high watermark; the leader's log runs ahead of it by what its
+    followers have not fetched yet (on a busy machine 4.7 MB at one end of a range and 0.5 MB at the
+    other). The message size is the growth of the smallest in-sync log over the offset growth; replica 3,
+    out of sync and far behind, is not counted."""
+    store = SampleStore(str(tmp_path / "samples"))
+    for i, lead in enumerate((4_700_000, 2_000_000, 500_000)):
+        offset = 10_000 + 1_000 * i
+        synced = offset * 4_000
+        part = PartitionSample(
+            "t", 0, leader=1, replicas=(1, 2, 3), isr=(1, 2), replica_sizes=(synced + lead, synced, 1_000),
+            log_end_offset=offset, consumer_offsets_sum=0,
+        )  # fmt: skip
+        store.append(Sample("c1", T0 + timedelta(minutes=i), [part], generate([], count=1)[0].brokers))
+    result = analyze(store, T0, T0 + timedelta(minutes=2), LoadOptions(cluster="c1"), TEST_ENGINE)
+    assert result.report["messageSizeBytes"] == {"t": pytest.approx(4_000)}
+    assert _partitions(result.snapshot)["t", 0]["sizeBytes"] == 12_000 * 4_000 + 500_000  # the leader's log

@@ -56,6 +56,21 @@ def _leader_size() -> Column:
     )
 
 
+def _in_sync_size() -> Column:
+    """The bytes the partition's log-end offset counts: the smallest log among its in-sync replicas.
+
+    ListOffsets' latest offset is the high watermark, the offset every in-sync replica has reached; the
+    leader's log runs ahead of it by what the followers have not fetched yet. On a busy machine that lag
+    was 4.7 MB at one end of a 45-s range and 0.5 MB at the other, and the leader's growth over the
+    offset growth put 4 KB records at 3,885 B."""
+    isr = F.coalesce(F.col("isr"), F.col("replicas"))
+    in_sync = F.transform(  # each replica's size when it is in sync, else null (array_min skips nulls)
+        F.col("replicas"),
+        lambda b, i: F.when(F.array_contains(isr, b), F.try_element_at(F.col("replica_sizes"), (i + 1).cast("int"))),
+    )
+    return F.coalesce(F.array_min(in_sync), _leader_size())
+
+
 def _window(origin_ms: int, window_seconds: int) -> Column:
     """The window of an interval, by the instant it ends: window k covers (origin + k w, origin + (k + 1) w]."""
     return F.floor((F.col("t_ms") - F.lit(origin_ms + 1)) / F.lit(window_seconds * 1000)).alias("window")
@@ -77,7 +92,7 @@ def _time_weighted(rate: str, seconds: str) -> tuple[Column, Column]:
 
 def _partition_intervals(samples: DataFrame, window: Column) -> DataFrame:
     """One row per sample with the deltas to the partition's previous sample (null for the first)."""
-    size = _leader_size()
+    size = _in_sync_size()  # for the message size: size growth over offset growth
     counters = [
         "t_ms",
         "log_end_offset",
