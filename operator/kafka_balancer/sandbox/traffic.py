@@ -155,13 +155,18 @@ class SteadyTraffic:
         sent = dict.fromkeys(self.rates, 0)
         while not self.stop.wait(0.05):
             elapsed = time.monotonic() - started
-            for (topic, p), rate in self.rates.items():
-                due = int(elapsed * rate / self.writer.record_bytes)
-                for i in range(sent[topic, p], due):
-                    if self.stop.is_set():  # a thread starved on a busy machine catches up in bursts
+            due = {key: int(elapsed * rate / self.writer.record_bytes) for key, rate in self.rates.items()}
+            # One record per partition in turn: a thread a busy machine starves catches all partitions up
+            # together. Partition by partition, the first one's backlog took the whole turn (a run sent
+            # nothing into heavy-2 for 45 s), and a stop waited for the burst to end.
+            behind = [key for key in self.rates if sent[key] < due[key]]
+            while behind:
+                for topic, p in behind:
+                    if self.stop.is_set():
                         return
-                    self.writer.send(topic, p, f"{topic}-{p}-live-{i}".encode())
-                sent[topic, p] = max(due, sent[topic, p])
+                    self.writer.send(topic, p, f"{topic}-{p}-live-{sent[topic, p]}".encode())
+                    sent[topic, p] += 1
+                behind = [key for key in behind if sent[key] < due[key]]
 
     def __enter__(self) -> SteadyTraffic:
         self.thread.start()
