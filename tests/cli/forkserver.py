@@ -3,10 +3,11 @@
 A fresh interpreter per command costs about a second of imports; a fork costs milliseconds, so a fuzz
 test can try hundreds of inputs in a minute. Each child is what ``kafka-balancer ARGS`` is after its
 imports: ``main(argv)`` with stdout and stderr in files, limited to ``--memory`` bytes of address space
-(RLIMIT_AS, so an input that makes it reach for more gets MemoryError, not the machine's memory) and
-killed after ``timeout`` seconds. Requests and answers are JSON lines on stdin and stdout:
-``{"argv": [...], "stdout": path, "stderr": path, "timeout": s}`` -> ``{"code": n, "seconds": s}``
-(``code`` -9 when the child was killed at the timeout).
+(RLIMIT_AS, so an input that makes it reach for more gets MemoryError, not the machine's memory), to
+``cpu`` seconds of CPU (RLIMIT_CPU: killed by SIGXCPU, however busy the machine is) and killed after
+``timeout`` seconds of wall time (a command that waits on nothing). Requests and answers are JSON lines on
+stdin and stdout: ``{"argv": [...], "stdout": path, "stderr": path, "cpu": s, "timeout": s}`` ->
+``{"code": n, "seconds": s}`` (``code`` -24 when the child used its CPU, -9 when killed at the timeout).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ PRELOAD = (
 
 def _child(request: dict[str, object], memory: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    cpu = int(request["cpu"])  # type: ignore[call-overload]
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU at cpu seconds, SIGKILL a second later
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     for fd, key in ((1, "stdout"), (2, "stderr")):
         target = os.open(str(request[key]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(target, fd)

@@ -4,14 +4,18 @@ Hypothesis draws (a) the document a command reads, from a valid one broken at ra
 beyond Kafka's types, NaN, wrong types, hostile names, deleted and unknown fields) or replaced by a
 hostile shape (deep nesting, not UTF-8, truncated, YAML aliases, oversized, random bytes), and (b) the
 values of each command's options. Every run is the real `main` in a child forked from a server that
-imported the CLI once (tests/cli/forkserver.py), limited to 1 GiB of address space (RLIMIT_AS) and
-killed after ``TIMEOUT`` seconds. The contract checked for every run:
+imported the CLI once (tests/cli/forkserver.py), limited to 1 GiB of address space (RLIMIT_AS) and to
+``CPU_SECONDS`` of CPU (RLIMIT_CPU), and killed after ``TIMEOUT`` seconds of wall time. The contract
+checked for every run:
 
 - no traceback, and no "internal error" (the top-level handler's words for a defect);
 - exit 0 (the input was valid after all), 2 with exactly one line on stderr besides warnings, or 1 with
   one line only for commands that connect to the (dead) cluster or bind a (busy) port;
-- finished within ``TIMEOUT`` (a killed child fails the test), and no MemoryError (that would be an
-  "internal error, MemoryError": the input made the command reach beyond 1 GiB).
+- finished within ``CPU_SECONDS`` of CPU and ``TIMEOUT`` of wall time (a killed child fails the test), and
+  no MemoryError (that would be an "internal error, MemoryError": the input made the command reach beyond
+  1 GiB). The work a command does is bounded in CPU seconds, which a busy machine does not inflate (a
+  20-s wall-clock bound killed `plan` on one at load average 50); the wall-clock bound only catches a
+  command that waits on nothing.
 
 ``CLI_FUZZ_EXAMPLES=2000 .venv/bin/pytest tests/cli/test_fuzz_cli.py`` draws more examples per test
 (default 80), ``HYPOTHESIS_PROFILE=explore`` new ones.
@@ -22,6 +26,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -38,7 +43,10 @@ from cli.bounded import MEMORY_LIMIT, Run
 from cli.documents import COMMAND_INPUTS, CommandInput, argv, valid, write_inputs
 
 EXAMPLES = int(os.environ.get("CLI_FUZZ_EXAMPLES", "80"))
-TIMEOUT = 20.0  # seconds one command may take (a refused connection gives up after --request-timeout 1)
+CPU_SECONDS = 20  # CPU one command may use: an input that blows up the work uses all of it
+# Wall time one command may take: a refused connection gives up after --request-timeout 1; only a command
+# that waits on nothing takes long, whatever the load.
+TIMEOUT = 300.0
 SERVER = Path(__file__).with_name("forkserver.py")
 
 
@@ -63,7 +71,7 @@ class ForkServer:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
         out, err = self.workdir / "stdout", self.workdir / "stderr"
-        request = {"argv": args, "stdout": str(out), "stderr": str(err), "timeout": TIMEOUT}
+        request = {"argv": args, "stdout": str(out), "stderr": str(err), "cpu": CPU_SECONDS, "timeout": TIMEOUT}
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         answer = json.loads(self.proc.stdout.readline())
@@ -104,7 +112,8 @@ CONNECTS = {"execute", "stop", "sandbox", "sample", "snapshot"}
 
 def check_contract(result: Run) -> None:
     command = result.argv[0]
-    assert result.code != -9, f"killed after {TIMEOUT} s: {result}"
+    assert result.code != -signal.SIGXCPU, f"killed after {CPU_SECONDS} CPU seconds: {result}"
+    assert result.code != -signal.SIGKILL, f"killed after {TIMEOUT:g} s: {result}"
     assert "Traceback" not in result.stderr, str(result)
     assert "internal error" not in result.stderr, str(result)
     if result.code == 0:
