@@ -85,10 +85,9 @@ def _no_stall(kube: Cluster) -> None:
 
 
 def test_a_proposal_over_one_mebibyte_is_stored_read_back_and_executed(
-    kube: Cluster, emulator: Callable[..., EmulatedCluster], monkeypatch: pytest.MonkeyPatch
+    kube: Cluster, emulator: Callable[..., EmulatedCluster]
 ) -> None:
     cluster = emulator(leader_skewed_model(), time_scale=50.0)
-    monkeypatch.setenv("KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS", "30")  # metadata of 12,000 partitions, two cores
     with run_operator():
         _propose_and_execute(kube, cluster)
 

@@ -13,7 +13,7 @@ from kafka_balancer.sandbox import EmulatedCluster
 
 from .conftest import Cluster, Operator
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(240)
 
 
 INVALID = ("overlap", "unknown", "throttle", "nosecret", "badcron")
@@ -46,12 +46,12 @@ def _group(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _stalled(kube: Cluster, name: str) -> dict[str, Any]:
+def _stalled(kube: Cluster, name: str, timeout: float = 30.0) -> dict[str, Any]:
     def probe() -> dict[str, Any] | None:
         cond = kube.condition(name, "Stalled")
         return cond if cond and cond["status"] == "True" else None
 
-    cond: dict[str, Any] = kube.wait_for(f"{name} Stalled", probe)
+    cond: dict[str, Any] = kube.wait_for(f"{name} Stalled", probe, timeout=timeout)
     return cond
 
 
@@ -91,7 +91,8 @@ def test_invalid_specs_are_stalled_with_a_reason(
     badcron = _stalled(kube, "badcron")
     assert badcron["reason"] == "InvalidSpec"
     assert "minute" in badcron["message"]
-    unreachable = _stalled(kube, "unreachable")
+    # Reported once a request timed out: the operator's request timeout (30 s, tests/controller/conftest.py).
+    unreachable = _stalled(kube, "unreachable", timeout=90)
     assert unreachable["reason"] == "ClusterUnreachable"
     assert "spec.cluster.bootstrapServers 127.0.0.1:" in unreachable["message"]
 
