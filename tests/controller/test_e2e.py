@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_balancer.analysis.report import report_path
+from kafka_balancer.controller.last_analysis import last_analysis_path
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.port import CORDONED_LOG_DIRS
@@ -442,6 +444,12 @@ def test_load_is_sampled_and_analysed_on_spark_before_planning(
     assert proposal["moves"] > 0
     assert _status(kube, "measured")["imbalance"] > 1.5
     assert list(store.rglob("*.parquet")), "the sampler wrote Parquet samples to the policy's store"
+    # The analysis the proposal was made from is kept beside the samples: the hot partitions take traffic.
+    kept = last_analysis_path(str(store), "kafka", "measured")
+    assert kept is not None
+    measured = {(p["topic"], p["partition"]): p["bytesInPerSec"] for p in json.loads(kept.read_text())["partitions"]}
+    assert {key for key, rate in measured.items() if rate > 0} == set(hot)
+    assert report_path(kept).exists()
     assert (operator.metric("kafka_balancer_samples_collected_total", policy="measured") or 0) >= 2
     assert (operator.metric("kafka_balancer_analysis_duration_seconds_count", policy="measured") or 0) >= 1
     assert (operator.metric("kafka_balancer_sample_completeness_ratio", policy="measured") or 0) >= 0.5

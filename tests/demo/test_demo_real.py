@@ -14,7 +14,9 @@ import pytest
 
 from demo.test_demo import CLI, _left_behind, _refused, _section, _table
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
+# The demo bounds itself (--timeout); on a loaded machine its real JVMs and Spark need far more than a
+# quiet run (bench.demo has the figure), so the bound is generous and the test's own is above it.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1000)]
 
 
 def _controller(out: str) -> str:
@@ -26,7 +28,12 @@ def _controller(out: str) -> str:
 def test_demo_on_real_brokers_balances_measured_traffic(tmp_path: Path) -> None:
     started = time.monotonic()
     result = subprocess.run(
-        [CLI, "demo", "--report-dir", str(tmp_path / "out")], capture_output=True, text=True, timeout=400, check=False
+        # A quarter of the records: the same cluster, traffic and balancing, less to write and to copy.
+        [CLI, "demo", "--size-scale", "0.25", "--timeout", "900", "--report-dir", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=960,
+        check=False,
     )
     elapsed = time.monotonic() - started
     out = result.stdout

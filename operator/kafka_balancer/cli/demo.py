@@ -70,7 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--size-scale",
         type=number,
         default=1.0,
-        help="--emulated: scale partition sizes (not the cluster's shape) for a quicker run (default 1.0)",
+        help="scale partition sizes (not the cluster's shape) for a quicker run: the emulated model's, or the "
+        "records written before a real demo starts (default 1.0)",
     )
     parser.add_argument(
         "--report-dir", type=Path, default=Path("build/demo"), help="where report.html goes (default build/demo)"
@@ -329,7 +330,7 @@ def demo(ctx: Context) -> Path:
         raise DemoError(f"the Kubernetes API emulator needs kmock ({err}): pip install -e '.[dev]'") from None
     kind = "Kafka emulator" if args.emulated else "Apache Kafka brokers"
     step(f"{kind}: starting")
-    cluster = emulated(args.size_scale, args.time_scale) if args.emulated else real(ctx.workdir)
+    cluster = emulated(args.size_scale, args.time_scale) if args.emulated else real(ctx.workdir, args.size_scale)
     with cluster as kafka:
         say(f"    {kafka.title}")
         say(f"    brokers on {kafka.bootstrap_servers}")
@@ -370,7 +371,7 @@ def balance(ctx: Context, kafka: EmulatedDemo | RealDemo, kube: KubeApiServer) -
         for change in changes:
             say(f"    (demo) {change}")
         proposal, imbalance = await_proposal(ctx, client, policy)
-        kafka.measure()
+        kafka.measure(policy)
         before = kafka.loads(before_placement)
         step(f"The cluster before, read back from Kafka ({_load_source(kafka)})")
         say(view.broker_table(before, members))

@@ -5,7 +5,8 @@ policy to apply and how to point it here, and the per-broker load to show for a 
 Real: 6 KRaft brokers in 3 racks (kafka_balancer.sandbox.real), brokers 5 and 6 new and empty; three
 topics filled with keyed records, and producers that keep writing skewed traffic while the demo
 runs. The operator samples that traffic and analyses it on local Spark; the demo's tables and
-report use the same analysis of the same samples (measured rates, not a model).
+report use the analysis its proposal was made from, which the operator keeps beside the samples
+(kafka_balancer.controller.last_analysis): measured rates, not a model.
 
 Emulated: the 8-broker skewed cluster of kafka_balancer.sandbox.demo_cluster at a scaled clock;
 its traffic is the model's own.
@@ -14,8 +15,8 @@ its traffic is the model's own.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ class EmulatedDemo:
         """The example's resource groups fit the emulated cluster as they are."""
         return []
 
-    def measure(self) -> None:
+    def measure(self, _policy: dict[str, Any]) -> None:
         """Nothing to measure: the emulator's traffic is the model's."""
 
     def loads(self, seen: ClusterModel) -> ClusterModel:
@@ -117,7 +118,6 @@ class RealDemo:
             f"controller on 127.0.0.1:{cluster.options.controller_port}, data in {cluster.data_dir}"
         )
         self.samples: Path | None = None
-        self.analysis: dict[str, Any] = {}
         self.measured: ClusterModel | None = None
 
     def adapt(self, spec: dict[str, Any], workdir: Path) -> list[str]:
@@ -126,33 +126,26 @@ class RealDemo:
         self.samples = workdir / "samples"
         was = dict(analysis)
         analysis.update(samples=str(self.samples), intervalSeconds=2, windowSeconds=10)
-        self.analysis = analysis
         return [
             f"spec.analysis.{k}: {was.get(k)} -> {analysis[k]} (minutes of traffic, not days)"
             for k in ("samples", "intervalSeconds", "windowSeconds")
         ]
 
-    def measure(self) -> None:
-        """The analysis the operator made its proposal from, run again on the same samples."""
-        from kafka_balancer.analysis.analyze import analyze  # noqa: PLC0415 - pyspark only when measuring
-        from kafka_balancer.analysis.load import LoadOptions  # noqa: PLC0415
-        from kafka_balancer.analysis.store import SampleStore  # noqa: PLC0415
+    def measure(self, policy: dict[str, Any]) -> None:
+        """The analysis the operator made its proposal from, as it keeps it beside the samples."""
+        from kafka_balancer.controller.last_analysis import last_analysis_path  # noqa: PLC0415 - the operator's
         from kafka_balancer.model.snapshot import parse_snapshot  # noqa: PLC0415
 
         if self.samples is None:
             raise DemoError("no sample store: the policy was not adapted")
-        adapter = KafkaAdapter(ConnectionSpec(self.bootstrap_servers))
+        meta = policy["metadata"]
+        path = last_analysis_path(str(self.samples), meta["namespace"], meta["name"])
+        if path is None:  # the demo's store is a local folder: never
+            raise DemoError(f"the operator keeps no analysis for a store at {self.samples}")
         try:
-            cluster_id = adapter.describe_cluster().cluster_id or self.bootstrap_servers
-        finally:
-            adapter.close()
-        window = int(self.analysis["windowSeconds"])
-        options = LoadOptions(
-            cluster=cluster_id, statistic=self.analysis.get("statistic", "p95"), window_seconds=window
-        )
-        end = datetime.now(UTC)
-        result = analyze(SampleStore(str(self.samples)), end - timedelta(seconds=12 * window), end, options)
-        self.measured = parse_snapshot(result.snapshot)
+            self.measured = parse_snapshot(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as err:
+            raise DemoError(f"the operator's analysis behind its proposal, {path}: {err}") from None
 
     def loads(self, seen: ClusterModel) -> ClusterModel:
         if self.measured is None:
@@ -164,8 +157,11 @@ class RealDemo:
 
 
 @contextlib.contextmanager
-def real(workdir: Path) -> Iterator[RealDemo]:
-    """The cluster started, filled and under traffic; stopped (and its data deleted) on the way out."""
+def real(workdir: Path, size_scale: float = 1.0) -> Iterator[RealDemo]:
+    """The cluster started, filled (``size_scale`` times VOLUME's records) and under traffic; stopped (and its
+    data deleted) on the way out."""
+    if size_scale <= 0:
+        raise DemoError(f"--size-scale: must be > 0 (got {size_scale})")
     options = RealClusterOptions(
         brokers=BROKERS, racks=RACKS, port_base=free_port_range(BROKERS + 1), data_dir=workdir / "kafka"
     )
@@ -178,7 +174,7 @@ def real(workdir: Path) -> Iterator[RealDemo]:
         create_topics(cluster.bootstrap_servers, TOPICS)
         writer = RecordWriter(cluster.bootstrap_servers, record_bytes=RECORD_BYTES, client_id="demo-producer")
         for t in TOPICS:
-            writer.write(t.name, range(len(t.replicas)), VOLUME[t.name][0] * MB // RECORD_BYTES)
+            writer.write(t.name, range(len(t.replicas)), int(VOLUME[t.name][0] * MB * size_scale) // RECORD_BYTES)
         writer.flush()
         rates = {t.name: (len(t.replicas), VOLUME[t.name][1] * MB) for t in TOPICS}
         with SteadyTraffic(writer, rates):

@@ -30,6 +30,7 @@ from kafka_balancer.analysis.load import LoadOptions
 from kafka_balancer.analysis.report import IncompleteSnapshotError, check_completeness
 from kafka_balancer.analysis.sampler import Sampler, SamplerOptions
 from kafka_balancer.analysis.store import SampleStore
+from kafka_balancer.controller import last_analysis
 from kafka_balancer.controller.kubeapi import Credentials
 from kafka_balancer.controller.services import Connector
 from kafka_balancer.controller.spark_defaults import SparkDefaults
@@ -240,6 +241,7 @@ class Analyses:
             model = parse_snapshot(snapshot)
         except Exception as err:
             raise NotReady(f"analysis of {url} gave an unusable snapshot: {err}") from err
+        last_analysis.keep(url, key, snapshot, report)
         completeness = float(report.get("completeness", 0.0))
         self._metrics.completeness.labels(*labels).set(completeness)
         done = Analysed(model, dict(report), now, inputs)
