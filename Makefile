@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv browser kafka kube-binaries test test-under-load lint typecheck contracts pytest demo bench crds clean
+.PHONY: venv browser kafka kube-binaries gitops-tools prometheus-tools test test-under-load lint typecheck contracts pytest demo bench crds clean
 
 venv: $(STAMP)
 
@@ -69,13 +69,45 @@ $(KUBE_STAMP): kube/go.mod kube/go.sum
 	  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o ../$(KUBE_BIN)/etcd go.etcd.io/etcd/server/v3
 	touch $@
 
+# The users' own tools, which the tests run (tests/go_tools.py), each built from its Go module under tools/
+# (fetched from the Go module proxy; go.sum pins every module) into build/tools/bin, once: the stamps skip
+# the build while the module's files are unchanged, and Go's build cache persists between clean clones on
+# one machine.
+# - gitops-health (tools/gitops): Flux's kstatus, status poller, CEL health evaluator and `wait: true`
+#   check, and Argo CD's health scripts in gopher-lua with Argo CD's VM setup. About 3 CPU-minutes cold.
+# - promtool, prometheus and promql-series (tools/prometheus): github.com/prometheus/prometheus without its
+#   cloud service discoveries (-tags remove_all_sd: static and file targets are all the tests use) and
+#   without its web UI assets (built only with -tags builtinassets; the API and rule evaluation need
+#   none). About 12 CPU-minutes cold (README).
+TOOLS_BIN := build/tools/bin
+GITOPS_STAMP := $(TOOLS_BIN)/.gitops-built
+PROMETHEUS_STAMP := $(TOOLS_BIN)/.prometheus-built
+GO_BUILD := CGO_ENABLED=0 go build -trimpath -ldflags "-s -w"
+
+gitops-tools: $(GITOPS_STAMP)
+
+$(GITOPS_STAMP): tools/gitops/go.mod tools/gitops/go.sum $(wildcard tools/gitops/*.go)
+	@command -v go >/dev/null 2>&1 || { echo "gitops-tools: Go 1.26 or newer is needed (tools/gitops/go.mod)" >&2; exit 1; }
+	cd tools/gitops && $(GO_BUILD) -o ../../$(TOOLS_BIN)/gitops-health .
+	touch $@
+
+prometheus-tools: $(PROMETHEUS_STAMP)
+
+$(PROMETHEUS_STAMP): tools/prometheus/go.mod tools/prometheus/go.sum $(wildcard tools/prometheus/*/*.go)
+	@command -v go >/dev/null 2>&1 || { echo "prometheus-tools: Go 1.26.7 or newer is needed (tools/prometheus/go.mod)" >&2; exit 1; }
+	cd tools/prometheus && version=$$(go list -m -f '{{.Version}}' github.com/prometheus/prometheus) && \
+	  CGO_ENABLED=0 go build -trimpath -tags remove_all_sd -o ../../$(TOOLS_BIN)/ \
+	    -ldflags "-s -w -X github.com/prometheus/common/version.Version=$$version" \
+	    github.com/prometheus/prometheus/cmd/promtool github.com/prometheus/prometheus/cmd/prometheus ./promql-series
+	touch $@
+
 # Two pytest-xdist workers: much of the suite waits on JVMs, sockets and subprocesses, so two run
 # side by side on a 2-core machine. One real Kafka cluster and one Spark session serve the run: the
 # tests on each are an xdist group (tests/conftest.py), run by one worker (--dist loadgroup), which
 # alone starts it. Every server picks free ports of its own (sandbox/ports.py).
 # PYTEST_WORKERS=0 runs the suite in one process.
 PYTEST_WORKERS ?= 2
-pytest: venv browser kafka kube-binaries
+pytest: venv browser kafka kube-binaries gitops-tools prometheus-tools
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 test: lint typecheck contracts pytest
@@ -99,4 +131,4 @@ crds: venv
 	cp crds/*.yaml charts/kafka-balancer/crds/
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build/kafka build/kube
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build/kafka build/kube build/tools
