@@ -75,10 +75,12 @@ def test_a_running_execution_is_stopped_where_the_spec_withdrew_it_and_no_cluste
     assert found is not None
     assert found.message == "stopping: Paused"
     assert _state(status, READY) == ("True", "Reconciled")
-    assert _state(status, RECONCILING) == ("True", "Executing")
-    # Inputs unchanged, it runs on: nothing to do.
-    _, actions = next_status(_spec(mode="Auto"), before, _seen(run=run))
+    assert _state(status, RECONCILING) == ("True", "Paused")  # the paused spec is not in effect yet
+    # Inputs unchanged, it runs on: nothing to do, and a long execution is not Reconciling (kstatus: Current).
+    status, actions = next_status(_spec(mode="Auto"), before, _seen(run=run))
     assert actions == []
+    assert _state(status, READY) == ("True", "Reconciled")
+    assert _state(status, RECONCILING) == ("False", "Reconciled")
 
 
 def test_a_reconciliation_from_a_body_older_than_the_run_keeps_the_runs_proposal() -> None:
@@ -156,7 +158,9 @@ def test_the_first_analysis_pending_is_analysing_but_an_existing_proposal_plans_
     status, actions = next_status(spec, BalancePolicyStatus(), _seen(cluster=CLUSTER, analysis=waiting))
     assert status.state == "Analysing"
     assert actions == []
-    assert _state(status, RECONCILING) == ("True", "SparkApplicationRunning")
+    assert _state(status, PROPOSAL_READY) == ("False", "SparkApplicationRunning")
+    assert _state(status, READY) == ("True", "Reconciled")
+    assert _state(status, RECONCILING) == ("False", "Reconciled")  # samples take hours: kstatus reads Current
     before = BalancePolicyStatus(proposal=_proposal(), observed_cluster=CLUSTER.cluster)
     _, actions = next_status(spec, before, _seen(cluster=CLUSTER, analysis=waiting))
     assert actions == [Ask("imbalance", model="live")]

@@ -262,10 +262,10 @@ def test_a_restarted_operator_resumes_the_execution_from_status(
 
     with run_operator():
         before = kube.wait_for("the first completed moves", lambda: _some_moves_done(kube), timeout=60)
-        # A long execution keeps the policy Ready (GitOps tools read it as healthy) and Reconciling.
+        # A long execution keeps the policy Ready and not Reconciling: GitOps tools read it as healthy.
         assert kube.condition("main", "Ready")["status"] == "True"  # type: ignore[index]
         assert kube.condition("main", "Executing")["status"] == "True"  # type: ignore[index]
-        assert kube.condition("main", "Reconciling")["status"] == "True"  # type: ignore[index]
+        assert kube.condition("main", "Reconciling")["status"] == "False"  # type: ignore[index]
     # The operator is gone mid-execution; the checkpoint stays in status.
     status = _status(kube, "main")
     assert status["state"] == "Executing"
@@ -431,7 +431,7 @@ def test_load_is_sampled_and_analysed_on_spark_before_planning(
     kube.apply(policy)
 
     collecting = kube.wait_for(
-        "Analysing", lambda: (c := kube.condition("measured", "Reconciling")) and c["status"] == "True" and c
+        "Analysing", lambda: (c := kube.condition("measured", "ProposalReady")) and c["status"] == "False" and c
     )
     assert collecting["reason"] == "CollectingSamples"
     assert "samples" in collecting["message"]

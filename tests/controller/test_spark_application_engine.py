@@ -208,11 +208,14 @@ def test_analysis_runs_as_a_spark_application_and_its_snapshot_drives_the_propos
     with SparkOperator(kube, {CLAIM: volume}) as spark_operator, run_operator() as operator:
         policy = kube.apply(_policy("measured", cluster.bootstrap_servers, volume / "samples"))
         running = kube.wait_for(
-            "Reconciling while the SparkApplication runs",
-            lambda: (c := kube.condition("measured", "Reconciling")) and c["reason"] == "SparkApplicationRunning" and c,
+            "ProposalReady=False while the SparkApplication runs",
+            lambda: (
+                (c := kube.condition("measured", "ProposalReady")) and c["reason"] == "SparkApplicationRunning" and c
+            ),
             timeout=60,
         )
-        assert running["status"] == "True"
+        assert running["status"] == "False"
+        assert kube.condition("measured", "Ready")["status"] == "True"  # type: ignore[index]
         assert "SparkApplication kafka/measured-" in running["message"]
         assert _state(kube, "measured") == "Analysing"
 

@@ -39,11 +39,13 @@ def _policy(name: str, bootstrap: str, samples: str, engine_url: str = "kafka") 
 
 
 def _outcome(kube: Cluster, name: str) -> dict[str, Any] | None:
-    """The Stalled condition, or the Reconciling one once the application is submitted."""
-    for type_ in ("Stalled", "Reconciling"):
-        cond = kube.condition(name, type_)
-        if cond and cond["status"] == "True" and (type_ == "Stalled" or cond["reason"] == "SparkApplicationRunning"):
-            return cond
+    """The Stalled condition, or ProposalReady=False once the application is submitted."""
+    stalled = kube.condition(name, "Stalled")
+    if stalled and stalled["status"] == "True":
+        return stalled
+    waiting = kube.condition(name, "ProposalReady")
+    if waiting and waiting["status"] == "False" and waiting["reason"] == "SparkApplicationRunning":
+        return waiting
     return None
 
 

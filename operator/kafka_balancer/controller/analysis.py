@@ -51,7 +51,7 @@ class NotReady(Exception):  # noqa: N818 - a state, not a failure: samples are s
 
     def __init__(self, message: str, reason: str = "CollectingSamples") -> None:
         super().__init__(message)
-        self.reason = reason  # the Reconciling condition's reason
+        self.reason = reason  # the ProposalReady=False condition's reason
 
 
 class EngineUnavailable(Exception):  # noqa: N818 - reported as Stalled with `reason`

@@ -74,7 +74,12 @@ CONDITIONS: Final = (
         "the spec is accepted and reconciled; stays True during a long execution (GitOps tools read it as healthy)",
         ("Reconciled", "Executing", "the Stalled reason when False"),
     ),
-    ("Reconciling", "samples are being collected or an execution runs", ("CollectingSamples", "Executing")),
+    (
+        "Reconciling",
+        "an execution the spec withdrew is being stopped (its moves in flight cancelled, its throttles removed); "
+        "False while samples are collected and while an execution runs, so kstatus reads the policy as Current",
+        ("Paused", "ApprovalWithdrawn", "SpecChanged", "`Reconciled` when False"),
+    ),
     (
         "Stalled",
         "a human must act; `message` names the field, value, group, broker or Secret",
@@ -102,6 +107,7 @@ CONDITIONS: Final = (
         "ProposalReady",
         "a non-empty proposal waits to be executed",
         (
+            "when False before the first proposal: `CollectingSamples`, `SparkApplicationRunning`",
             "AwaitingApproval",
             "DryRun",
             "Approved",

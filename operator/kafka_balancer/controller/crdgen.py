@@ -120,7 +120,11 @@ def _crd(
     columns: list[dict[str, Any]],
 ) -> dict[str, Any]:
     spec_schema = openapi_schema(spec)
-    status_schema = openapi_schema(status)
+    # An object the operator has not reconciled yet reads `status: {observedGeneration: 0}` (the API server
+    # defaults it when it reads the object), not no status at all: kstatus, Flux's CEL health checks and the
+    # Argo CD health script then see generation 1 not yet observed (InProgress) instead of a status-less
+    # object kstatus calls Current, so `wait: true` waits for the operator to accept the spec (docs/gitops.md).
+    status_schema = {**openapi_schema(status), "default": {"observedGeneration": 0}}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

@@ -81,7 +81,7 @@ class ClusterSeen:
 
 @dataclass(frozen=True)
 class NotAnalysed:
-    """The first usable analysis of the load is not there yet (the Reconciling condition says why)."""
+    """The first usable analysis of the load is not there yet (ProposalReady=False says why)."""
 
     reason: str
     message: str
@@ -164,7 +164,7 @@ class _Next:
     status: BalancePolicyStatus
     actions: list[Action] = field(default_factory=list)
     stall: Problem | None = None
-    reconciling: tuple[str, str] = ("", "")  # the Reconciling condition's (reason, message) while analysing
+    stopping: str | None = None  # why the running execution is being stopped (the Reconciling condition)
     model: Literal["measured", "live"] = "measured"
 
     def ask(self, what: Observation, *, trigger: str = "", model: Literal["measured", "live"] = "measured") -> bool:
@@ -191,14 +191,14 @@ def next_status(
     next_.observed_generation = seen.generation
     if spec is None or seen.refused is not None:
         actions: list[Action] = []
-        _conclude(next_, actions, stall=seen.refused or Problem("InvalidSpec", "no spec"), reconciling=("", ""))
+        _conclude(next_, actions, stall=seen.refused or Problem("InvalidSpec", "no spec"), stopping=None)
         return next_, actions
     nxt = _Next(spec, status, seen, next_)
     for situation in SITUATIONS:
         if situation(nxt):
             break
     if not (nxt.actions and isinstance(nxt.actions[-1], Ask)):
-        _conclude(nxt.status, nxt.actions, stall=nxt.stall, reconciling=nxt.reconciling)
+        _conclude(nxt.status, nxt.actions, stall=nxt.stall, stopping=nxt.stopping)
     return nxt.status, nxt.actions
 
 
@@ -311,7 +311,14 @@ def _analysing(nxt: _Next) -> bool:
     if isinstance(seen.analysis, NotAnalysed):
         if nxt.status.proposal is None:
             nxt.status.state = "Analysing"
-            nxt.reconciling = (seen.analysis.reason, seen.analysis.message)
+            nxt.status.conditions = set_condition(
+                nxt.status.conditions,
+                PROPOSAL_READY,
+                False,
+                reason=seen.analysis.reason,
+                message=seen.analysis.message,
+                generation=seen.generation,
+            )
             return True
         nxt.model = "live"
     else:
@@ -456,16 +463,23 @@ def _report_running(nxt: _Next, run: RunView, *, stopping: str | None) -> None:
             nxt.actions.append(Event("Warning", "MovesStuck", message))
         status.progress = run.progress
     why = f"stopping: {stopping}" if stopping else f"executing proposal {run.proposal_id}"
+    nxt.stopping = stopping
     status.conditions = set_condition(
         status.conditions, EXECUTING, True, reason="Executing", message=why, generation=status.observed_generation
     )
 
 
 def _conclude(
-    status: BalancePolicyStatus, actions: list[Action], *, stall: Problem | None, reconciling: tuple[str, str]
+    status: BalancePolicyStatus, actions: list[Action], *, stall: Problem | None, stopping: str | None
 ) -> None:
-    """The summary conditions: Stalled and Ready (an execution that runs on keeps the policy Ready,
-    a bad spec does not), and Reconciling while analysing or executing."""
+    """The summary conditions, in the polarity kstatus reads (Flux's default health check; docs/gitops.md).
+
+    Stalled: a human must act (kstatus: Failed). Ready: the spec is accepted and reconciled, also during
+    a long execution and while samples are collected, so `wait: true` never waits on a rebalance (a bad
+    spec is not Ready). Reconciling: only while an execution the spec withdrew (paused, approval
+    withdrawn, planning inputs changed) is being stopped: the latest spec is not in effect until its
+    in-flight moves are cancelled and its throttles removed, which takes one reconciliation or two.
+    """
     generation = status.observed_generation
     if stall is None:
         status.conditions = set_condition(
@@ -489,13 +503,13 @@ def _conclude(
             message=stall.message,
             generation=generation,
         )
-    reason, message = reconciling
-    analysing = status.state == "Analysing"
     status.conditions = set_condition(
         status.conditions,
         RECONCILING,
-        status.state in {"Analysing", "Executing"},
-        reason=(reason or "CollectingSamples") if analysing else status.state,
-        message=message,
+        stopping is not None,
+        reason="Reconciled" if stopping is None else stopping,
+        message=""
+        if stopping is None
+        else "stopping the execution: cancelling its moves in flight, removing throttles",
         generation=generation,
     )

@@ -14,8 +14,9 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-# Condition types. Ready is True whenever the spec is accepted and the controller is working on it,
-# including during a long execution, so GitOps tools read a running execution as healthy.
+# Condition types, in the polarity kstatus reads (docs/gitops.md): Ready is True whenever the spec is
+# accepted and the controller works on it, including while samples are collected and during a long
+# execution; Stalled is True when a human must act; Reconciling only while a withdrawn execution stops.
 READY: Final = "Ready"
 RECONCILING: Final = "Reconciling"
 STALLED: Final = "Stalled"
