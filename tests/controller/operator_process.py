@@ -78,11 +78,14 @@ def _session_members(sid: int) -> list[int]:
 
 
 @pytest.fixture
-def start_operator(tmp_path: Path) -> Iterator[Callable[[Path], OperatorProcess]]:
-    """Start the operator as the image does; at teardown none of them, nor any child, is left."""
+def start_operator(tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
+    """Start the operator as the image does; at teardown none of them, nor any child, is left.
+
+    ``reconcile_seconds``: its timer (1 s: progress reaches status at every reconciliation; long: the status
+    changes only when the spec does, so a test can read a state the next tick would leave)."""
     started: list[OperatorProcess] = []
 
-    def start(kubeconfig: Path) -> OperatorProcess:
+    def start(kubeconfig: Path, *, reconcile_seconds: float = 1) -> OperatorProcess:
         health, metrics = free_port(), free_port()
         command = [a.replace("//0.0.0.0:8080/", f"//127.0.0.1:{health}/") for a in image_command()]
         assert any(f"127.0.0.1:{health}" in a for a in command), command  # loopback only
@@ -92,7 +95,7 @@ def start_operator(tmp_path: Path) -> Iterator[Callable[[Path], OperatorProcess]
             HOME=str(tmp_path),
             KAFKA_BALANCER_METRICS_PORT=str(metrics),
             KAFKA_BALANCER_METRICS_ADDRESS="127.0.0.1",
-            KAFKA_BALANCER_RECONCILE_SECONDS="1",  # progress reaches status at every reconciliation
+            KAFKA_BALANCER_RECONCILE_SECONDS=f"{reconcile_seconds:g}",
             KAFKA_BALANCER_EXECUTION_POLL_SECONDS="0.2",
             KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS="10",
         )
