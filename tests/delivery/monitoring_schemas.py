@@ -66,6 +66,7 @@ SERVICE_MONITOR: dict[str, Any] = {
                             "scheme": {"enum": ["http", "https"]},
                             "interval": _DURATION,
                             "scrapeTimeout": _DURATION,
+                            "honorLabels": {"type": "boolean"},
                         },
                     },
                 },
