@@ -162,6 +162,12 @@ class Metrics:
             _PC,
             registry=r,
         )
+        self.exec_throttle = Gauge(
+            f"{PREFIX}execution_throttle_bytes_per_second",
+            "Replication throttle the running execution set on each broker it moves data to or from (0: none).",
+            _PC,
+            registry=r,
+        )
         self.exec_eta = Gauge(
             f"{PREFIX}execution_eta_seconds",
             "Estimated seconds left (-1 = unknown).",
@@ -252,6 +258,10 @@ class Metrics:
         self.proposal_bytes.labels(*labels).set(bytes_to_move)
         self.proposal_leaders.labels(*labels).set(leader_changes)
 
+    def set_throttle(self, key: PolicyKey, bytes_per_second: int | None) -> None:
+        """The throttle of the execution that starts (None: it sets none)."""
+        self.exec_throttle.labels(key.policy, key.namespace, key.cluster).set(bytes_per_second or 0)
+
     def set_execution(self, key: PolicyKey, figures: ExecutionFigures, execution: str = "") -> None:
         """Gauges for the running execution; the ``_total`` counters grow by what moved since the last call.
 
@@ -280,6 +290,7 @@ class Metrics:
         self.executions.labels(key.policy, key.namespace, key.cluster, result).inc()
         self.exec_in_flight.labels(key.policy, key.namespace, key.cluster).set(0)
         self.exec_stuck.labels(key.policy, key.namespace, key.cluster).set(0)
+        self.exec_throttle.labels(key.policy, key.namespace, key.cluster).set(0)
 
     def reconciled(self, policy: str, namespace: str) -> None:
         self.reconciliations.labels(policy, namespace).inc()
@@ -302,8 +313,8 @@ class Metrics:
             series: tuple[Gauge | Counter, ...] = (
                 self.balancedness, self.proposal_moves, self.proposal_bytes, self.proposal_leaders,
                 self.exec_bytes_moved, self.exec_bytes_total, self.exec_parts_moved, self.exec_parts_total,
-                self.exec_in_flight, self.exec_stuck, self.exec_eta, self.moved_bytes, self.moved_partitions,
-                self.samples, self.completeness, self.throttled_brokers,
+                self.exec_in_flight, self.exec_stuck, self.exec_throttle, self.exec_eta, self.moved_bytes,
+                self.moved_partitions, self.samples, self.completeness, self.throttled_brokers,
             )  # fmt: skip
             for metric in series:
                 _remove(metric, (policy, namespace, cluster))

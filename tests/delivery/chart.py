@@ -45,6 +45,7 @@ ALL_FEATURES: dict[str, Any] = {
         "labels": {"release": "kube-prometheus-stack"},
         "alertLabels": {"team": "kafka"},
     },
+    "grafanaDashboard": {"enabled": True, "namespace": "monitoring", "annotations": {"grafana_folder": "Kafka"}},
     "priorityClassName": "system-cluster-critical",
     "podAnnotations": {"a": "b"},
     "podLabels": {"tier": "ops"},

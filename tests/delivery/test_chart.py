@@ -79,7 +79,7 @@ def test_every_optional_feature_renders_valid_manifests() -> None:
     kinds = _validate_all(objects)
     assert kinds == {
         "Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-        "Service", "PersistentVolumeClaim",
+        "Service", "PersistentVolumeClaim", "ConfigMap",
     }  # fmt: skip
     for kind in MONITORING_KINDS:
         _check_monitoring_object(one(objects, kind))
@@ -204,6 +204,24 @@ def test_alert_rules_cover_what_a_kafka_operator_watches() -> None:
     # The imbalance is compared with each policy's own threshold, not with a number baked into the chart.
     assert "kafka_balancer_imbalance_threshold" in alerts["KafkaBalancerImbalanced"]["expr"]
     assert "{{ $labels.policy }}" in alerts["KafkaBalancerPolicyStalled"]["annotations"]["summary"]
+
+
+def test_the_grafana_dashboard_is_a_configmap_the_sidecar_loads_off_by_default() -> None:
+    assert not by_kind(manifests(render()), "ConfigMap")
+    dashboard = json.loads((CHART_DIR / "dashboards" / "kafka-balancer.json").read_text())
+    (config_map,) = by_kind(manifests(render(ALL_FEATURES)), "ConfigMap")
+    assert config_map["metadata"]["namespace"] == "monitoring"
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"  # kube-prometheus-stack's sidecar label
+    assert config_map["metadata"]["annotations"] == {"grafana_folder": "Kafka"}
+    assert json.loads(config_map["data"]["kafka-balancer.json"]) == dashboard
+    # Panels for what the issue asks: tests/controller/test_prometheus_e2e.py checks each query against a scrape.
+    titles = {p["title"] for p in dashboard["panels"]}
+    assert {
+        "State per policy", "Progress", "ETA", "Bytes moved", "Copy rate against the throttle",
+        "Imbalance per resource and group", "Moves in flight and stuck", "Planning time", "Fill per log directory",
+    } <= titles  # fmt: skip
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
 
 
 def test_service_monitor_scrapes_the_metrics_service_the_down_alert_watches() -> None:

@@ -405,6 +405,7 @@ class Reconciler:
         started = float((record or {}).get("startedAt") or 0.0)
         started_at = dt.datetime.fromtimestamp(started, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if started else now_iso()
         run = Run(proposal_id, ctx.generation, executor, store, port, started_at=started_at)
+        self.metrics.set_throttle(metric_key, ctx.spec.execution.throttle_bytes_per_sec)
         self.runs.start(ctx.key, run)
         self._executing[ctx.key] = reviewed
         return _view(run, reviewed)
