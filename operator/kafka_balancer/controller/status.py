@@ -40,6 +40,10 @@ def now_iso() -> str:
     return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+# Conditions are a list-map keyed by type, as metav1.Condition prescribes (+listType=map,
+# +listMapKey=type): server-side apply merges them by type, and a second entry of one type is refused.
+CONDITIONS_LIST_MAP: Final = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
+
 STUCK_LISTED: Final = 20  # stuck moves named in status.progress.stuck (all are counted)
 
 
@@ -210,7 +214,7 @@ class BalancePolicyStatus(StatusModel):
 
     observed_generation: int | None = None
     """metadata.generation last reconciled."""
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = Field(default_factory=list, json_schema_extra=CONDITIONS_LIST_MAP)
     """Ready, Reconciling, Stalled, ProposalReady, Executing."""
     state: State = "Pending"
     """One-word summary for kubectl get; read the conditions for decisions."""
@@ -239,7 +243,7 @@ class ResourceGroupStatus(StatusModel):
 
     observed_generation: int | None = None
     """metadata.generation last validated."""
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = Field(default_factory=list, json_schema_extra=CONDITIONS_LIST_MAP)
     """Ready (spec valid) and Stalled (why not)."""
 
 
