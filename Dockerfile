@@ -1,12 +1,18 @@
 # syntax=docker/dockerfile:1
 # kafka-balancer operator image.
 #   docker build -t kafka-balancer:0.1.0 .
+#   make image    # podman; where no registry is reachable, on a base made from Debian's packages
 # Runs as a non-root user with a read-only root filesystem: everything it writes goes to /tmp,
 # /var/lib/kafka-balancer/spark (Spark local dirs) and /var/lib/kafka-balancer/samples (the sample
 # store), which the Helm chart mounts as volumes.
 
+# The base of both stages: Debian bookworm with Python 3.11, venv and pip. `make image` passes a base
+# it made from Debian's packages (debootstrap) with --build-arg BASE_IMAGE=... when this one cannot be
+# pulled.
+ARG BASE_IMAGE=docker.io/library/python:3.11.10-slim-bookworm
+
 # ---- build: resolve and install the package and its dependencies into a virtualenv --------------
-FROM python:3.11.10-slim-bookworm AS build
+FROM ${BASE_IMAGE} AS build
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -16,20 +22,25 @@ RUN python -m venv /opt/kafka-balancer
 ENV PATH=/opt/kafka-balancer/bin:$PATH
 
 WORKDIR /src
-# pyproject.toml first so the dependency layer is cached while only the code changes.
-COPY pyproject.toml README.md constraints.txt ./
+# The dependencies first, from pyproject.toml at the versions of constraints.txt, so that their layer
+# (most of the image) is cached while only the code changes.
+COPY pyproject.toml constraints.txt ./
+RUN pip install --upgrade pip \
+    && python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\\n')" \
+        > /tmp/requirements.txt \
+    && pip install -c constraints.txt -r /tmp/requirements.txt
+COPY README.md ./
 COPY operator ./operator
 # The SparkApplication engine runs the analysis with the package's own cli/analyze.py as its main file,
 # at local:///opt/kafka-balancer/kafka_balancer/... (analysis/spark_application.py): link the installed
 # package there instead of hard-coding the site-packages path, which names the Python version.
-RUN pip install --upgrade pip \
-    && pip install -c constraints.txt . \
+RUN pip install --no-deps -c constraints.txt . \
     && python -m compileall -q /opt/kafka-balancer \
     && ln -s "$(python -c 'import kafka_balancer, os; print(os.path.dirname(kafka_balancer.__file__))')" \
         /opt/kafka-balancer/kafka_balancer
 
 # ---- runtime: Python, a headless Java 17 for Spark, the virtualenv, nothing else ------------------
-FROM python:3.11.10-slim-bookworm AS runtime
+FROM ${BASE_IMAGE} AS runtime
 
 # Java runs Spark's local engine inside the operator pod (spark.engine=local, the default).
 RUN apt-get update \

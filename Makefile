@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv browser kafka kube-binaries gitops-tools prometheus-tools test test-under-load lint typecheck contracts pytest demo bench crds clean
+.PHONY: venv browser container-tools image image-base debian-base kafka kube-binaries kube-node gitops-tools prometheus-tools test test-under-load lint typecheck contracts pytest demo bench crds clean
 
 venv: $(STAMP)
 
@@ -26,13 +26,28 @@ typecheck: venv
 contracts: venv
 	$(BIN)/lint-imports
 
-# Debian's headless Chromium: the tests open the HTML report in it (the one system package they need;
-# Java 17 for Spark is on the machine). Installed once, with sudo when not root.
+# Debian packages the tests need, installed once when missing, with sudo when not root:
+# $(call apt_install,COMMANDS,PACKAGES) installs PACKAGES unless every one of COMMANDS is found.
+# The lock timeout lets two builds on one machine wait for each other instead of failing.
+define apt_install
+@for c in $(1); do command -v $$c >/dev/null 2>&1 || missing=1; done; [ -z "$$missing" ] || { \
+  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+  $$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+    --no-install-recommends $(2); }
+endef
+
+# Debian's headless Chromium: the tests open the HTML report in it (Java 17 for Spark is on the machine).
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium; }
+	$(call apt_install,chromium,chromium)
+
+# What builds and runs the image (podman with runc: crun fails on hybrid cgroup v1 hosts; debootstrap
+# makes the base image where no registry is reachable) and what a Kubernetes node runs it with
+# (containerd, runc, the CNI bridge plugins, and nft for kube-proxy's nftables mode).
+# /usr/sbin is not on every user's PATH: the commands are looked up there too.
+CONTAINER_PACKAGES := podman runc debootstrap containerd containernetworking-plugins nftables
+container-tools:
+	$(call apt_install,podman runc debootstrap containerd nft /usr/lib/cni/bridge,$(CONTAINER_PACKAGES))
 
 # Apache Kafka 4.3.1 (the broker's jars and a log4j2 provider for SLF4J), from Maven Central with Maven:
 # kafka-runtime/pom.xml lists them, the dependency plugin copies them into build/kafka/libs, once.
@@ -43,30 +58,29 @@ KAFKA_STAMP := build/kafka/.fetched
 kafka: $(KAFKA_STAMP)
 
 $(KAFKA_STAMP): kafka-runtime/pom.xml
-	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { \
-	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless maven; }
+	$(call apt_install,java mvn,openjdk-17-jre-headless maven)
 	rm -rf $(KAFKA_LIBS)
 	mvn -q -B -Dstyle.color=never -f kafka-runtime/pom.xml dependency:copy-dependencies \
 	  -DincludeScope=runtime -DoutputDirectory=$(abspath $(KAFKA_LIBS))
 	touch $@
 
-# The real Kubernetes API server and etcd of the operator's end-to-end and RBAC tests, built from Go
-# module sources with the machine's Go (1.26, no GOTOOLCHAIN needed; kube/go.mod says which versions,
-# and why a wrapper module) into build/ (ignored), static and stripped as Kubernetes releases them.
-# The first build costs about 7.5 CPU-minutes (README); the stamp skips it while kube/go.* are unchanged.
+# The real Kubernetes API server, etcd and kubectl of the operator's tests, built from Go module sources
+# with the machine's Go (1.26, no GOTOOLCHAIN needed; kube/go.mod says which versions, and why a wrapper
+# module) into build/ (ignored), static and stripped as Kubernetes releases them. The tests type the
+# users' commands with this kubectl, never /usr/bin/kubectl. The first build costs about 7.5 CPU-minutes
+# (README); the stamp skips it while kube/go.* are unchanged.
 KUBE_BIN := build/kube/bin
 KUBE_STAMP := $(KUBE_BIN)/.built
+KUBE_LDFLAGS = -s -w -X k8s.io/component-base/version.gitVersion=$$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+KUBE_GO = cd kube && CGO_ENABLED=0 go build -trimpath
 
 kube-binaries: $(KUBE_STAMP)
 
 $(KUBE_STAMP): kube/go.mod kube/go.sum
 	@command -v go >/dev/null 2>&1 || { echo "kube-binaries: Go 1.26 or newer is needed (kube/go.mod)" >&2; exit 1; }
-	cd kube && version=$$(go list -m -f '{{.Version}}' k8s.io/kubernetes) && \
-	  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$$version" \
-	    -o ../$(KUBE_BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver && \
-	  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o ../$(KUBE_BIN)/etcd go.etcd.io/etcd/server/v3
+	$(KUBE_GO) -ldflags "$(KUBE_LDFLAGS)" -o ../$(KUBE_BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	$(KUBE_GO) -ldflags "$(KUBE_LDFLAGS)" -o ../$(KUBE_BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
+	$(KUBE_GO) -ldflags "-s -w" -o ../$(KUBE_BIN)/etcd go.etcd.io/etcd/server/v3
 	touch $@
 
 # The users' own tools, which the tests run (tests/go_tools.py), each built from its Go module under tools/
@@ -101,13 +115,90 @@ $(PROMETHEUS_STAMP): tools/prometheus/go.mod tools/prometheus/go.sum $(wildcard 
 	    github.com/prometheus/prometheus/cmd/promtool github.com/prometheus/prometheus/cmd/prometheus ./promql-series
 	touch $@
 
+# The rest of a Kubernetes node, from the same k8s.io/kubernetes module as the API server: kubelet,
+# kube-controller-manager, kube-scheduler and kube-proxy, and the pod sandbox's pause program (kube/pause:
+# no registry serves registry.k8s.io/pause here), as an image archive for containerd. tests/node runs
+# them with Debian's containerd, runc and CNI plugins (container-tools). About N CPU-minutes the first
+# time, most of the code shared with the API server's build; the stamps skip it while kube/go.* and
+# kube/pause are unchanged.
+KUBE_NODE_STAMP := $(KUBE_BIN)/.node-built
+PAUSE_IMAGE := localhost/kafka-balancer-pause:1
+PAUSE_ARCHIVE := build/kube/pause.tar
+
+kube-node: $(KUBE_NODE_STAMP) $(PAUSE_ARCHIVE)
+
+$(KUBE_NODE_STAMP): kube/go.mod kube/go.sum kube/pause/main.go $(KUBE_STAMP)
+	$(KUBE_GO) -ldflags "$(KUBE_LDFLAGS)" -o ../$(KUBE_BIN)/kubelet k8s.io/kubernetes/cmd/kubelet
+	$(KUBE_GO) -ldflags "$(KUBE_LDFLAGS)" -o ../$(KUBE_BIN)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+	$(KUBE_GO) -ldflags "$(KUBE_LDFLAGS)" -o ../$(KUBE_BIN)/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+	$(KUBE_GO) -ldflags "$(KUBE_LDFLAGS)" -o ../$(KUBE_BIN)/kube-proxy k8s.io/kubernetes/cmd/kube-proxy
+	$(KUBE_GO) -ldflags "-s -w" -o ../$(KUBE_BIN)/pause ./pause
+	touch $@
+
+$(PAUSE_ARCHIVE): $(KUBE_NODE_STAMP) | container-tools
+	tar -C $(KUBE_BIN) -cf $@.rootfs pause
+	podman import -q --change 'ENTRYPOINT ["/pause"]' $@.rootfs $(PAUSE_IMAGE) && rm -f $@.rootfs
+	rm -f $@ && podman save -q -o $@ $(PAUSE_IMAGE)
+
+# The operator image, built from Dockerfile with podman (runc, host network: no bridge or NAT rule is
+# made on the build machine). The Dockerfile's base (its BASE_IMAGE default) is used when it is here
+# or can be pulled; where no registry is reachable, an equivalent base is made from Debian's packages
+# (debootstrap of bookworm: Python 3.11 with venv and pip, as in the python slim image) and passed in.
+# pip in the build uses this machine's pip configuration and CA bundle (e.g. a proxy's CA), mounted
+# read-only for the build only: nothing of them is in the image. The stamp skips the build while the
+# files COPY'd into the image are unchanged; `podman save` writes the archive a node imports.
+IMAGE := localhost/kafka-balancer:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+IMAGE_DIR := build/image
+IMAGE_STAMP := $(IMAGE_DIR)/.built
+IMAGE_ARCHIVE := $(IMAGE_DIR)/kafka-balancer.tar
+PUBLIC_BASE := $(shell sed -n 's/^ARG BASE_IMAGE=//p' Dockerfile)
+DEBIAN_BASE := localhost/kafka-balancer-base:bookworm
+DEBIAN_BASE_ARCHIVE := $(IMAGE_DIR)/debian-base.tar
+DEBIAN_MIRROR ?= http://deb.debian.org/debian
+PODMAN := podman --runtime runc
+HOST_PIP_CONFIG := $(foreach f,$(sort /etc/pip.conf $(PIP_CERT) /etc/ssl/certs/ca-certificates.crt),$(if $(wildcard $f),-v $f:$f:ro))
+
+image: $(IMAGE_STAMP)
+
+$(IMAGE_STAMP): Dockerfile .dockerignore pyproject.toml constraints.txt README.md $(shell find operator -type f ! -path '*/__pycache__/*' ! -path '*.egg-info/*') | container-tools
+	$(MAKE) --no-print-directory image-base
+	$(PODMAN) build --network host --build-arg BASE_IMAGE=$$(cat $(IMAGE_DIR)/base) $(HOST_PIP_CONFIG) -t $(IMAGE) .
+	rm -f $(IMAGE_ARCHIVE) && podman save -q -o $(IMAGE_ARCHIVE) $(IMAGE)
+	@echo "image: $(IMAGE) built on $$(cat $(IMAGE_DIR)/base), $$(podman image inspect -f '{{.Size}}' $(IMAGE)) bytes"
+	touch $@
+
+# Writes the base to build on into build/image/base: the public one when it is here or can be pulled,
+# else the Debian base.
+image-base: | container-tools
+	@mkdir -p $(IMAGE_DIR); if podman image exists $(PUBLIC_BASE) || podman pull -q $(PUBLIC_BASE) >/dev/null 2>&1; \
+	then echo $(PUBLIC_BASE) > $(IMAGE_DIR)/base; \
+	else echo "image: $(PUBLIC_BASE) cannot be pulled: building on $(DEBIAN_BASE)"; \
+	  $(MAKE) --no-print-directory debian-base && echo $(DEBIAN_BASE) > $(IMAGE_DIR)/base; fi
+
+# The Debian base: made once into an archive (about 2 minutes), imported again if podman lost it.
+debian-base: $(DEBIAN_BASE_ARCHIVE) | container-tools
+	podman image exists $(DEBIAN_BASE) || podman import -q \
+	  --change 'ENV LANG=C.UTF-8' --change 'CMD ["python3"]' $(DEBIAN_BASE_ARCHIVE) $(DEBIAN_BASE)
+
+$(DEBIAN_BASE_ARCHIVE): | container-tools
+	mkdir -p $(IMAGE_DIR)
+	rootfs=$$(mktemp -d /tmp/kafka-balancer-base.XXXXXX) && trap 'rm -rf "$$rootfs"' EXIT && \
+	debootstrap --variant=minbase \
+	  --include=python3,python3-venv,python3-pip,python-is-python3,ca-certificates,netbase,tzdata \
+	  bookworm "$$rootfs" $(DEBIAN_MIRROR) && \
+	printf 'deb %s %s main\n' $(DEBIAN_MIRROR) bookworm $(DEBIAN_MIRROR) bookworm-updates \
+	  http://deb.debian.org/debian-security bookworm-security > "$$rootfs/etc/apt/sources.list" && \
+	chroot "$$rootfs" apt-get clean && rm -rf "$$rootfs"/var/lib/apt/lists/* "$$rootfs"/var/cache/apt/*.bin && \
+	tar --numeric-owner -C "$$rootfs" -cf $@.tmp . && mv $@.tmp $@
+
 # Two pytest-xdist workers: much of the suite waits on JVMs, sockets and subprocesses, so two run
 # side by side on a 2-core machine. One real Kafka cluster and one Spark session serve the run: the
 # tests on each are an xdist group (tests/conftest.py), run by one worker (--dist loadgroup), which
 # alone starts it. Every server picks free ports of its own (sandbox/ports.py).
-# PYTEST_WORKERS=0 runs the suite in one process.
+# PYTEST_WORKERS=0 runs the suite in one process. tests/image runs the image and tests/node the chart
+# on a Kubernetes node of its own: both need their builds (image, kube-node).
 PYTEST_WORKERS ?= 2
-pytest: venv browser kafka kube-binaries gitops-tools prometheus-tools
+pytest: venv browser kafka kube-binaries gitops-tools prometheus-tools kube-node image
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 test: lint typecheck contracts pytest
