@@ -1,4 +1,5 @@
-"""Static checks of the Dockerfile (no Docker engine exists here): what a reviewer would check by eye."""
+"""Static checks of the Dockerfile: what a reviewer would check by eye. tests/image runs the image
+`make image` builds from it."""
 
 from __future__ import annotations
 
@@ -45,6 +46,17 @@ def parse_dockerfile(text: str) -> list[Instruction]:
 
 INSTRUCTIONS = parse_dockerfile(DOCKERFILE.read_text())
 FINAL_STAGE = max(i.stage for i in INSTRUCTIONS)
+# The build arguments declared before the first FROM, with their defaults (what FROM lines may use).
+GLOBAL_ARGS = dict(i.value.partition("=")[::2] for i in INSTRUCTIONS if i.keyword == "ARG" and i.stage == -1)
+
+
+def from_images() -> list[list[str]]:
+    """Each FROM's words, build arguments replaced by their defaults (``docker build`` without --build-arg)."""
+    return [
+        re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: GLOBAL_ARGS[m.group(1) or m.group(2)], i.value).split()
+        for i in INSTRUCTIONS
+        if i.keyword == "FROM"
+    ]
 
 
 def final(keyword: str) -> list[Instruction]:
@@ -60,7 +72,7 @@ def exec_form(keyword: str) -> list[str]:
 
 
 def test_multi_stage_with_base_images_pinned_by_tag() -> None:
-    froms = [i.value.split() for i in INSTRUCTIONS if i.keyword == "FROM"]
+    froms = from_images()
     assert len(froms) >= 2, "multi-stage: build tools stay out of the runtime image"
     stages = set()
     for parts in froms:
@@ -81,10 +93,18 @@ def test_multi_stage_with_base_images_pinned_by_tag() -> None:
 def test_base_python_satisfies_requires_python() -> None:
     requires = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
     minimum = tuple(int(x) for x in re.findall(r"\d+", requires)[:2])
-    for i in INSTRUCTIONS:
-        if i.keyword == "FROM" and i.value.startswith("python:"):
-            version = tuple(int(x) for x in re.findall(r"\d+", i.value.split(":")[1])[:2])
-            assert version >= minimum, f"{i.value} is older than requires-python {requires}"
+    pythons = [image for image, *_ in from_images() if image.rpartition(":")[0].rsplit("/", 1)[-1] == "python"]
+    assert pythons, "the base is the python image (make image's Debian base stands in for it)"
+    for image in pythons:
+        version = tuple(int(x) for x in re.findall(r"\d+", image.rpartition(":")[2])[:2])
+        assert version >= minimum, f"{image} is older than requires-python {requires}"
+
+
+def test_both_stages_share_one_base_image_a_build_argument_replaces() -> None:
+    """`make image` passes its Debian base as BASE_IMAGE where the public one cannot be pulled."""
+    assert "BASE_IMAGE" in GLOBAL_ARGS
+    stages = [i.value.split()[0] for i in INSTRUCTIONS if i.keyword == "FROM"]
+    assert stages == ["${BASE_IMAGE}"] * len(stages)
 
 
 def test_runs_as_a_numeric_non_root_user() -> None:
