@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from kafka_balancer.cli.demo_kubectl import KUBECTL
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 
@@ -94,10 +95,11 @@ def test_demo_proposes_approves_executes_and_ends_balanced(tmp_path: Path) -> No
     out = result.stdout
     assert result.returncode == 0, f"{out[-3000:]}\n{result.stderr[-3000:]}"
 
-    # The steps, in the order they happen.
+    # The steps, in the order they happen; the kubectl lines typed with the real kubectl (make test builds it).
     marks = [
         "==> Kafka emulator",
         "==> Kubernetes API emulator",
+        f"kubectl: {KUBECTL})",
         "kubectl apply -f",
         "==> Starting the operator",
         "balancepolicy.kafkabalancer.io/main created",

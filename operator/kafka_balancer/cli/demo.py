@@ -43,12 +43,12 @@ from kafka_balancer.report import write_report
 from kafka_balancer.sandbox.ports import free_port
 
 if TYPE_CHECKING:
+    from kafka_balancer.cli.demo_kubectl import Kubectl
     from kafka_balancer.sandbox.kube import KubeApiServer, KubeClient
 
 HELP = "Run the embedded demo: the operator balances an emulated skewed Kafka cluster end to end."
 
 API = "kafkabalancer.io/v1alpha1"
-PLURALS = {"BalancePolicy": "balancepolicies", "ResourceGroup": "resourcegroups"}
 REPO = Path(__file__).resolve().parents[3]  # operator/kafka_balancer/cli/demo.py -> repository root
 T = TypeVar("T")
 
@@ -240,19 +240,6 @@ def show_metrics(url: str, policy: str) -> None:
 
 
 # ----- Kubernetes side ----------------------------------------------------------------------------
-def install_crds(client: KubeClient, crds: Path) -> list[str]:
-    files = sorted(crds.glob("*.yaml"))
-    if not files:
-        raise DemoError(f"no CRDs in {crds} (--crds): run the demo from a clone of the repository")
-    names = []
-    for path in files:
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc and doc.get("kind") == "CustomResourceDefinition":
-                client.create(doc, "customresourcedefinitions")
-                names.append(str(doc["metadata"]["name"]))
-    return names
-
-
 def load_examples(
     examples: Path, files: tuple[str, ...], bootstrap: str
 ) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
@@ -339,7 +326,9 @@ def demo(ctx: Context) -> Path:
 
 
 def balance(ctx: Context, kafka: EmulatedDemo | RealDemo, kube: KubeApiServer) -> Path:
-    from kafka_balancer.sandbox.kube import KubeClient, KubeError  # noqa: PLC0415 - needs kmock, see demo()
+    # Both need kmock, see demo().
+    from kafka_balancer.cli.demo_kubectl import Kubectl  # noqa: PLC0415
+    from kafka_balancer.sandbox.kube import KubeClient  # noqa: PLC0415
 
     args = ctx.args
     client = KubeClient(kube.url)
@@ -347,11 +336,9 @@ def balance(ctx: Context, kafka: EmulatedDemo | RealDemo, kube: KubeApiServer) -
     changes += kafka.adapt(policy["spec"], ctx.workdir)
     namespace = policy["metadata"]["namespace"]
     kubeconfig = kube.write_kubeconfig(ctx.workdir / "kubeconfig", namespace)
-    step(f"Kubernetes API emulator on {kube.url} (KUBECONFIG={kubeconfig})")
-    try:
-        say(f"    kubectl apply -f {args.crds}/: " + ", ".join(install_crds(client, args.crds)))
-    except KubeError as err:
-        raise DemoError(f"installing the CRDs: {err}") from None
+    kubectl = Kubectl(client, kubeconfig)
+    step(f"Kubernetes API emulator on {kube.url} (KUBECONFIG={kubeconfig}; {kubectl.describe()})")
+    say(f"    kubectl apply -f {args.crds}/: " + ", ".join(kubectl.apply_directory(args.crds)))
 
     before_placement = placement(kafka.bootstrap_servers)
     _, parsed_groups = parse_manifests(groups)
@@ -362,12 +349,8 @@ def balance(ctx: Context, kafka: EmulatedDemo | RealDemo, kube: KubeApiServer) -
     with operator_process(ctx, kubeconfig, namespace) as operator:
         files = ", ".join(kafka.examples)
         step(f"Applying the example ({args.examples}/{files})")
-        for doc in [*groups, policy]:
-            try:
-                client.create(doc, PLURALS[doc["kind"]])
-            except KubeError as err:
-                raise DemoError(f"applying {doc['kind']} {doc['metadata']['name']}: {err}") from None
-            say(f"    {doc['kind'].lower()}.kafkabalancer.io/{doc['metadata']['name']} created")
+        for line in kubectl.apply([*groups, policy]):
+            say(f"    {line}")
         for change in changes:
             say(f"    (demo) {change}")
         proposal, imbalance = await_proposal(ctx, client, policy)
@@ -375,7 +358,7 @@ def balance(ctx: Context, kafka: EmulatedDemo | RealDemo, kube: KubeApiServer) -
         before = kafka.loads(before_placement)
         step(f"The cluster before, read back from Kafka ({_load_source(kafka)})")
         say(view.broker_table(before, members))
-        executed = approve_and_follow(ctx, client, policy, proposal, kafka)
+        executed = approve_and_follow(ctx, kubectl, policy, proposal, kafka)
         operator_view(ctx, client, policy, imbalance)
         show_metrics(operator.metrics_url, policy["metadata"]["name"])
     after = kafka.loads(placement(kafka.bootstrap_servers))
@@ -441,13 +424,14 @@ def _now(kafka: EmulatedDemo | RealDemo, start: float) -> float:
 
 
 def approve_and_follow(
-    ctx: Context, client: KubeClient, policy: dict[str, Any], proposal: dict[str, Any], kafka: EmulatedDemo | RealDemo
+    ctx: Context, kubectl: Kubectl, policy: dict[str, Any], proposal: dict[str, Any], kafka: EmulatedDemo | RealDemo
 ) -> dict[str, Any]:
     meta = policy["metadata"]
     patch = {"spec": {"approvedProposal": proposal["id"]}}
     step("Approving it, as a person would")
     say(f"    $ {view.command_line(meta['namespace'], meta['name'], patch)}")
-    client.merge_patch(API, "balancepolicies", meta["namespace"], meta["name"], patch)
+    kubectl.patch(meta["namespace"], meta["name"], patch)
+    client = kubectl.client
     configmap = client.get("v1", "configmaps", meta["namespace"], proposal["configMap"])
     summary = json.loads((configmap.get("data") or {}).get("summary.json", "{}"))
 

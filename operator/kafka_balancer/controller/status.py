@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from pydantic.alias_generators import to_camel
 
 # Condition types, in the polarity kstatus reads (docs/gitops.md): Ready is True whenever the spec is
@@ -42,7 +42,10 @@ def now_iso() -> str:
 
 # Conditions are a list-map keyed by type, as metav1.Condition prescribes (+listType=map,
 # +listMapKey=type): server-side apply merges them by type, and a second entry of one type is refused.
-CONDITIONS_LIST_MAP: Final = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
+CONDITIONS_LIST_MAP: Final[dict[str, JsonValue]] = {
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+}
 
 STUCK_LISTED: Final = 20  # stuck moves named in status.progress.stuck (all are counted)
 

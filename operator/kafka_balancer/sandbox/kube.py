@@ -50,6 +50,8 @@ import kmock
 import yaml
 from kmock._internal import dicts, enums, rendering  # the request model, for the stamping hook; merge patches
 
+from kafka_balancer.sandbox import kube_openapi
+
 CRD_RESOURCE = "apiextensions.k8s.io/v1/customresourcedefinitions"
 _CORE = (("events", "Event"), ("configmaps", "ConfigMap"), ("secrets", "Secret"))
 _VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
@@ -159,6 +161,9 @@ class KubeEmulator(kmock.KubernetesEmulator):
             )
         self.resources["events.k8s.io/v1/events"] = kmock.ResourceInfo(kind="Event", namespaced=True, verbs=_VERBS)
         self.resources["v1/namespaces"] = kmock.ResourceInfo(kind="Namespace", namespaced=False, verbs=_VERBS)
+        # What the real kubectl needs beyond the resources (kube_openapi).
+        self.fallback["get /openapi/v3"] << self._serve_openapi_index
+        self.fallback["get", re.compile(r"/openapi/v3/.+")] << self._serve_openapi_document
 
     def install_crd(self, crd: Mapping[str, Any]) -> None:
         """Serve the resource a CustomResourceDefinition defines (every version it lists)."""
@@ -173,6 +178,31 @@ class KubeEmulator(kmock.KubernetesEmulator):
                 verbs=_VERBS,
                 subresources={"status"} if "status" in (version.get("subresources") or {}) else set(),
             )
+
+    def _kinds(self) -> dict[Any, tuple[str, bool]]:
+        infos = self.resources
+        return {
+            r: (str(infos[r].kind), bool(infos[r].namespaced)) for r in kmock.KubernetesScaffold._get_resources(self)
+        }
+
+    async def _serve_openapi_index(self, _: rendering.Request) -> Any:
+        return kube_openapi.openapi_index(self._kinds())
+
+    async def _serve_openapi_document(self, request: rendering.Request) -> Any:
+        document = kube_openapi.openapi_document(request.url.path.removeprefix("/openapi/v3/"), self._kinds())
+        if document is None:
+            raise kmock.KubernetesResourceNotFoundError
+        return document
+
+    async def _serve_list(self, request: rendering.Request) -> Any:
+        listed: Any = await super()._serve_list(request)
+        resource = request.resource
+        assert resource is not None  # kmock routes only a resource's list here
+        return kube_openapi.typed_list(listed, resource, str(self.resources[resource].kind))
+
+    async def _serve_version(self, request: rendering.Request) -> Any:
+        served: Any = await super()._serve_version(request)
+        return kube_openapi.without_subresource_names(served)
 
     async def _handle(self, request: rendering.Request) -> Any:
         data = request.data
