@@ -175,10 +175,12 @@ image-base: | container-tools
 	else echo "image: $(PUBLIC_BASE) cannot be pulled: building on $(DEBIAN_BASE)"; \
 	  $(MAKE) --no-print-directory debian-base && echo $(DEBIAN_BASE) > $(IMAGE_DIR)/base; fi
 
-# The Debian base: made once into an archive (about 2 minutes), imported again if podman lost it.
-debian-base: $(DEBIAN_BASE_ARCHIVE) | container-tools
-	podman image exists $(DEBIAN_BASE) || podman import -q \
-	  --change 'ENV LANG=C.UTF-8' --change 'CMD ["python3"]' $(DEBIAN_BASE_ARCHIVE) $(DEBIAN_BASE)
+# The Debian base: made once per machine (podman keeps it, as Go keeps its build cache), from the archive
+# debootstrap writes when there is none.
+debian-base: | container-tools
+	podman image exists $(DEBIAN_BASE) || { [ -f $(DEBIAN_BASE_ARCHIVE) ] || $(MAKE) --no-print-directory \
+	  $(DEBIAN_BASE_ARCHIVE); podman import -q --change 'ENV LANG=C.UTF-8' --change 'CMD ["python3"]' \
+	  $(DEBIAN_BASE_ARCHIVE) $(DEBIAN_BASE); }
 
 $(DEBIAN_BASE_ARCHIVE): | container-tools
 	mkdir -p $(IMAGE_DIR)
