@@ -57,5 +57,9 @@ def test_make_and_the_image_install_with_the_constraints() -> None:
     assert all("-c constraints.txt" in line for line in install), install
     assert re.search(r"^\$\(STAMP\):.*\bconstraints\.txt\b", makefile, re.M), "a changed pin rebuilds the venv"
     dockerfile = (REPO / "Dockerfile").read_text()
-    assert re.search(r"pip install -c constraints\.txt \.", dockerfile)
+    # the dependencies (a layer of their own) and then the package, both at the pinned versions
+    installs = re.findall(r"pip install (?!--upgrade pip)[^\n\\&]*", dockerfile)
+    assert any(i.rstrip().endswith(" .") for i in installs), installs
+    assert any("-r /tmp/requirements.txt" in i for i in installs), installs
+    assert all("-c constraints.txt" in i for i in installs), installs
     assert re.search(r"^COPY .*\bconstraints\.txt\b", dockerfile, re.M)
