@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv browser container-tools image image-base debian-base kafka kube-binaries kube-node gitops-tools prometheus-tools test test-under-load lint typecheck contracts pytest demo bench crds clean
+.PHONY: venv browser container-tools image image-base debian-base kafka kube-binaries kube-node gitops-tools prometheus-tools test test-node test-under-load lint typecheck contracts pytest demo bench crds clean
 
 venv: $(STAMP)
 
@@ -118,8 +118,8 @@ $(PROMETHEUS_STAMP): tools/prometheus/go.mod tools/prometheus/go.sum $(wildcard 
 # The rest of a Kubernetes node, from the same k8s.io/kubernetes module as the API server: kubelet,
 # kube-controller-manager, kube-scheduler and kube-proxy, and the pod sandbox's pause program (kube/pause:
 # no registry serves registry.k8s.io/pause here), as an image archive for containerd. tests/node runs
-# them with Debian's containerd, runc and CNI plugins (container-tools). About N CPU-minutes the first
-# time, most of the code shared with the API server's build; the stamps skip it while kube/go.* and
+# them with Debian's containerd, runc and CNI plugins (container-tools). README gives its first build's
+# cost, most of the code shared with the API server's build; the stamps skip it while kube/go.* and
 # kube/pause are unchanged.
 KUBE_NODE_STAMP := $(KUBE_BIN)/.node-built
 PAUSE_IMAGE := localhost/kafka-balancer-pause:1
@@ -197,11 +197,10 @@ $(DEBIAN_BASE_ARCHIVE): | container-tools
 # side by side on a 2-core machine. One real Kafka cluster and one Spark session serve the run: the
 # tests on each are an xdist group (tests/conftest.py), run by one worker (--dist loadgroup), which
 # alone starts it. Every server picks free ports of its own (sandbox/ports.py).
-# PYTEST_WORKERS=0 runs the suite in one process. tests/image runs the image and tests/node the chart
-# on a Kubernetes node of its own: both need their builds (image, kube-node).
+# PYTEST_WORKERS=0 runs the suite in one process. tests/image runs the image (make image).
 PYTEST_WORKERS ?= 2
-pytest: venv browser kafka kube-binaries gitops-tools prometheus-tools kube-node image
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+pytest: venv browser kafka kube-binaries gitops-tools prometheus-tools image
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --ignore=tests/node
 
 test: lint typecheck contracts pytest
 
@@ -211,6 +210,12 @@ test: lint typecheck contracts pytest
 UNDER_LOAD_ARGS ?=
 test-under-load:
 	.ci/under_load $(UNDER_LOAD_ARGS)
+
+# The chart on a real Kubernetes node (tests/node: README's "Installing on a real cluster"), apart
+# from `make test`: its first build (kube-node) and its run would take a fresh clone's `make test`
+# past an hour on CI's two cores (README gives the figures). Needs root (namespaces, mounts, cgroups).
+test-node: venv kafka kube-binaries kube-node image
+	$(BIN)/python -m pytest -n 0 tests/node
 
 demo: venv kafka
 	$(BIN)/kafka-balancer demo

@@ -20,6 +20,12 @@ What runs, as in a cluster:
 - ``operator`` is the user name of the chart's ServiceAccount (system:serviceaccount:<namespace>:<name>)
   with the groups a ServiceAccount token carries: the chart's bindings bind it as they are rendered.
 
+A test node (tests/node) runs the same server as its control plane, with :class:`ServerOptions`: in
+the node's namespaces (``network``), on the node's address and reached through a forwarded port,
+nothing installed beforehand (helm installs the chart), the node's components among its users, and
+the flags a cluster with nodes has (Node authorization, NodeRestriction, the `kubernetes` Service's
+endpoints).
+
 Both processes are stopped when the block exits, also on failure, and killed if pytest itself dies.
 """
 
@@ -34,9 +40,9 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Protocol
 
 import trustme
 import yaml
@@ -57,7 +63,7 @@ CREDENTIALS_SECRET = "kafka-balancer-credentials"
 # The chart as the README installs it: the operator may read one Secret, in the policies' namespace.
 CHART_VALUES: dict[str, Any] = {"rbac": {"secrets": [{"namespace": POLICY_NAMESPACE, "names": [CREDENTIALS_SECRET]}]}}
 
-User = Literal["admin", "operator"]
+User = str  # "admin", "operator", or one of ServerOptions.users
 _RBAC_KINDS = {
     "ServiceAccount": "serviceaccounts",
     "ClusterRole": "clusterroles",
@@ -71,6 +77,44 @@ _AUDIT_POLICY = {
     "omitStages": ["RequestReceived"],
     "rules": [{"level": "Metadata"}],
 }
+
+
+class Network(Protocol):
+    """Where the servers run and how this process reaches them."""
+
+    address: str  # what the servers listen on and advertise
+
+    def command(self, argv: list[str]) -> list[str]:
+        """``argv`` as started there."""
+
+    def reach(self, port: int) -> int:
+        """The port on 127.0.0.1 here that reaches ``address:port``."""
+
+
+class Loopback:
+    """The machine's own loopback (the default)."""
+
+    address = "127.0.0.1"
+
+    def command(self, argv: list[str]) -> list[str]:
+        return argv
+
+    def reach(self, port: int) -> int:
+        return port
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    chart_values: dict[str, Any] = field(default_factory=lambda: CHART_VALUES)
+    # The namespaces, CRDs and the chart's RBAC created at start (False: an empty cluster).
+    install: bool = True
+    network: Network = field(default_factory=Loopback)
+    # More token users: role -> (user name, groups), e.g. a kubelet's system:node:<name>.
+    users: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    # More flags; one of the defaults given here is replaced.
+    extra_args: tuple[str, ...] = ()
+    # More names and addresses the serving certificate is valid for (the Service's ClusterIP).
+    server_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,10 +133,11 @@ class Call:
 class KubeApiserver:
     """etcd and kube-apiserver, started by :meth:`start` and stopped by :meth:`stop`."""
 
-    def __init__(self, workdir: Path, chart_values: dict[str, Any]) -> None:
+    def __init__(self, workdir: Path, options: ServerOptions) -> None:
         self.workdir = workdir
+        self.options = options
         self.rbac = [
-            o for o in manifests(render(chart_values, namespace=RELEASE_NAMESPACE)) if o["kind"] in _RBAC_KINDS
+            o for o in manifests(render(options.chart_values, namespace=RELEASE_NAMESPACE)) if o["kind"] in _RBAC_KINDS
         ]
         account = next(o for o in self.rbac if o["kind"] == "ServiceAccount")["metadata"]["name"]
         self.users = {"admin": "admin", "operator": f"system:serviceaccount:{RELEASE_NAMESPACE}:{account}"}
@@ -100,10 +145,14 @@ class KubeApiserver:
             "admin": ("system:masters",),
             "operator": ("system:serviceaccounts", f"system:serviceaccounts:{RELEASE_NAMESPACE}"),
         }
-        self.url = ""
-        self._tokens = {"admin": secrets.token_hex(16), "operator": secrets.token_hex(16)}
+        for role, (name, groups) in options.users.items():
+            self.users[role], self.groups[role] = name, groups
+        self.url = ""  # as this process reaches it
+        self.internal_url = ""  # as the servers' own network reaches it
+        self._tokens = {role: secrets.token_hex(16) for role in self.users}
         self._processes: list[subprocess.Popen[bytes]] = []
-        self._ca = workdir / "ca.crt"
+        self.ca = workdir / "ca.crt"  # the CA of the serving certificate (kube-root-ca.crt in every namespace)
+        self.service_account_key = workdir / "service-accounts.key"
         self._audit = workdir / "audit.log"
 
     # ----- processes ----------------------------------------------------------------------------
@@ -115,7 +164,8 @@ class KubeApiserver:
         try:
             etcd = self._start_etcd()
             self._start_apiserver(etcd)
-            self._install()
+            if self.options.install:
+                self._install()
         except BaseException:
             self.stop()
             raise
@@ -128,7 +178,7 @@ class KubeApiserver:
 
     def _spawn(self, name: str, command: list[str]) -> subprocess.Popen[bytes]:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.workdir)}
-        proc = spawn(command, env=env, log=self.workdir / f"{name}.log")
+        proc = spawn(self.options.network.command(command), env=env, log=self.workdir / f"{name}.log")
         self._processes.append(proc)
         return proc
 
@@ -145,7 +195,9 @@ class KubeApiserver:
         raise RuntimeError(f"{name} not ready after {timeout}s:\n{tail(self.workdir / f'{name}.log')}")
 
     def _start_etcd(self) -> str:
-        client, peer = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
+        address, client_port = self.options.network.address, free_port()
+        client, peer = f"http://{address}:{client_port}", f"http://{address}:{free_port()}"
+        reached = f"http://127.0.0.1:{self.options.network.reach(client_port)}"
         command = [
             str(BIN / "etcd"),
             "--name=test",
@@ -161,7 +213,7 @@ class KubeApiserver:
         self._spawn("etcd", command)
 
         def healthy() -> bool:
-            with urllib.request.urlopen(f"{client}/health", timeout=2) as response:  # noqa: S310 - loopback
+            with urllib.request.urlopen(f"{reached}/health", timeout=2) as response:  # noqa: S310 - loopback
                 return bool(json.loads(response.read()).get("health") == "true")
 
         self._wait("etcd", healthy)
@@ -170,8 +222,8 @@ class KubeApiserver:
     def _credentials(self) -> tuple[Path, Path, tuple[Path, Path], Path]:
         """Serving certificate and key (trustme CA in ca.crt), service-account key pair, static token file."""
         ca = trustme.CA()
-        ca.cert_pem.write_to_path(str(self._ca))
-        serving = ca.issue_cert("127.0.0.1")
+        ca.cert_pem.write_to_path(str(self.ca))
+        serving = ca.issue_cert("127.0.0.1", self.options.network.address, *self.options.server_names)
         cert, key = self.workdir / "serving.crt", self.workdir / "serving.key"
         serving.cert_chain_pems[0].write_to_path(str(cert))
         serving.private_key_pem.write_to_path(str(key))
@@ -189,9 +241,7 @@ class KubeApiserver:
         )
         tokens = self.workdir / "tokens.csv"
         tokens.write_text(
-            "".join(
-                f'{self._tokens[u]},{self.users[u]},{u},"{",".join(self.groups[u])}"\n' for u in ("admin", "operator")
-            )
+            "".join(f'{self._tokens[u]},{self.users[u]},{u},"{",".join(self.groups[u])}"\n' for u in self.users)
         )
         return cert, key, accounts, tokens
 
@@ -200,11 +250,12 @@ class KubeApiserver:
         policy = self.workdir / "audit-policy.yaml"
         policy.write_text(yaml.safe_dump(_AUDIT_POLICY))
         port = free_port()
+        address = self.options.network.address
         command = [
             str(BIN / "kube-apiserver"),
             f"--etcd-servers={etcd}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={address}",
+            f"--advertise-address={address}",
             f"--secure-port={port}",
             f"--cert-dir={self.workdir / 'certs'}",
             f"--tls-cert-file={cert}",
@@ -222,8 +273,11 @@ class KubeApiserver:
             "--audit-log-mode=blocking",
             "--profiling=false",
         ]
+        replaced = {arg.partition("=")[0] for arg in self.options.extra_args}
+        command = [arg for arg in command if arg.partition("=")[0] not in replaced] + list(self.options.extra_args)
         self._spawn("kube-apiserver", command)
-        self.url = f"https://127.0.0.1:{port}"
+        self.url = f"https://127.0.0.1:{self.options.network.reach(port)}"
+        self.internal_url = f"https://{address}:{port}"
         context = self.ssl_context()
 
         def ready() -> bool:  # every post-start hook done, the RBAC bootstrap roles among them
@@ -259,17 +313,21 @@ class KubeApiserver:
 
     # ----- for the tests ----------------------------------------------------------------------
     def ssl_context(self) -> ssl.SSLContext:
-        return ssl.create_default_context(cafile=str(self._ca))
+        return ssl.create_default_context(cafile=str(self.ca))
 
     def client(self, user: User = "admin") -> KubeClient:
         return KubeClient(self.url, token=self._tokens[user], ssl_context=self.ssl_context())
 
-    def write_kubeconfig(self, path: Path, namespace: str = "default", *, user: User = "operator") -> Path:
-        """A kubeconfig for kopf, the kubernetes client and kubectl, as ``user``."""
+    def write_kubeconfig(
+        self, path: Path, namespace: str = "default", *, user: User = "operator", internal: bool = False
+    ) -> Path:
+        """A kubeconfig for kopf, the kubernetes client and kubectl, as ``user``; ``internal``: for a
+        process on the servers' own network (a node's kubelet)."""
+        server = self.internal_url if internal else self.url
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "test", "cluster": {"server": self.url, "certificate-authority": str(self._ca)}}],
+            "clusters": [{"name": "test", "cluster": {"server": server, "certificate-authority": str(self.ca)}}],
             "users": [{"name": user, "user": {"token": self._tokens[user]}}],
             "contexts": [{"name": "test", "context": {"cluster": "test", "user": user, "namespace": namespace}}],
             "current-context": "test",
@@ -321,9 +379,12 @@ class KubeApiserver:
 
 
 @contextlib.contextmanager
-def kube_apiserver(workdir: Path, chart_values: dict[str, Any] | None = None) -> Iterator[KubeApiserver]:
+def kube_apiserver(
+    workdir: Path, chart_values: dict[str, Any] | None = None, *, options: ServerOptions | None = None
+) -> Iterator[KubeApiserver]:
     """A started server with the CRDs and the chart's RBAC (``chart_values``, default :data:`CHART_VALUES`)."""
-    server = KubeApiserver(workdir, CHART_VALUES if chart_values is None else chart_values).start()
+    options = options or ServerOptions(CHART_VALUES if chart_values is None else chart_values)
+    server = KubeApiserver(workdir, options).start()
     try:
         yield server
     finally:

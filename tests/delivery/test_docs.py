@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-import itertools
 import re
-import shlex
 from pathlib import Path
 from typing import Any
 
 import helm_python as helm
 import kubernetes_validate
+from node.readme import blocks, helm_command, merge_values
 
 from .chart import REPO, manifests, notes, one, render
 
 README = REPO / "README.md"
 OWN_DOCS = [README, *(REPO / "docs" / name for name in ("index.md", "security.md", "operations.md", "report.md"))]
-
-
-def _merge(into: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    for key, value in new.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        else:
-            into[key] = value
-    return into
 
 
 def test_readme_shows_exactly_the_two_setup_commands_and_make_has_them() -> None:
@@ -35,17 +25,15 @@ def test_readme_shows_exactly_the_two_setup_commands_and_make_has_them() -> None
     assert {"demo", "test"} <= targets
 
 
-def test_the_readme_helm_install_renders_a_valid_release() -> None:
-    """The README's install command, each flag parsed by Helm's own --set parsers, renders valid manifests."""
+def test_the_readme_production_install_renders_a_valid_release() -> None:
+    """The README's install and its production upgrade (--reuse-values), each flag parsed by Helm's own
+    --set parsers, render valid manifests. tests/node installs the first on a real node."""
     text = README.read_text()
-    command = re.search(r"helm install kafka-balancer \./charts/kafka-balancer.*?(?=\n\n|\n```|\n#)", text, flags=re.S)
-    assert command is not None
-    words = shlex.split(command.group(0).replace("\\\n", " "))
-    parsers = {"--set": helm.parse_set_string, "--set-string": helm.parse_set_string_values}
-    values: dict[str, Any] = {}
-    for flag, expression in itertools.pairwise(words):
-        if flag in parsers:
-            _merge(values, parsers[flag](expression))
+    commands = [words for block in blocks() for words in block if words[0] == "helm"]
+    install, upgrade = (helm_command(w) for w in commands if w[1] in {"install", "upgrade"})
+    assert (install.action, upgrade.action) == ("install", "upgrade")
+    assert "--reuse-values" in next(w for w in commands if w[1] == "upgrade")
+    values = merge_values(install.values, upgrade.values)
     assert values["rbac"]["secrets"] == [{"namespace": "kafka", "names": ["kafka-balancer-credentials"]}]
     rendered = render(values, api_versions=("monitoring.coreos.com/v1",))
     assert "  - kafka/kafka-balancer-credentials" in notes(rendered)  # the install notes list readable Secrets

@@ -1,4 +1,5 @@
-"""A real Apache Kafka cluster on 127.0.0.1: KRaft, one controller-only JVM and N broker JVMs.
+"""A real Apache Kafka cluster on 127.0.0.1 (or another local address): KRaft, one controller-only JVM
+and N broker JVMs.
 
 The jars come from Maven Central (``make kafka`` copies them into ``build/kafka/libs``); nothing is
 downloaded here. Broker ``i`` (node ids 1..N) listens on ``port_base + i - 1`` and the controller
@@ -73,6 +74,9 @@ class RealClusterOptions:
     # 2-core machine and in 209 s at load average 64-92.
     start_timeout_s: float = 600.0
     start_cpu_s: float = 30.0
+    # The local address every node listens on and advertises (a test node's pods reach the brokers on
+    # its node address, tests/node).
+    host: str = "127.0.0.1"
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= 64:
@@ -198,7 +202,7 @@ class RealCluster:
     # ----- addresses ----------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"127.0.0.1:{self.options.broker_port(b)}" for b in self.brokers)
+        return ",".join(f"{self.options.host}:{self.options.broker_port(b)}" for b in self.brokers)
 
     def log_dirs(self, broker_id: int) -> list[Path]:
         return [self.brokers[broker_id].home / f"data-{k}" for k in range(self.options.log_dirs)]
@@ -208,7 +212,7 @@ class RealCluster:
         """Write the configs, format the storage (first start only), start every JVM and wait until
         every broker is registered. On failure everything started is stopped again."""
         o = self.options
-        check_ports_free([*(o.broker_port(b) for b in self.brokers), o.controller_port])
+        check_ports_free([*(o.broker_port(b) for b in self.brokers), o.controller_port], o.host)
         try:
             self.prepare()
             self._launch(self.controller)
@@ -252,7 +256,7 @@ class RealCluster:
         node = self.brokers[broker_id]
         if node.process is not None and node.process.poll() is None:
             raise SandboxError(f"broker {broker_id} is running")
-        check_ports_free([self.options.broker_port(broker_id)])
+        check_ports_free([self.options.broker_port(broker_id)], self.options.host)
         self._launch(node)
         self.wait_registered({broker_id})
 
@@ -299,11 +303,10 @@ class RealCluster:
             if adapter is not None:
                 adapter.close()
 
-    @staticmethod
-    def _accepts(port: int) -> bool:
+    def _accepts(self, port: int) -> bool:
         with socket.socket() as sock:
             sock.settimeout(1.0)
-            return sock.connect_ex(("127.0.0.1", port)) == 0
+            return sock.connect_ex((self.options.host, port)) == 0
 
     # ----- internals ----------------------------------------------------------------------------
     def _check_alive(self) -> None:
@@ -317,7 +320,7 @@ class RealCluster:
         o = self.options
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "log4j2.properties").write_text(_LOG4J)
-        voters = f"{CONTROLLER_ID}@127.0.0.1:{o.controller_port}"
+        voters = f"{CONTROLLER_ID}@{o.host}:{o.controller_port}"
         common = {
             "controller.quorum.voters": voters,
             "controller.listener.names": "CONTROLLER",
@@ -326,7 +329,7 @@ class RealCluster:
         controller = {
             "process.roles": "controller",
             "node.id": CONTROLLER_ID,
-            "listeners": f"CONTROLLER://127.0.0.1:{o.controller_port}",
+            "listeners": f"CONTROLLER://{o.host}:{o.controller_port}",
             "log.dirs": self.controller.home / "metadata",
             **common,
         }
@@ -334,7 +337,7 @@ class RealCluster:
         self.controller.config.write_text(_properties(controller))
         replication = min(3, o.brokers)
         for b, node in self.brokers.items():
-            address = f"127.0.0.1:{o.broker_port(b)}"
+            address = f"{o.host}:{o.broker_port(b)}"
             broker: dict[str, object] = {
                 "process.roles": "broker",
                 "node.id": b,
