@@ -7,6 +7,10 @@ benchmarks under bench/ that print them.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
 import pytest
 from kafka_balancer.kafka.connection import MAX_REQUEST_TIMEOUT_S
 
@@ -15,3 +19,18 @@ from kafka_balancer.kafka.connection import MAX_REQUEST_TIMEOUT_S
 # pytest timeout; one that fails at once passes however busy the machine (no stopwatch in between).
 NEVER_S = MAX_REQUEST_TIMEOUT_S
 fails_at_once = pytest.mark.timeout(120)
+
+T = TypeVar("T")
+
+
+def until(what: str, probe: Callable[[], T | None], timeout_s: float, *, context: Callable[[], str] = str) -> T:
+    """A deadline poll: ``probe()``'s first truthy value, asked every 0.5 s; after ``timeout_s`` (a limit far
+    from what a correct run needs, its reason at the caller) an AssertionError naming ``what``, then
+    ``context()`` (the logs and state that tell why)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = probe()
+        if found:
+            return found
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}\n{context()}")

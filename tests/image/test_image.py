@@ -8,14 +8,14 @@ its Spark analysis read (Spark and its Java inside the container), to an approve
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
+from bounds import until
 from kafka_balancer.cli import main as cli_main
 from kafka_balancer.model.snapshot import dumps_snapshot
 from kafka_balancer.sandbox.demo_cluster import skewed_demo_model
@@ -28,7 +28,6 @@ from real_kafka import RealKafka
 
 from .podman import Pod
 
-T = TypeVar("T")
 POLICY = {
     "apiVersion": API_VERSION,
     "kind": "BalancePolicy",
@@ -77,20 +76,14 @@ def test_plan_of_a_snapshot_in_the_image_is_the_plan_made_here(tmp_path: Path) -
     assert in_image["partitions"], "the skewed snapshot needs moves"
 
 
-def _until(
-    what: str, probe: Callable[[], T | None], timeout: float, log: Path, status: Callable[[], Any] = lambda: None
-) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(0.5)
-    lines = [line for line in tail(log, 400).splitlines() if not line.startswith("[") or "] kafka." not in line]
-    raise AssertionError(
-        f"timed out after {timeout} s waiting for {what}; status: {status()}\nthe operator's log (without the "
-        "Kafka clients' lines):\n" + "\n".join(lines[-60:])
-    )
+def _context(log: Path, status: Callable[[], Any] = lambda: None) -> Callable[[], str]:
+    """A timed-out wait's context: the policy's status and the operator's log without the Kafka clients' lines."""
+
+    def context() -> str:
+        lines = [line for line in tail(log, 400).splitlines() if not line.startswith("[") or "] kafka." not in line]
+        return f"status: {status()}\nthe operator's log (without the Kafka clients' lines):\n" + "\n".join(lines[-60:])
+
+    return context
 
 
 def _metrics(port: int) -> dict[str, float]:
@@ -106,7 +99,7 @@ def _metrics(port: int) -> dict[str, float]:
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(2400)  # 16 min at load average 50
 def test_the_images_operator_executes_an_approved_proposal_on_real_kafka(real_kafka: RealKafka, tmp_path: Path) -> None:
     for name, home, partitions in (("payments", [1, 2], 8), ("clicks", [4, 5], 6)):
         real_kafka.create_topic(name, [home if p % 2 else home[::-1] for p in range(partitions)])
@@ -132,7 +125,7 @@ def test_the_images_operator_executes_an_approved_proposal_on_real_kafka(real_ka
         operator = pod.start(
             log, env={"KUBECONFIG": str(kubeconfig)}, mounts=[kubeconfig, server.ca], arguments=arguments
         )
-        _until("the liveness endpoint", lambda: _answers(health), 180, log)
+        until("the liveness endpoint", lambda: _answers(health), 180, context=_context(log))
 
         store = pod.env("KAFKA_BALANCER_SAMPLE_STORE")
         policy = json.loads(json.dumps(POLICY))
@@ -149,9 +142,12 @@ def test_the_images_operator_executes_an_approved_proposal_on_real_kafka(real_ka
         def status() -> dict[str, Any]:
             return dict(admin.get(API_VERSION, "balancepolicies", POLICY_NAMESPACE, "main").get("status") or {})
 
-        ready = _until(
-            "a proposal", lambda: s if (s := status()).get("state") == "ProposalReady" else None, 600, log, status
-        )
+        def proposal_ready() -> dict[str, Any] | None:
+            s = status()
+            return s if s.get("state") == "ProposalReady" else None
+
+        # Samples, then Spark in the container: about a minute on a quiet machine, 9 at load average 50.
+        ready = until("a proposal", proposal_ready, 1200, context=_context(log, status))
         proposal = ready["proposal"]
         assert proposal["moves"] > 0
         assert list(pod.volumes[store].rglob("*.parquet")), "the sampler wrote to the chart's sample-store volume"
@@ -168,7 +164,7 @@ def test_the_images_operator_executes_an_approved_proposal_on_real_kafka(real_ka
                 s if (s.get("lastRun") or {}).get("result") == "Completed" and s.get("state") == "Completed" else None
             )
 
-        done = _until("the execution to complete", completed, 600, log, status)
+        done = until("the execution to complete", completed, 600, context=_context(log, status))
         assert done["lastRun"]["proposalId"] == proposal["id"]
         assert done["progress"]["bytesMoved"] == proposal["bytesToMove"] > 0
         plan = json.loads(admin.get("v1", "configmaps", POLICY_NAMESPACE, proposal["configMap"])["data"]["plan.json"])
