@@ -115,3 +115,30 @@ def test_no_operation_places_a_replica_on_a_cordoned_broker(seed: int, kind: str
     assert not arrivals(cordoned, proposal.plan) & full, (full, proposal.plan)
     assert proposal.summary["hardGoals"][GOAL] is True
     assert GOAL in CATALOGUE.hard_goals
+
+
+def _full_disk_beside_cordoned_brokers(*, dead: bool) -> ClusterModel:
+    """Broker 1 holds 4,000 bytes in a directory that allows 1,600 (80% of 2,000); brokers 2 and 3
+    have one directory each, cordoned and empty, so under log-dir-capacity they have no room."""
+    builder = ClusterBuilder()
+    for b in (1, 2, 3):
+        builder.add_broker(b, rack="r", alive=not (dead and b == 1))
+    for p in range(4):
+        builder.add_partition("t", p, [1], size_bytes=1000.0)
+    dirs = ((LogDir("/d/1", total_bytes=2000.0),), *((LogDir(f"/d/{b}", True, 10_000.0),) for b in (2, 3)))
+    return dataclasses.replace(builder.build(), broker_log_dirs=dirs)
+
+
+def test_without_the_cordon_goal_brokers_with_no_room_are_refused_with_a_reason_not_a_crash() -> None:
+    """bench.random_operations seed 501181 (issue 52): with log-dir-capacity kept and cordoned-log-dirs
+    dropped, cordoned brokers may host but have no room (a cordoned directory takes nothing by name);
+    the precheck divided by the median room of the group's hosts, 0, and crashed (ZeroDivisionError)."""
+    hard = tuple(g for g in PlannerOptions().hard_goals if g != GOAL)
+    short = r"^disk-capacity: .* needs 4000 .* is 1600; add 2 broker\(s\) of 2000 disk"
+    with pytest.raises(PlanningError, match=short):
+        plan(_full_disk_beside_cordoned_brokers(dead=False), PlannerOptions(hard_goals=hard))
+    # Broker 1 down: no host has any room, so no typical broker to add; the total is named instead.
+    fix = PlannerOptions(hard_goals=hard, operation=OperationOptions("fix-offline-replicas"))
+    none = r"^disk-capacity: .* is 0; add brokers with at least 5000 disk capacity in all"
+    with pytest.raises(PlanningError, match=none):
+        plan(_full_disk_beside_cordoned_brokers(dead=True), fix)

@@ -109,14 +109,26 @@ def _total_fits(st: State, group: _Group, goal: _Goal) -> None:
             f"or raise maxReplicasPerBroker to {math.ceil(total / max(hosts.size, 1))}",
         )
     threshold = st.options.capacity_threshold
-    per = float(np.median(st.limit[hosts, q]))
     raise PlanningError(
         goal.name,
         f"group '{group.name}' needs {total:.6g} {what} but {threshold:.0%} of its brokers' capacity "
-        f"{ids_text(st, hosts)} is {room:.6g}; add {math.ceil((total - room) / per)} broker(s) of "
-        f"{per / threshold:.6g} {what} capacity or raise capacityThreshold to "
-        f"{min(1.0, total / (room / threshold)):.2f}",
+        f"{ids_text(st, hosts)} is {room:.6g}; {_more_room(st, hosts, goal.q, (total, room))}",
     )
+
+
+def _more_room(st: State, hosts: Ints, q: int, need: tuple[float, float]) -> str:
+    """What would fix a group whose total load ``need[0]`` exceeds its room ``need[1]``: brokers like its
+    typical one (the median of those with room), or a higher capacityThreshold, where its brokers have
+    room at all (a broker may have none: a capacity of 0, or a full log directory under log-dir-capacity)."""
+    total, room = need
+    threshold, what = st.options.capacity_threshold, st.catalogue.quantity_names[q]
+    limits = st.limit[hosts, q]
+    limits = limits[limits > 0]
+    if limits.size == 0:
+        return f"add brokers with at least {(total - room) / threshold:.6g} {what} capacity in all"
+    per = float(np.median(limits))
+    fix = f"add {math.ceil((total - room) / per)} broker(s) of {per / threshold:.6g} {what} capacity"
+    return fix + (f" or raise capacityThreshold to {min(1.0, total / (room / threshold)):.2f}" if room > 0 else "")
 
 
 def _largest_fit(st: State, group: _Group, goal: _Goal) -> None:
@@ -132,12 +144,13 @@ def _largest_fit(st: State, group: _Group, goal: _Goal) -> None:
         if need[i] <= best * (1 + EPS):
             continue
         p, what, threshold = int(parts[i]), st.catalogue.quantity_names[q], st.options.capacity_threshold
+        raise_to = f" or raise capacityThreshold to {min(1.0, need[i] / (best / threshold)):.2f}" if best > 0 else ""
         raise PlanningError(
             goal.name,
             f"partition {st.model.topic_name(p)}-{int(st.model.partition_id[p])} needs {need[i]:.6g} {what} on "
             f"{where} but no broker of group '{group.name}' that may {may} allows more than {best:.6g} "
             f"({threshold:.0%} of its capacity); add a broker with at least {need[i] / threshold:.6g} {what} "
-            f"capacity or raise capacityThreshold to {min(1.0, need[i] / (best / threshold)):.2f}",
+            f"capacity{raise_to}",
         )
 
 
