@@ -4,14 +4,18 @@ tests/planner/test_planner_every_operation.py and of ``bench.feasibility``.
 3-15 brokers in 1-3 racks, maybe one dead; random placements (racks may be crowded), rf 1-4;
 disk and network-out limits 1.1-2x the average on half the clusters; resource groups on a fifth;
 excluded brokers, rebalances limited to a topic or a group, and balance thresholds drawn too.
+:func:`with_log_dirs` gives such a cluster JBOD brokers, some of their directories cordoned.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import Counter
 
+import numpy as np
 from kafka_balancer.model import ClusterBuilder, ClusterModel
+from kafka_balancer.model.cluster import LogDir
 from kafka_balancer.planner import GroupOptions, OperationOptions, PlannerOptions
 
 OPERATIONS = (
@@ -104,3 +108,30 @@ def _options(rng: random.Random, brokers: int, alive: list[int], kind: str) -> P
         excluded_brokers_for_replicas=(rng.choice(alive),) if rng.random() < 0.2 else (),
         excluded_brokers_for_leadership=(rng.choice(alive),) if rng.random() < 0.2 else (),
     )
+
+
+def with_log_dirs(model: ClusterModel, rng: random.Random) -> ClusterModel:
+    """``model`` with 1-4 log directories per broker: sizes known on most (0.5-3x three times the
+    average broker's bytes over 1-4 directories, so some start above or end near their limit),
+    each directory cordoned with probability 0.15 and every directory of a fifth of the brokers;
+    each replica in one of its broker's directories, skewed towards the first."""
+    dirs: list[tuple[LogDir, ...]] = []
+    total = float(model.size_bytes.sum()) * 3 / max(1, model.num_brokers)
+    for _ in range(model.num_brokers):
+        n, closed = rng.randint(1, 4), rng.random() < 0.2
+        dirs.append(
+            tuple(
+                LogDir(
+                    f"/data/{j}",
+                    cordoned=closed or rng.random() < 0.15,
+                    total_bytes=None if rng.random() < 0.2 else total * rng.uniform(0.5, 3),
+                )
+                for j in range(n)
+            )
+        )
+    local = np.full(model.replicas.shape, -1, dtype=np.int16)
+    for p in range(model.num_partitions):
+        for k, b in enumerate(model.replicas[p].tolist()):
+            if b >= 0:
+                local[p, k] = 0 if rng.random() < 0.6 else rng.randrange(len(dirs[b]))
+    return dataclasses.replace(model, broker_log_dirs=tuple(dirs), replica_dir=local)

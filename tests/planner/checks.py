@@ -19,6 +19,23 @@ def placement_after(model: ClusterModel, plan: ReassignmentPlan) -> dict[tuple[s
     return placement
 
 
+def dirs_after(model: ClusterModel, plan_: ReassignmentPlan) -> dict[tuple[str, int, int], str | None]:
+    """(topic, partition, broker id) -> the replica's log directory after the plan (None: not known):
+    the one the plan names, else where its broker held it."""
+    out: dict[tuple[str, int, int], str | None] = {}
+    for p in range(model.num_partitions):
+        key = (model.topic_name(p), int(model.partition_id[p]))
+        for b, d in zip(model.replica_ids(p), model.replica_log_dirs(p), strict=True):
+            out[(*key, b)] = d
+    for target in plan_.partitions:
+        old = model.replica_ids(model.partition_index(target.topic, target.partition))
+        before = {b: out.pop((target.topic, target.partition, b)) for b in old}
+        named = target.named_log_dirs
+        for b in target.replicas:
+            out[(target.topic, target.partition, b)] = named.get(b, before.get(b))
+    return out
+
+
 def plan_or_refusal(model: ClusterModel, options: PlannerOptions) -> Proposal | PlanningError:
     """The proposal, or the refusal (for property tests that judge either)."""
     try:

@@ -19,6 +19,14 @@ Readings of the docs where they leave a choice (each says which line it reads):
 - A broker's load (the "quantity per broker" of a distribution goal) counts every replica it holds,
   also of a topic in no group while every broker is in one (such a topic is in no per-topic band:
   it "stays where it is"). A topic moved with ``move-topics`` into ``targetGroup`` is that group's.
+- ``cordoned-log-dirs``: a broker whose every log directory is cordoned takes no new replica, and no
+  replica goes into a cordoned directory it was not in. Without the goal among the hard goals such a
+  broker may take replicas (the plan names no directory for them); a cordoned directory never takes
+  one by name, so under ``log-dir-capacity`` it holds no more than it holds.
+- ``log-dir-capacity``: the replicas in a directory (its bytes as the snapshot sizes them) take at
+  most ``capacityThreshold`` x its volume's ``totalBytes`` (unknown size: unlimited). Judged on the
+  directories the plan names (``DirPlacement``; without it, on the snapshot's: a replica that
+  arrives on a broker is then in no known directory).
 - With ``preferredLeaderRacks`` (and ``preferred-leader-racks`` among the hard goals), a broker "may
   lead" as above (excluded from leadership only while ``excluded-brokers`` is a hard goal, as the
   exclusions are), and the goals leadership carries are banded per group and leader tier (each listed
@@ -41,6 +49,8 @@ from kafka_balancer.model import ClusterModel
 from kafka_balancer.planner import PlannerOptions
 
 Placement = dict[tuple[str, int], tuple[int, ...]]
+# (topic, partition, broker id) -> the replica's log directory after a plan (None: not known).
+DirPlacement = dict[tuple[str, int, int], str | None]
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float64]
 
@@ -67,6 +77,8 @@ DIRECTORY_GOALS = frozenset({"log-dir-distribution"})
 # The quantities leadership carries (docs/goals.md, "Preferred leader racks"): banded per leader tier.
 LEADER_BORNE = frozenset({"leaders", "leader-bytes-in", "network-out", "cpu"})
 PREFERRED_RACKS = "preferred-leader-racks"
+CORDONS = "cordoned-log-dirs"
+DIR_CAPACITY = "log-dir-capacity"
 # What a demotion (leadership only) can change: docs/goals.md, operations, demote-brokers.
 LEADERSHIP_GOALS = frozenset({"network-out-capacity", "cpu-capacity", "excluded-brokers"})
 
@@ -124,15 +136,50 @@ class Layout:
         removed = np.isin(self.ids, op.brokers) if op.type == "remove-brokers" else np.zeros(len(brokers), bool)
         self.alive = np.array([b.alive for b in brokers])
         self.active = self.alive & ~removed
-        # A broker whose every log directory is cordoned takes no new replica (docs/goals.md, cordoned-log-dirs).
+        # A broker whose every log directory is cordoned takes no new replica (docs/goals.md, cordoned-log-dirs),
+        # while the goal is a hard one; an excluded broker, while excluded-brokers is.
+        self.cordons = CORDONS in options.hard_goals
         cordoned = np.array([bool(b.log_dirs) and all(d.cordoned for d in b.log_dirs) for b in brokers], dtype=bool)
-        self.may_host = self.active & ~np.isin(self.ids, options.excluded_brokers_for_replicas) & ~cordoned
+        self.cordoned = cordoned & self.cordons
+        excluded = np.isin(self.ids, options.excluded_brokers_for_replicas) & ("excluded-brokers" in options.hard_goals)
+        self.may_host = self.active & ~excluded & ~self.cordoned
         self.capacity = {
             goal: np.array([np.nan if getattr(b, name) is None else getattr(b, name) for b in brokers])
             for goal, (_, name) in CAPACITY_GOALS.items()
         }
+        # Each capacity goal's limit: capacityThreshold x the capacity (unknown: unlimited); a JBOD
+        # broker's disk at most what its directories may hold together under log-dir-capacity.
+        self.limit = {
+            goal: np.nan_to_num(options.capacity_threshold * c, nan=math.inf) for goal, c in self.capacity.items()
+        }
+        if DIR_CAPACITY in options.hard_goals and model.broker_log_dirs:
+            self.limit["disk-capacity"] = np.minimum(self.limit["disk-capacity"], self._dir_room(brokers))
         self._groups(model, options)
         self._leader_tiers(brokers, options)
+
+    def _dir_room(self, brokers: list[Any]) -> Floats:
+        """What each broker's directories may hold together (docs/goals.md, "Log directories"): the
+        limits of its open ones plus what its cordoned ones hold (in the snapshot), up to theirs;
+        nothing in a directory being removed; unlimited where an open one's size is not known."""
+        m, threshold = self.model, self.options.capacity_threshold
+        held: dict[tuple[int, str | None], float] = {}
+        for p in range(m.num_partitions):
+            for b, path in zip(m.replica_ids(p), m.replica_log_dirs(p), strict=True):
+                held[(b, path)] = held.get((b, path), 0.0) + float(m.size_bytes[p])
+        op = self.options.operation
+        removed = set(op.log_dirs) if op.type == "remove-disks" else set()
+        room = np.full(len(brokers), math.inf)
+        for i, broker in enumerate(brokers):
+            if not broker.log_dirs:
+                continue
+            total = 0.0
+            for d in broker.log_dirs:
+                limit = math.inf if d.total_bytes is None else threshold * d.total_bytes
+                if (broker.id, d.path) in removed:
+                    continue
+                total += min(held.get((broker.id, d.path), 0.0), limit) if d.cordoned else limit
+            room[i] = total
+        return room
 
     def _leader_tiers(self, brokers: list[Any], options: PlannerOptions) -> None:
         """``racks_of[g]``: the preferred leader racks in force for group ``g``'s topics (docs/goals.md,
@@ -245,13 +292,22 @@ def broker_loads(layout: Layout, rep: Ints, parts: npt.NDArray[np.bool_] | None 
     return out
 
 
-def check(model: ClusterModel, options: PlannerOptions, placement: Placement) -> Verdict:
-    """Every hard goal of ``options`` and every distribution goal's band, on ``placement``."""
+def check(
+    model: ClusterModel, options: PlannerOptions, placement: Placement, dirs: DirPlacement | None = None
+) -> Verdict:
+    """Every hard goal of ``options`` and every distribution goal's band, on ``placement`` (and its
+    replicas' log directories ``dirs``: by default the snapshot's, see the module's docstring)."""
     layout = Layout(model, options)
     rep = replica_array(layout, placement)
     before = np.where(model.replicas >= 0, model.replicas, -1).astype(np.int64)
     found: list[Violation] = []
     hard = set(options.hard_goals)
+    if model.broker_log_dirs:
+        dirs = snapshot_dirs(model, placement) if dirs is None else dirs
+        if CORDONS in hard:
+            found += cordon_violations(layout, placement, dirs)
+        if DIR_CAPACITY in hard:
+            found += dir_capacity_violations(layout, dirs)
     loads = broker_loads(layout, rep)
     if "rack-awareness" in hard:
         found += rack_violations(layout, rep)
@@ -313,13 +369,60 @@ def rack_violations(layout: Layout, rep: Ints) -> list[Violation]:
 
 
 def capacity_violations(layout: Layout, goal: str, load: Floats) -> list[Violation]:
-    """No broker above capacityThreshold x its capacity (unknown capacity: unlimited)."""
-    limit = layout.options.capacity_threshold * layout.capacity[goal]
+    """No broker above its limit (``Layout.limit``)."""
+    limit = layout.limit[goal]
     over = np.isfinite(limit) & (load > limit * (1 + EPS) + EPS)
     return [
         layout.at_broker(goal, b, f"load {load[b]:.6g} above limit {limit[b]:.6g}")
         for b in np.flatnonzero(over).tolist()
     ]
+
+
+def snapshot_dirs(model: ClusterModel, placement: Placement) -> DirPlacement:
+    """The snapshot's directory of each replica of ``placement`` that its broker held before; None for
+    a replica that arrives (a plan names its directory)."""
+    out: DirPlacement = {}
+    for p in range(model.num_partitions):
+        key = (model.topic_name(p), int(model.partition_id[p]))
+        held = dict(zip(model.replica_ids(p), model.replica_log_dirs(p), strict=True))
+        for b in placement[key]:
+            out[(*key, b)] = held.get(b)
+    return out
+
+
+def cordon_violations(layout: Layout, placement: Placement, dirs: DirPlacement) -> list[Violation]:
+    """No new replica on a broker whose every directory is cordoned, and none into a cordoned directory
+    (docs/goals.md, cordoned-log-dirs)."""
+    m, found = layout.model, []
+    cordoned_dirs = {(b.id, d.path) for b in m.brokers() for d in b.log_dirs if d.cordoned}
+    for p in range(m.num_partitions):
+        key = (m.topic_name(p), int(m.partition_id[p]))
+        was = dict(zip(m.replica_ids(p), m.replica_log_dirs(p), strict=True))
+        for b in placement[key]:
+            arrived = b not in was
+            if arrived and layout.cordoned[layout.index[b]]:
+                found.append(layout.at_partition(CORDONS, p, f"new replica on cordoned broker {b}"))
+            elif (b, dirs[(*key, b)]) in cordoned_dirs and (arrived or dirs[(*key, b)] != was[b]):
+                found.append(layout.at_partition(CORDONS, p, f"replica into cordoned {b}:{dirs[(*key, b)]}"))
+    return found
+
+
+def dir_capacity_violations(layout: Layout, dirs: DirPlacement) -> list[Violation]:
+    """No log directory holding more than capacityThreshold x its volume's totalBytes."""
+    m = layout.model
+    size = {(m.topic_name(p), int(m.partition_id[p])): float(m.size_bytes[p]) for p in range(m.num_partitions)}
+    held: dict[tuple[int, str | None], float] = {}
+    for (topic, partition, b), path in dirs.items():
+        held[(b, path)] = held.get((b, path), 0.0) + size[(topic, partition)]
+    found = []
+    for broker in m.brokers():
+        for d in broker.log_dirs:
+            limit = math.inf if d.total_bytes is None else layout.options.capacity_threshold * d.total_bytes
+            if held.get((broker.id, d.path), 0.0) > limit * (1 + EPS) + EPS:
+                detail = f"{held[(broker.id, d.path)]:.6g} bytes above {limit:.6g}"
+                where = f"broker {broker.id} {d.path}"
+                found.append(layout.at_broker(DIR_CAPACITY, layout.index[broker.id], detail, where))
+    return found
 
 
 def confinement_violations(layout: Layout, rep: Ints) -> list[Violation]:
@@ -489,7 +592,9 @@ def summary_disagreements(
     distribution goals over the groups balanced: all, or ``groupsToBalance``), except those
     ``tolerated(goal, summary says it holds, violations found)`` names (tests/planner/known_gaps.py)."""
     claims = {goal: bool(ok) for goal, ok in summary["hardGoals"].items()}
-    claims.update({goal: bool(stats["holdsAfter"]) for goal, stats in summary["goals"].items()})
+    claims.update(
+        {goal: bool(stats["holdsAfter"]) for goal, stats in summary["goals"].items() if goal not in DIRECTORY_GOALS}
+    )
     found = Verdict(verdict.hard().violations + verdict.bands(options.groups_to_balance).violations)
     out = []
     for goal, says in claims.items():

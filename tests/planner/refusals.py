@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 from independent import CAPACITY_GOALS, Layout, broker_loads, partition_loads, replica_array
 from kafka_balancer.model import ClusterModel
+from kafka_balancer.model.cluster import LogDir
 from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner import PlannerOptions, PlanningError, plan
 
@@ -76,7 +77,7 @@ class Judge:
         if quantity == "network-out":
             lead = self.model.bytes_out + (rf - 1) * self.model.bytes_in
         total = float((lead[parts] + follow[parts] * (rf[parts] - 1)).sum())
-        limit = self.options.capacity_threshold * lay.capacity[goal]
+        limit = lay.limit[goal]
         hosts = self.hosts(g)
         kept = lay.active & ~lay.may_host & (lay.broker_group == g)
         load = broker_loads(lay, self.rep)[quantity]
@@ -85,6 +86,20 @@ class Judge:
             return f"brokers {m['ids']} are not group {m['group']}'s hosts {sorted(self.ids(hosts))}"
         if not (_close(m["total"], total) and _close(m["room"], room) and total > room):
             return f"recomputed {total:.6g} needed, {room:.6g} room"
+        return None
+
+    def group_replicas(self, reason: str, m: re.Match[str]) -> str | None:
+        lay, g = self.layout, self.group_index(m["group"])
+        per = self.options.max_replicas_per_broker
+        hosts = self.hosts(g)
+        kept = lay.active & ~lay.may_host & (lay.broker_group == g)
+        held = broker_loads(lay, self.rep)["replicas"]
+        total = float(self.target_rf()[lay.topic_group[self.model.partition_topic] == g].sum())
+        room = float(per * hosts.sum() + np.minimum(per, held[kept]).sum())
+        if reason != "replica-capacity" or parse_ids(m["ids"]) != self.ids(hosts) or int(m["per"]) != per:
+            return f"group {m['group']}'s hosts are {sorted(self.ids(hosts))}, maxReplicasPerBroker {per}"
+        if not (_close(m["total"], total) and _close(m["room"], room) and total > room):
+            return f"recomputed {total:.0f} replicas, room for {room:.0f}"
         return None
 
     def _loads(self, quantity: str) -> tuple[np.ndarray, np.ndarray]:
@@ -106,7 +121,7 @@ class Judge:
             brokers = brokers & ~np.isin(lay.ids, self.options.excluded_brokers_for_leadership)
         else:
             need = float(follow[p]) if self.target_rf()[p] > 1 else 0.0
-        best = float((self.options.capacity_threshold * lay.capacity[reason])[brokers].max())
+        best = float(lay.limit[reason][brokers].max())
         if not (_close(m["need"], need) and _close(m["best"], best) and need > best):
             return f"recomputed {need:.6g} needed on {m['where']}, at most {best:.6g} allowed"
         return None
@@ -128,7 +143,7 @@ class Judge:
         if quantity == "replicas":
             room = float(self.options.max_replicas_per_broker * members.sum())
         else:
-            room = float((self.options.capacity_threshold * lay.capacity[reason])[members].sum())
+            room = float(lay.limit[reason][members].sum())
         if not (_close(m["need"], need) and _close(m["room"], room) and need > room):
             return f"recomputed {need:.6g} needed in the rack, {room:.6g} room"
         return None
@@ -138,7 +153,7 @@ class Judge:
         b = lay.index.get(int(m["broker"]))
         if b is None or QUANTITY_GOAL.get(m["what"]) != reason:
             return f"unknown broker or quantity for {reason}"
-        limit = self.options.capacity_threshold * lay.capacity[reason][b]
+        limit = lay.limit[reason][b]
         group = lay.group_name(int(lay.broker_group[b]))
         if not _close(m["limit"], limit) or float(m["load"]) <= limit:
             return f"broker {m['broker']}'s limit is {limit:.6g}"
@@ -153,10 +168,17 @@ class Judge:
             return f"group {m['group']}'s hosts are {sorted(self.ids(hosts))}"
         lay = self.layout
         parts = lay.topic_group[self.model.partition_topic] == g
-        kept = lay.active & ~lay.may_host
-        if m["kept"] is not None and parse_ids(m["kept"]) != self.ids(kept & (lay.broker_group == g)):
+        kept = lay.active & ~lay.may_host & (lay.broker_group == g)
+        if m["kept"] is not None and parse_ids(m["kept"]) != self.ids(kept):
             return f"group {m['group']}'s live brokers that take no new replicas are {sorted(self.ids(kept))}"
-        on_kept = (kept[np.maximum(self.rep, 0)] & (self.rep >= 0)).sum(axis=1)
+        # What stays needs no host: replicas on those brokers, and without resource-group-confinement
+        # on any live broker outside the group (nothing moves them off).
+        stays = (
+            kept
+            if "resource-group-confinement" in self.options.hard_goals
+            else kept | (lay.active & (lay.broker_group != g))
+        )
+        on_kept = (stays[np.maximum(self.rep, 0)] & (self.rep >= 0)).sum(axis=1)
         short = self.target_rf()[parts] - on_kept[parts]
         if short.size == 0 or short.max() <= hosts.sum() or int(m["rf"]) not in self.target_rf()[parts]:
             return f"group {m['group']} needs at most {short.max(initial=0)} hosts"
@@ -194,10 +216,15 @@ class Judge:
         g = int(lay.topic_group[self.model.topics.index(key[0])])
         hosts = lay.may_host & ((lay.broker_group == g) if g >= 0 else True)
         confined = g >= 0 and "resource-group-confinement" in self.options.hard_goals
+        op = self.options.operation
+        # move-topics onto named brokers: its topics' replicas elsewhere must move onto them.
+        onto = set(op.target_brokers) if op.type == "move-topics" and key[0] in op.topics else None
         kept = [
             lay.index[b]
             for b in replicas
-            if lay.active[lay.index[b]] and not (confined and lay.broker_group[lay.index[b]] != g)
+            if lay.active[lay.index[b]]
+            and not (confined and lay.broker_group[lay.index[b]] != g)
+            and (onto is None or b in onto)
         ]
         racks = set(lay.rack[hosts].tolist()) | {int(lay.rack[b]) for b in kept}
         rf = int(self.target_rf()[self.model.partition_index(*key)])
@@ -225,12 +252,52 @@ class Judge:
             hosts &= np.isin(self.layout.ids, self.options.operation.target_brokers)
         return None if reason == "excluded-brokers" and not hosts.any() else f"{sorted(self.ids(hosts))} may host"
 
+    def _dir(self, broker: str, path: str) -> LogDir | None:
+        """The directory named, None when the cluster has no such one."""
+        b = self.layout.index.get(int(broker))
+        named = [d for d in self.model.log_dirs(b) if d.path == path] if b is not None else []
+        return named[0] if named else None
+
+    def dir_over_limit(self, reason: str, m: re.Match[str]) -> str | None:
+        found = self._dir(m["broker"], m["path"])
+        if reason != "log-dir-capacity" or found is None:
+            return f"{m['broker']} {m['path']} is not a directory of the cluster"
+        size = found.total_bytes
+        limit = math.inf if size is None else self.options.capacity_threshold * size
+        printed = float(m["limit"])
+        if not math.isclose(printed, limit, rel_tol=5e-4) or float(m["held"]) <= printed:
+            return f"the directory's limit is {limit:.6g}"
+        return None
+
+    def no_open_dir(self, reason: str, m: re.Match[str]) -> str | None:
+        b = self.layout.index.get(int(m["broker"]))
+        if reason != "log-dir-capacity" or b is None:
+            return f"unknown broker {m['broker']}"
+        op = self.options.operation
+        removed = set(op.log_dirs) if op.type == "remove-disks" else set()
+        closed = [
+            (d.cordoned and self.layout.cordons) or (int(m["broker"]), d.path) in removed
+            for d in self.model.log_dirs(b)
+        ]
+        return None if closed and all(closed) else f"broker {m['broker']} has an open directory"
+
+    def dir_kept(self, reason: str, m: re.Match[str]) -> str | None:
+        op = self.options.operation
+        named = (int(m["broker"]), m["path"])
+        ok = reason == "log-dir-capacity" and op.type == "remove-disks" and named in set(op.log_dirs)
+        return None if ok and float(m["held"]) > 0 else f"{named} is not a directory being removed"
+
 
 SHAPES: tuple[tuple[str, Callable[[Judge, str, re.Match[str]], str | None]], ...] = (
     (
         rf"group '(?P<group>[^']+)' needs (?P<total>{NUMBER}) (?P<what>\S+) but \d+% of its brokers' capacity "
         rf"(?P<ids>{IDS}) is (?P<room>{NUMBER}); add ",
         Judge.group_total,
+    ),
+    (
+        rf"group '(?P<group>[^']+)' holds (?P<total>\d+) replicas but its \d+ brokers (?P<ids>{IDS}) allow "
+        rf"(?P<room>\d+) \(maxReplicasPerBroker (?P<per>\d+)\); add ",
+        Judge.group_replicas,
     ),
     (
         rf"partition (?P<topic>.+)-(?P<partition>\d+) needs (?P<need>{NUMBER}) (?P<what>\S+) on "
@@ -272,6 +339,19 @@ SHAPES: tuple[tuple[str, Callable[[Judge, str, re.Match[str]], str | None]], ...
     (
         rf"field 'operation.targetBrokers' names brokers (?P<ids>{IDS}) outside resource group '(?P<group>[^']+)'",
         Judge.outside_group,
+    ),
+    (
+        rf"broker (?P<broker>\d+) (?P<path>\S+) would hold (?P<held>{NUMBER}) bytes of replicas, above its limit "
+        rf"(?P<limit>{NUMBER}) \(capacityThreshold of its volume's",
+        Judge.dir_over_limit,
+    ),
+    (
+        r"broker (?P<broker>\d+) has replicas to place but every log directory of it is cordoned or being removed",
+        Judge.no_open_dir,
+    ),
+    (
+        rf"broker (?P<broker>\d+) (?P<path>\S+) would still hold (?P<held>{NUMBER}) bytes: its partitions may not move",
+        Judge.dir_kept,
     ),
     (
         r"group '(?P<group>[^']+)' has \d+ replicas to re-place but none of "

@@ -1,21 +1,18 @@
 """Cordoned log directories (KIP-1066): a broker whose every log directory is cordoned gets no new
 replica from any plan, while what it holds may move away; a broker with some directories left
-uncordoned still takes replicas, and the plan names one of those. The goal is `cordoned-log-dirs`."""
+uncordoned still takes replicas, and the plan names one of those. The goal is `cordoned-log-dirs`.
+Random operations on cordoned brokers are judged with every other hard goal by
+test_planner_every_operation.py."""
 
 from __future__ import annotations
 
 import dataclasses
-import random
 
 import pytest
 from checks import placement_after
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.model.cluster import LogDir
-from kafka_balancer.planner import CATALOGUE, OperationOptions, PlannerOptions, PlanningError, plan
-
-from bench.random_operations import OPERATIONS, random_case
+from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
 
 GOAL = "cordoned-log-dirs"
 
@@ -92,29 +89,6 @@ def test_a_half_cordoned_broker_takes_its_share_into_its_open_directory() -> Non
     assert named
     assert all(d[4] == "/data/4/1" for d in named)
     assert plan(with_cordons(model, full={4})).id != without_dirs.id
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 2**32 - 1), st.sampled_from(OPERATIONS))
-def test_no_operation_places_a_replica_on_a_cordoned_broker(seed: int, kind: str) -> None:
-    model, options = random_case(seed, kind)
-    rng = random.Random(seed)
-    ids = model.broker_ids.tolist()
-    full = set(rng.sample(ids, k=rng.randint(1, max(1, len(ids) // 4))))
-    partial = set(rng.sample(ids, k=rng.randint(0, len(ids) // 4))) - full
-    cordoned = with_cordons(model, full, partial)
-    try:
-        proposal = plan(cordoned, options)
-    except PlanningError as error:
-        failed: PlanningError | None = error
-    else:
-        failed = None
-    if failed is not None:
-        assert "would still break" not in failed.details, failed
-        return
-    assert not arrivals(cordoned, proposal.plan) & full, (full, proposal.plan)
-    assert proposal.summary["hardGoals"][GOAL] is True
-    assert GOAL in CATALOGUE.hard_goals
 
 
 def _full_disk_beside_cordoned_brokers(*, dead: bool) -> ClusterModel:

@@ -3,6 +3,8 @@
 `log-dir-capacity` (hard): no directory above capacityThreshold of its volume. `log-dir-distribution`:
 each broker's open directories within balanceThreshold of that broker's own average (by volume size).
 The figures are recomputed here from the snapshot and the plan's `log_dirs`, not read from the planner.
+Random operations on JBOD brokers with cordoned directories, and remove-disks among them, are
+judged with every other hard goal by test_planner_every_operation.py.
 """
 
 from __future__ import annotations
@@ -11,39 +13,15 @@ import dataclasses
 import random
 from collections import defaultdict
 
-import numpy as np
 import pytest
-from checks import plan_or_refusal
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from checks import dirs_after
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.model.cluster import LogDir
-from kafka_balancer.model.plan import ANY_LOG_DIR, ReassignmentPlan, check_log_dirs
+from kafka_balancer.model.plan import ReassignmentPlan, check_log_dirs
 from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, Trace, plan
 from kafka_balancer.planner.groups import merge, plan_group, split
 
-from bench.random_operations import OPERATIONS, random_case
-
 Where = tuple[int, str]  # (broker id, path)
-
-
-def dirs_after(model: ClusterModel, plan_: ReassignmentPlan) -> dict[tuple[str, int, int], str | None]:
-    """(topic, partition, broker) -> the replica's directory after the plan (None: not known)."""
-    out: dict[tuple[str, int, int], str | None] = {}
-    for part in model.partitions():
-        for b, d in zip(
-            part.replicas, model.replica_log_dirs(model.partition_index(part.topic, part.partition)), strict=True
-        ):
-            out[(part.topic, part.partition, b)] = d
-    for target in plan_.partitions:
-        before = {
-            b: out.pop((target.topic, target.partition, b))
-            for b in list(_replicas_of(model, target.topic, target.partition))
-        }
-        named = target.named_log_dirs
-        for b in target.replicas:
-            out[(target.topic, target.partition, b)] = named.get(b, before.get(b))
-    return out
 
 
 def _replicas_of(model: ClusterModel, topic: str, partition: int) -> tuple[int, ...]:
@@ -243,74 +221,3 @@ def test_planning_per_group_places_directories_as_one_plan_does() -> None:
     targets = [t for job in split(model, options) for t in plan_group(job).targets]
     merged = merge(model, options, targets)
     assert merged.id == whole.id
-
-
-def with_random_jbod(model: ClusterModel, rng: random.Random) -> ClusterModel:
-    """Every broker gets 1-4 directories (sizes known on most, some cordoned); each replica sits in
-    one of its broker's directories, skewed towards the first."""
-    dirs: list[tuple[LogDir, ...]] = []
-    total = float(model.size_bytes.sum()) * 3 / max(1, model.num_brokers)
-    for _ in range(model.num_brokers):
-        n = rng.randint(1, 4)
-        dirs.append(
-            tuple(
-                LogDir(
-                    f"/data/{j}",
-                    cordoned=rng.random() < 0.15,
-                    total_bytes=None if rng.random() < 0.2 else total * rng.uniform(0.5, 3),
-                )
-                for j in range(n)
-            )
-        )
-    local = np.full(model.replicas.shape, -1, dtype=np.int16)
-    for p in range(model.num_partitions):
-        for k, b in enumerate(model.replicas[p].tolist()):
-            if b >= 0:
-                local[p, k] = 0 if rng.random() < 0.6 else rng.randrange(len(dirs[b]))
-    return dataclasses.replace(model, broker_log_dirs=tuple(dirs), replica_dir=local)
-
-
-def _removals(model: ClusterModel, rng: random.Random) -> tuple[tuple[int, str], ...]:
-    ids = model.broker_ids.tolist()
-    many = [b for b in range(model.num_brokers) if len(model.log_dirs(b)) > 1]
-    chosen = rng.sample(many, k=min(len(many), rng.randint(1, 2)))
-    return tuple((int(ids[b]), model.log_dirs(b)[rng.randrange(len(model.log_dirs(b)))].path) for b in chosen)
-
-
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 2**32 - 1), st.sampled_from((*OPERATIONS, "remove-disks")))
-@example(seed=7, kind="rebalance")
-@example(seed=11, kind="remove-disks")
-def test_no_operation_puts_a_replica_in_a_cordoned_directory_or_over_a_limit(seed: int, kind: str) -> None:
-    model, options = random_case(seed, "rebalance" if kind == "remove-disks" else kind)
-    rng = random.Random(seed)
-    model = with_random_jbod(model, rng)
-    if kind == "remove-disks":
-        removals = _removals(model, rng)
-        if not removals:
-            return
-        options = dataclasses.replace(options, operation=OperationOptions("remove-disks", log_dirs=removals))
-    proposal = plan_or_refusal(model, options)
-    if isinstance(proposal, PlanningError):
-        assert "would still break" not in proposal.details, proposal
-        return
-    check_log_dirs(proposal.plan, model)
-    cordoned = {
-        (int(model.broker_ids[b]), d.path) for b in range(model.num_brokers) for d in model.log_dirs(b) if d.cordoned
-    }
-    for t in proposal.plan.partitions:
-        for b, path in t.named_log_dirs.items():
-            assert path != ANY_LOG_DIR
-            assert (b, path) not in cordoned, (t, cordoned)
-    held_before = bytes_per_dir(model, dirs_after(model, ReassignmentPlan(())))
-    held = bytes_per_dir(model, dirs_after(model, proposal.plan))
-    for where in over_limit(model, held, options.capacity_threshold):
-        # Only where it was already over and the plan added nothing (outside what the plan answers for).
-        assert held[where] <= held_before[where] * (1 + 1e-9), where
-    assert proposal.summary["hardGoals"]["cordoned-log-dirs"] is True
-    if kind == "remove-disks":
-        assert all(held[w] == 0.0 for w in options.operation.log_dirs)
-    if kind == "rebalance" and not options.topics and not options.resource_groups:
-        # Everything may move (a topic in no group, with every broker in one, keeps its directories).
-        goal = proposal.summary["goals"]["log-dir-distribution"]
-        assert goal["violationAfter"] <= goal["violationBefore"] + 1e-9

@@ -28,7 +28,7 @@ from kafka_balancer.model.cluster import BoolArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.measures import EPS
 from kafka_balancer.planner.base.state import State
-from kafka_balancer.planner.catalogue import Q_REPLICAS
+from kafka_balancer.planner.catalogue import GROUP_CONFINEMENT, Q_REPLICAS
 from kafka_balancer.planner.hard.evacuate import ids_text
 from kafka_balancer.planner.options import PlanningError
 
@@ -41,6 +41,7 @@ class _Group:
     hosts: Ints  # brokers that may take its replicas
     parts: Ints  # its partitions
     kept: BoolArray  # its live brokers that take no new replicas but keep theirs
+    members: BoolArray  # its brokers
 
 
 @dataclass(frozen=True)
@@ -56,11 +57,11 @@ def precheck(st: State) -> None:
         parts = np.flatnonzero(groups.partition == g)
         if parts.size == 0 or not (groups.broker == g).any():
             continue
-        hosts = np.flatnonzero(st.can_host & (groups.broker == g))
-        group = _Group(name, hosts, parts, st.active & ~st.can_host & (groups.broker == g))
+        members = groups.broker == g
+        group = _Group(name, np.flatnonzero(st.can_host & members), parts, st.active & ~st.can_host & members, members)
         _enough_hosts(st, group)
         for goal, q in st.catalogue.capacity_goals:
-            if not st.options.hard(goal) or not np.all(np.isfinite(st.limit[hosts, q])):
+            if not st.options.hard(goal) or not np.all(np.isfinite(st.limit[group.hosts, q])):
                 continue
             _total_fits(st, group, _Goal(goal, q))
             if group.kept.any():
@@ -70,9 +71,14 @@ def precheck(st: State) -> None:
 
 
 def _enough_hosts(st: State, group: _Group) -> None:
-    """Every partition has a broker for each of its replicas (those excluded brokers keep aside)."""
+    """Every partition has a broker for each of its replicas that cannot stay where it is: those on
+    the group's live brokers that take no new replicas stay, and without resource-group-confinement
+    so do those on live brokers outside the group (nothing moves them off)."""
     rf, hosts = st.rf, group.hosts
-    on_kept = st.replicas_on(group.parts, group.kept)
+    stays = group.kept
+    if not st.options.hard(GROUP_CONFINEMENT):
+        stays = stays | (st.active & ~group.members)
+    on_kept = st.replicas_on(group.parts, stays)
     worst = int(np.argmax(rf[group.parts] - on_kept))
     max_rf, short = int(rf[group.parts[worst]]), int(rf[group.parts[worst]] - on_kept[worst]) - hosts.size
     if short <= 0:

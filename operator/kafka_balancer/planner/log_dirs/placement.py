@@ -27,7 +27,7 @@ from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.log_dirs import carried_dirs, dir_limits, over_limit
 from kafka_balancer.planner.base.measures import log_dir_over_limit
 from kafka_balancer.planner.base.state import State, arrived_replicas
-from kafka_balancer.planner.catalogue import LOG_DIR_CAPACITY, LOG_DIR_DISTRIBUTION
+from kafka_balancer.planner.catalogue import CORDONED_LOG_DIRS, LOG_DIR_CAPACITY, LOG_DIR_DISTRIBUTION
 from kafka_balancer.planner.options import PlanningError
 
 # Rounds of moves inside the brokers: each moves at most one directory pair's gap per broker, so a
@@ -92,6 +92,11 @@ def _fill(pl: _Placing) -> None:
     layout, rep, dirs = pl.layout, pl.st.rep, pl.dirs
     nb = pl.st.model.num_brokers
     known = np.diff(layout.first)[np.maximum(rep, 0)] > 0
+    if not pl.st.options.hard(CORDONED_LOG_DIRS):
+        # A broker whose every directory is cordoned may then take replicas; the plan names no
+        # directory for them (Kafka picks one, as on a broker whose directories are not known): a
+        # cordoned directory is never named for a new replica.
+        known &= per_broker(layout, layout.open, nb)[np.maximum(rep, 0)] > 0
     in_removed = (dirs >= 0) & layout.removed[np.maximum(dirs, 0)] & pl.free
     pending = (pl.arrived & known & (rep != NO_BROKER)) | in_removed
     dirs[pending] = -1
