@@ -49,7 +49,8 @@ CONTAINER_PACKAGES := podman runc debootstrap containerd containernetworking-plu
 container-tools:
 	$(call apt_install,podman runc debootstrap containerd nft /usr/lib/cni/bridge,$(CONTAINER_PACKAGES))
 
-# Apache Kafka 4.3.1 (the broker's jars and a log4j2 provider for SLF4J), from Maven Central with Maven:
+# Apache Kafka 4.3.1 (the broker's jars and a log4j2 provider for SLF4J, Kafka's own command-line tools,
+# and kafka-storage's test jar with LocalTieredStorage), from Maven Central with Maven:
 # kafka-runtime/pom.xml lists them, the dependency plugin copies them into build/kafka/libs, once.
 # The tests and the demo run real KRaft brokers from these jars (kafka_balancer.sandbox.real).
 # Debian's maven (and a Java 17 runtime) are installed when missing, with sudo when not root.
