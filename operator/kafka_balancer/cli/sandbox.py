@@ -38,6 +38,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     real.add_argument("--log-dirs", type=integer, default=2, help="log directories per broker (default 2)")
     real.add_argument("--data-dir", type=Path, help="keep the cluster's data here (default: a temporary folder)")
     real.add_argument("--kafka-libs", type=Path, help="folder of Kafka's jars (default: build/kafka/libs)")
+    real.add_argument(
+        "--heap-mb",
+        type=integer,
+        default=RealClusterOptions.heap_mb,
+        help=f"heap of each JVM in MB (default {RealClusterOptions.heap_mb}; "
+        "about 1024 for 4,000 partitions per broker)",
+    )
+    real.add_argument(
+        "--broker-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a server.properties entry of every broker (repeatable)",
+    )
+    real.add_argument(
+        "--tiered-storage",
+        action="store_true",
+        help="remote storage (KIP-405, Kafka's LocalTieredStorage in the data directory); topics opt in "
+        "with remote.storage.enable=true",
+    )
     emulated = parser.add_argument_group("emulator (--snapshot)")
     emulated.add_argument(
         "--time-scale", type=number, default=1.0, help="emulated seconds per real second (copying, growth)"
@@ -62,6 +82,16 @@ def run(args: argparse.Namespace) -> int:
     return _run_real(args) if args.real else _run_emulated(args)
 
 
+def _broker_configs(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SandboxError(f"--broker-config must be KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def _run_real(args: argparse.Namespace) -> int:
     stop = _stop_on_signals()
     try:
@@ -72,6 +102,9 @@ def _run_real(args: argparse.Namespace) -> int:
             log_dirs=args.log_dirs,
             data_dir=args.data_dir,
             kafka_libs=args.kafka_libs,
+            heap_mb=args.heap_mb,
+            broker_configs=_broker_configs(args.broker_config),
+            tiered_storage=args.tiered_storage,
         )
     except SandboxError as err:
         print(f"sandbox: {err}", file=sys.stderr)

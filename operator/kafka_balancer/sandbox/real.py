@@ -9,12 +9,20 @@ broker has ``log_dirs`` log directories. Heaps are small, the JIT stops at C1 an
 
 Every JVM is started under ``setpriv --pdeathsig KILL`` (util-linux), so that it dies with the
 process that started it even when that process is killed with SIGKILL and runs no cleanup.
+
+A dense cluster (thousands of partitions per broker, bench.real_scale) needs a larger heap (``heap_mb``)
+and an open file per log segment: every JVM starts with its soft limit of open files raised to the hard
+one (inherited from this process, whose own limit is raised first). With ``tiered_storage`` the brokers
+keep closed log segments in remote storage (KIP-405) through ``LocalTieredStorage``, the
+RemoteStorageManager of Kafka's own tests (kafka-storage's test jar, fetched by ``make kafka``): a folder
+of the cluster's data directory that every broker shares.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -77,6 +85,7 @@ class RealClusterOptions:
     # The local address every node listens on and advertises (a test node's pods reach the brokers on
     # its node address, tests/node).
     host: str = "127.0.0.1"
+    tiered_storage: bool = False  # remote storage (KIP-405) in <data dir>/remote-storage; topics opt in
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= 64:
@@ -85,6 +94,8 @@ class RealClusterOptions:
             raise SandboxError(f"--racks must be between 1 and 26, got {self.racks}")
         if not 1 <= self.log_dirs <= 16:
             raise SandboxError(f"--log-dirs must be between 1 and 16, got {self.log_dirs}")
+        if not 128 <= self.heap_mb <= 65536:
+            raise SandboxError(f"--heap-mb must be between 128 and 65536, got {self.heap_mb}")
         try:  # N brokers and the controller, above the privileged ports
             check_port_range(self.port_base, self.brokers + 1, "--port-base", lowest=1024)
         except ValueError as err:
@@ -156,6 +167,13 @@ def _cpu_seconds(process: subprocess.Popen[bytes] | None) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return 0.0
+
+
+def _raise_open_files() -> None:
+    """This process's soft limit of open files up to the hard one, for the JVMs it starts to inherit (a
+    broker keeps a file open per log segment; a login shell's soft limit is often 1024)."""
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _properties(values: Mapping[str, object]) -> str:
@@ -360,10 +378,33 @@ class RealCluster:
                 "log.cleaner.threads": 1,
                 "log.cleaner.dedupe.buffer.size": 8 * 1024 * 1024,
                 **common,
+                **(self._tiered_storage(replication) if o.tiered_storage else {}),
                 **o.broker_configs,
             }
             node.home.mkdir(parents=True, exist_ok=True)
             node.config.write_text(_properties(broker))
+
+    @property
+    def remote_storage_dir(self) -> Path:
+        """Where LocalTieredStorage keeps the remote segments of every broker (``tiered_storage``)."""
+        return self.data_dir / "remote-storage"
+
+    def _tiered_storage(self, replication: int) -> dict[str, object]:
+        """Remote storage (KIP-405) through LocalTieredStorage in one folder every broker shares (remote
+        storage is the cluster's, not a broker's), with the remote log metadata in Kafka's own topic.
+        The remote log manager looks for closed segments to copy, and the log manager for local segments
+        past ``local.retention.*`` to delete, every second instead of every 30 s and 5 min."""
+        self.remote_storage_dir.mkdir(parents=True, exist_ok=True)
+        return {
+            "remote.log.storage.system.enable": "true",
+            "remote.log.storage.manager.class.name": "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+            "rsm.config.dir": self.remote_storage_dir,
+            "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+            "rlmm.config.remote.log.metadata.topic.replication.factor": replication,
+            "rlmm.config.remote.log.metadata.topic.num.partitions": 5,
+            "remote.log.manager.task.interval.ms": 1000,
+            "log.retention.check.interval.ms": 1000,
+        }
 
     def _cluster_id(self) -> str:
         """The id in an existing meta.properties (a kept data directory), else a new one."""
@@ -412,6 +453,7 @@ class RealCluster:
 
     def _launch(self, node: _Node) -> None:
         (node.home / "logs").mkdir(parents=True, exist_ok=True)
+        _raise_open_files()
         with (node.home / "logs" / "stdout.log").open("ab") as out:
             node.process = subprocess.Popen(
                 [*self._java_command(node), "kafka.Kafka", str(node.config)],

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -34,14 +34,46 @@ class TopicSpec:
     configs: Mapping[str, str] = field(default_factory=dict)
 
 
-def create_topics(bootstrap: str, topics: Sequence[TopicSpec], *, timeout_s: float = 30.0) -> None:
-    """CreateTopics with the given replicas and wait until every partition has a leader."""
+# Partitions per CreateTopics request. The controller creates a request's partitions in one batch of
+# metadata records and every broker then opens their logs; a dense cluster (thousands of partitions per
+# broker) created in one request keeps the brokers busy past any request timeout (12,000 partitions on
+# 6 brokers of this 2-core machine: ~1 min), in batches each request answers in seconds.
+CREATE_BATCH_PARTITIONS = 2000
+
+
+def create_topics(
+    bootstrap: str,
+    topics: Sequence[TopicSpec],
+    *,
+    timeout_s: float = 30.0,
+    batch_partitions: int = CREATE_BATCH_PARTITIONS,
+) -> None:
+    """CreateTopics with the given replicas (explicit, so ``num.partitions`` plays no part), in requests
+    of at most ``batch_partitions`` partitions (a larger topic goes alone), waiting after each until
+    every partition created has a leader; ``timeout_s`` applies to each request."""
     admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+    for batch in _batches(topics, batch_partitions):
+        _create(admin, batch, timeout_s)
+
+
+def _batches(topics: Sequence[TopicSpec], limit: int) -> list[list[TopicSpec]]:
+    out: list[list[TopicSpec]] = [[]]
+    size = 0
+    for topic in topics:
+        if out[-1] and size + len(topic.replicas) > limit:
+            out.append([])
+            size = 0
+        out[-1].append(topic)
+        size += len(topic.replicas)
+    return [b for b in out if b]
+
+
+def _create(admin: AdminClient, topics: Sequence[TopicSpec], timeout_s: float) -> None:
     new = [
         NewTopic(t.name, len(t.replicas), replica_assignment=[list(r) for r in t.replicas], config=dict(t.configs))
         for t in topics
     ]
-    for name, future in admin.create_topics(new).items():
+    for name, future in admin.create_topics(new, request_timeout=timeout_s).items():
         try:
             future.result(timeout=timeout_s)
         except KafkaException as err:
@@ -49,7 +81,8 @@ def create_topics(bootstrap: str, topics: Sequence[TopicSpec], *, timeout_s: flo
     deadline = time.monotonic() + timeout_s
     while not _all_led(admin, topics):
         if time.monotonic() > deadline:
-            raise TrafficError(f"topics {[t.name for t in topics]} got no leaders within {timeout_s:g} s")
+            shown = [t.name for t in topics[:5]] + (["..."] if len(topics) > 5 else [])
+            raise TrafficError(f"topics {shown} got no leaders within {timeout_s:g} s")
         time.sleep(0.1)
 
 
@@ -176,3 +209,84 @@ class SteadyTraffic:
         self.stop.set()
         self.thread.join(timeout=30)
         self.writer.producer.flush(10)
+
+
+# Partitions a reader assigns at once: librdkafka fetches from every assigned partition's leader together.
+READ_GROUP = 500
+
+
+def read_digests(
+    bootstrap: str, partitions: Sequence[tuple[str, int]], *, timeout_s: float = 600.0
+) -> dict[tuple[str, int], tuple[int, str]]:
+    """(topic, partition) -> (log-end offset, SHA-256 over every record's offset, key and value in order),
+    reading each partition from offset 0 (tiered segments too: the broker serves them from remote storage).
+    A partition whose log no longer starts at 0 fails: records were deleted."""
+    out: dict[tuple[str, int], tuple[int, str]] = {}
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-back-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "fetch.max.bytes": 16 * 1024 * 1024,
+            **QUIET,
+        }
+    )
+    try:
+        for start in range(0, len(partitions), READ_GROUP):
+            out.update(_read_group(consumer, partitions[start : start + READ_GROUP], timeout_s))
+    finally:
+        consumer.close()
+    return out
+
+
+# librdkafka's names of the answers a partition gives while its leadership moves.
+_MOVING = frozenset({"NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE", "FENCED_LEADER_EPOCH", "_TRANSPORT"})
+
+
+def _watermarks(consumer: Consumer, topic: str, partition: int, timeout_s: float) -> tuple[int, int]:
+    """The partition's low and high watermarks, asked again while leadership moves: librdkafka sends the
+    request to the leader of its cached metadata, refreshed after the broker answers NOT_LEADER."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+            return int(low), int(high)
+        except KafkaException as err:
+            if time.monotonic() > deadline or not (err.args[0].retriable() or err.args[0].name() in _MOVING):
+                raise TrafficError(f"watermarks of {topic}-{partition}: {err.args[0].str()}") from None
+            time.sleep(0.5)
+
+
+def _read_group(
+    consumer: Consumer, partitions: Sequence[tuple[str, int]], timeout_s: float
+) -> dict[tuple[str, int], tuple[int, str]]:
+    ends: dict[tuple[str, int], int] = {}
+    for topic, p in partitions:
+        low, high = _watermarks(consumer, topic, p, timeout_s)
+        if low != 0:
+            raise TrafficError(f"{topic}-{p} starts at offset {low}: records were deleted")
+        ends[(topic, p)] = high
+    digests = {key: hashlib.sha256() for key in partitions}
+    expected = dict.fromkeys(partitions, 0)
+    pending = {key for key, end in ends.items() if end > 0}
+    consumer.assign([TopicPartition(t, p, 0) for t, p in sorted(pending)])
+    deadline = time.monotonic() + timeout_s
+    while pending:
+        if time.monotonic() > deadline:
+            stalled = sorted(pending)[:3]
+            raise TrafficError(f"reading {len(pending)} partitions stalled (e.g. {stalled}) after {timeout_s:g} s")
+        for msg in consumer.consume(num_messages=1000, timeout=1.0):
+            if msg.error() is not None:
+                raise TrafficError(f"reading {msg.topic()}-{msg.partition()}: {msg.error()}")
+            key = (msg.topic(), msg.partition())
+            if msg.offset() != expected[key]:
+                raise TrafficError(f"{key[0]}-{key[1]}: offset {msg.offset()} where {expected[key]} was due")
+            digests[key].update(f"{msg.offset()}:".encode())
+            digests[key].update(msg.key() or b"")
+            digests[key].update(msg.value() or b"")
+            expected[key] += 1
+            if expected[key] >= ends[key]:
+                pending.discard(key)
+    consumer.unassign()
+    return {key: (ends[key], digests[key].hexdigest()) for key in partitions}
