@@ -27,8 +27,8 @@ from kafka_balancer.executor.progress import RateMeter, eta
 from kafka_balancer.executor.safety import move_blocker, offline_partitions
 from kafka_balancer.executor.scheduler import HelpfulFirst, SmallFirst, broker_counts, pick_moves, strategy_named
 from kafka_balancer.executor.state import InFlight, ThrottleRecord, decode_states, encode_states
-from kafka_balancer.executor.tasks import Task, TaskKind, build_tasks
-from kafka_balancer.executor.throttle import wanted_entries
+from kafka_balancer.executor.tasks import SMALL_MOVE_BYTES, DirMove, Task, TaskKind, build_tasks
+from kafka_balancer.executor.throttle import LIST_BUDGET_BYTES, ListBudget, wanted_entries
 from kafka_balancer.kafka.port import (
     FOLLOWER_THROTTLED_REPLICAS,
     LEADER_THROTTLED_REPLICAS,
@@ -39,7 +39,9 @@ from kafka_balancer.model import ClusterBuilder, ClusterModel, ModelError, Parti
 from kafka_balancer.model.cluster import LogDir
 
 
-def _task(i: int, original: tuple[int, ...], target: tuple[int, ...], size: float = 100.0, topic: str = "t") -> Task:
+def _task(
+    i: int, original: tuple[int, ...], target: tuple[int, ...], size: float = 100e6, topic: str = "t"
+) -> Task:
     return Task(i, TopicPartition(topic, i), original, target, size)
 
 
@@ -285,6 +287,37 @@ def test_pick_respects_per_broker_and_total_limits_and_skips_busy_brokers() -> N
     # One in flight on broker 9 leaves room for four more.
     again = pick_moves(onto_nine[1:], onto_nine[:1], Limits(per_broker=5, total=100))
     assert [t.index for t in again] == [1, 2, 3, 4]
+
+
+def test_small_moves_take_no_broker_slot_only_the_total() -> None:
+    # A dense cluster's near-empty partitions: a first fetch copies each, so they do not queue behind
+    # the five slots of the receiving broker; the total limit still bounds them.
+    small = [_task(i, (1, 2), (1, 9), size=SMALL_MOVE_BYTES) for i in range(40)]
+    large = [_task(100 + i, (1, 2), (1, 9), size=SMALL_MOVE_BYTES + 1) for i in range(6)]
+    picked = pick_moves([*large, *small], [], Limits(per_broker=5, total=30))
+    assert [t.index for t in picked] == [100, 101, 102, 103, 104, *range(25)]
+    assert all(t.small for t in small) and not any(t.small for t in large)
+    assert broker_counts([*large[:5], *small]) == {2: 5, 9: 5}
+    # A move between a broker's directories is never small: its copy is the broker's own, uncounted by Kafka.
+    between = Task(7, TopicPartition("t", 7), (1,), (1,), 10.0, (DirMove(1, "/b", "/a"),))
+    assert not between.small
+
+
+def test_throttle_lists_of_a_topic_stay_within_the_budget() -> None:
+    # 3,000 partitions of one topic moving at once would need throttle lists of ~24 KB and ~12 KB each;
+    # moves wait once our entries would take more than half a config value (Kafka reads 32,767 bytes).
+    queue = [_task(i, (1000 + i % 7, 2000 + i % 5), (1000 + i % 7, 3000 + i % 3), size=0.0) for i in range(3000)]
+    budget = ListBudget([])
+    admitted = []
+    for task in queue:
+        if budget.fits(task):
+            budget.add(task)
+            admitted.append(task)
+    assert 0 < len(admitted) < len(queue)
+    for key, entries in wanted_entries(admitted)["t"].items():
+        assert len(",".join(sorted(entries))) <= LIST_BUDGET_BYTES, key
+    # Another topic has a budget of its own.
+    assert ListBudget(admitted).fits(_task(5000, (1, 2), (1, 3), topic="other"))
 
 
 def test_pick_refills_a_freed_slot_at_once() -> None:

@@ -32,7 +32,7 @@ from kafka_balancer.executor.scheduler import pick_moves, strategy_named
 from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, InFlight, TaskState, plan_id
 from kafka_balancer.executor.store import ExecutionStore
 from kafka_balancer.executor.tasks import Task, TaskKind, build_tasks
-from kafka_balancer.executor.throttle import ThrottleManager
+from kafka_balancer.executor.throttle import ListBudget, ThrottleManager
 from kafka_balancer.kafka.port import KafkaError, KafkaPort, KafkaUnavailableError, OngoingReassignment, TopicPartition
 from kafka_balancer.model import ClusterModel, ModelError, ReassignmentPlan
 
@@ -289,16 +289,21 @@ class Executor:
         limit = self.options.max_bytes_per_run
         committed = self.record.bytes_done + sum(t.bytes_to_move for t in self.in_flight.values())
         over_budget = False
+        lists = ListBudget(list(self.in_flight.values())) if self.throttles.enabled else None
 
         def eligible(task: Task) -> bool:
             nonlocal committed, over_budget
             if limit is not None and committed > 0 and committed + task.bytes_to_move > limit:
                 over_budget = True
                 return False
+            if lists is not None and not lists.fits(task):
+                return False  # its topic's throttle lists are full: it waits for a move of the topic to end
             why = move_blocker(task, cluster, ongoing)
             if why is None:
                 self._blocked_since.pop(task.index, None)
                 committed += task.bytes_to_move
+                if lists is not None:
+                    lists.add(task)
                 return True
             self.blocked[task.index] = why
             self._blocked_since.setdefault(task.index, now)
@@ -388,7 +393,9 @@ class Executor:
             return False
         self._measured_at = now
         try:
-            sizes = self.port.replica_sizes()
+            # Only the replicas being added: a dense cluster's every replica is a large DescribeLogDirs.
+            found = self.port.replica_log_dirs([(t.tp, b) for t in self.in_flight.values() for b in t.adding])
+            sizes = {key: r.size for key, r in found.items()}
         except KafkaError as err:
             # Sizes only measure progress: with a broker down (DescribeLogDirs goes to every
             # broker) moves still run and finish, so go on blind rather than stall every move.

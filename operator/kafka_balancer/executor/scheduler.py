@@ -33,8 +33,11 @@ class Limits:
 
 
 def broker_counts(tasks: Iterable[Task]) -> dict[int, int]:
+    """Per broker, the moves that take one of its slots (small moves take none: tasks.SMALL_MOVE_BYTES)."""
     counts: dict[int, int] = {}
     for task in tasks:
+        if task.small:
+            continue
         for b in task.brokers:
             counts[b] = counts.get(b, 0) + 1
     return counts
@@ -53,13 +56,14 @@ def pick_moves(
     for task in candidates:
         if total >= limits.total:
             break
-        if any(counts.get(b, 0) >= limits.per_broker for b in task.brokers):
+        slots = () if task.small else task.brokers
+        if any(counts.get(b, 0) >= limits.per_broker for b in slots):
             continue
         if not eligible(task):
             continue
         picked.append(task)
         total += 1
-        for b in task.brokers:
+        for b in slots:
             counts[b] = counts.get(b, 0) + 1
     return picked
 

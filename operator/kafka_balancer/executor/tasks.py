@@ -10,6 +10,13 @@ from kafka_balancer.kafka.port import OngoingReassignment, TopicPartition
 from kafka_balancer.model import ClusterModel, ModelError, ReassignmentPlan
 from kafka_balancer.model.plan import check_log_dirs
 
+# A move whose partition is no larger than this is copied by the new replica's first fetch
+# (replica.fetch.max.bytes, 1 MiB by default): it loads its brokers no more than the metadata change
+# itself, so it takes no per-broker slot (concurrentMovesTotal still bounds it). On a dense cluster most
+# partitions are small: at 5 slots a broker, 8,000 moves of near-empty partitions would take one poll
+# per five moves of each receiving broker, where Kafka completes them all in seconds.
+SMALL_MOVE_BYTES = 1024 * 1024
+
 
 class TaskKind(StrEnum):
     MOVE = "move"  # the replica set changes: data is copied to the added brokers
@@ -71,6 +78,11 @@ class Task:
         Control counts them), and those copying a replica between their directories. Per-broker
         concurrency limits count the move on each of these."""
         return frozenset(self.adding) | frozenset(self.removing) | {d.broker for d in self.between_dirs}
+
+    @property
+    def small(self) -> bool:
+        """A move between brokers of a partition no larger than SMALL_MOVE_BYTES (no slot of its own)."""
+        return self.kind is TaskKind.MOVE and not self.between_dirs and self.size_bytes <= SMALL_MOVE_BYTES
 
     @property
     def bytes_to_move(self) -> float:

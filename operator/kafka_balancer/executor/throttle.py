@@ -26,6 +26,7 @@ from kafka_balancer.kafka.port import (
     LEADER_THROTTLE_RATE,
     LEADER_THROTTLED_REPLICAS,
     LOG_DIR_THROTTLE_RATE,
+    MAX_CONFIG_VALUE_BYTES,
     ConfigValue,
     KafkaError,
     KafkaPort,
@@ -33,6 +34,10 @@ from kafka_balancer.kafka.port import (
 )
 
 ALL_REPLICAS = "*"
+# Our entries in one topic's throttled-replicas list take at most this many bytes: half of what a config
+# value can hold (MAX_CONFIG_VALUE_BYTES), the other half left to entries an operator lists by hand. A move
+# that would pass it waits for moves of its topic to finish (ListBudget).
+LIST_BUDGET_BYTES = MAX_CONFIG_VALUE_BYTES // 2
 
 
 def _entries(value: str | None) -> list[str]:
@@ -50,6 +55,31 @@ def wanted_entries(in_flight: Sequence[Task]) -> dict[str, dict[str, set[str]]]:
         lists[LEADER_THROTTLED_REPLICAS].update(f"{p}:{b}" for b in task.original)
         lists[FOLLOWER_THROTTLED_REPLICAS].update(f"{p}:{b}" for b in task.adding)
     return out
+
+
+def _entry_bytes(entries: Iterable[str]) -> int:
+    return sum(len(e) + 1 for e in entries)  # each with its comma
+
+
+class ListBudget:
+    """The bytes the moves in flight take in each topic's throttled-replicas lists, and whether a move's
+    entries still fit within LIST_BUDGET_BYTES (a topic with thousands of partitions moving at once would
+    need a list Kafka cannot take)."""
+
+    def __init__(self, in_flight: Sequence[Task]) -> None:
+        self.used: dict[tuple[str, str], int] = {}
+        for task in in_flight:
+            self.add(task)
+
+    def fits(self, task: Task) -> bool:
+        need = wanted_entries([task]).get(task.tp.topic, {})
+        return all(
+            self.used.get((task.tp.topic, key), 0) + _entry_bytes(e) <= LIST_BUDGET_BYTES for key, e in need.items()
+        )
+
+    def add(self, task: Task) -> None:
+        for key, entries in wanted_entries([task]).get(task.tp.topic, {}).items():
+            self.used[(task.tp.topic, key)] = self.used.get((task.tp.topic, key), 0) + _entry_bytes(entries)
 
 
 class ThrottleManager:
@@ -143,8 +173,9 @@ class ThrottleManager:
     def _append(self, adding: dict[str, dict[str, set[str]]]) -> None:
         """Record, then APPEND, the entries not listed yet (those already listed are someone else's)."""
         changes: dict[str, dict[str, ConfigValue]] = {}
+        configs = self._configs_of_all(sorted(adding))
         for topic, lists in sorted(adding.items()):
-            found = self._configs_of(topic)
+            found = configs.get(topic)
             if found is None:
                 continue  # deleted: its moves end as dead at the next poll
             for key, entries in lists.items():
@@ -168,7 +199,14 @@ class ThrottleManager:
             self._alter_topics(changes)
 
     def _alter_topics(self, changes: dict[str, dict[str, ConfigValue]]) -> None:
-        """Per topic: a topic deleted meanwhile has no throttle left to change."""
+        """Every topic in one request (hundreds of topics change at once on a dense cluster); per topic when
+        one was deleted meanwhile, which has no throttle left to change."""
+        try:
+            self.port.alter_topic_configs(changes)
+            return
+        except KafkaError as err:
+            if err.name != "UNKNOWN_TOPIC_OR_PARTITION":
+                raise
         for topic, configs in changes.items():
             try:
                 self.port.alter_topic_configs({topic: configs})
@@ -200,6 +238,15 @@ class ThrottleManager:
                 else:
                     failures.append(f"topic {topic}: {err.name}")
         return failures
+
+    def _configs_of_all(self, topics: list[str]) -> dict[str, dict[str, str]]:
+        """The configs of the topics that still exist, in one request (per topic when one is gone)."""
+        try:
+            return self.port.topic_configs(topics)
+        except KafkaError as err:
+            if err.name != "UNKNOWN_TOPIC_OR_PARTITION":
+                raise
+        return {t: found for t in topics if (found := self._configs_of(t)) is not None}
 
     def _configs_of(self, topic: str) -> dict[str, str] | None:
         """A topic's configs, or None when it no longer exists (deleted during the run)."""

@@ -34,6 +34,7 @@ from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.errors import TRANSIENT_PARTITION_ERRORS, error_name
 from kafka_balancer.kafka.port import (
     DEFAULT_ELECTION_BATCH,
+    MAX_CONFIG_VALUE_BYTES,
     MIN_INSYNC_REPLICAS,
     UNCLEAN_LEADER_ELECTION,
     BrokerEndpoint,
@@ -110,6 +111,22 @@ def _subtract_entries(key: str, value: ConfigValue) -> list[Any]:
     if isinstance(value, ListChange) and value.subtract:
         return [ConfigEntry(key, ",".join(value.subtract), incremental_operation=AlterConfigOpType.SUBTRACT)]
     return []
+
+
+def _check_value_sizes(changes: Mapping[str, Mapping[str, ConfigValue]]) -> None:
+    """Refuse, before anything is sent, a value Kafka cannot read (MAX_CONFIG_VALUE_BYTES): the broker
+    would close the connection, which librdkafka reports as a lost broker, not as what was wrong."""
+    for name, configs in changes.items():
+        for key, value in configs.items():
+            parts = (value.append, value.subtract) if isinstance(value, ListChange) else ((value or "",),)
+            for entries in parts:
+                size = len(",".join(entries).encode())
+                if size > MAX_CONFIG_VALUE_BYTES:
+                    raise KafkaError(
+                        "INVALID_CONFIG",
+                        f"{key} of {name}: a value of {size} bytes, more than the {MAX_CONFIG_VALUE_BYTES} "
+                        "Kafka's protocol takes (nothing was sent)",
+                    )
 
 
 def _group_state(state: Any) -> str:
@@ -694,6 +711,7 @@ class KafkaAdapter:
     def _alter(self, rtype: Any, changes: Mapping[str, Mapping[str, ConfigValue]]) -> None:
         # Kafka refuses two operations on one config key in a request: a ListChange's SUBTRACT goes
         # in a second request, after its APPEND (an entry being replaced is never missing meanwhile).
+        _check_value_sizes(changes)
         for phase in (_set_entries, _subtract_entries):
             resources = []
             for name, configs in changes.items():

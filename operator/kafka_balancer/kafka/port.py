@@ -30,6 +30,11 @@ CORDONED_LOG_DIRS = "cordoned.log.dirs"
 
 DEFAULT_ELECTION_BATCH = 1000
 
+# The longest config value Kafka takes: its protocol reads a string field of at most 32,767 bytes (Java's
+# Short.MAX_VALUE) in every request version, flexible ones included, and closes the connection on a longer
+# one. A topic's throttled-replicas list ("partition:broker" entries) reaches it at a few thousand entries.
+MAX_CONFIG_VALUE_BYTES = 32_767
+
 
 def config_list(value: str | None) -> list[str]:
     """A LIST config's entries as Kafka parses them: split on commas, whitespace around each dropped."""
