@@ -103,11 +103,44 @@ def _with(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
         (_with(("brokers", 1, "logDirs", 1, "path"), ""), r"logDirs\[1\]: field 'path' must be a non-empty string"),
         (_with(("brokers", 1, "logDirs", 1, "path"), "/d0"), r"broker 2: field 'logDirs' must name distinct"),
         (_with(("brokers", 1, "logDirs"), "/d0"), r"field 'logDirs' must be a list"),
+        (
+            _with(("partitions", 0, "untieredBytes"), 101),
+            r"orders-0: field 'untieredBytes' \(101\) must not exceed field 'sizeBytes' \(100\)",
+        ),
+        (_with(("partitions", 0, "remoteBytes"), -1), r"orders-0: field 'remoteBytes' must be a number"),
+        (
+            _with(("brokers", 0, "followerFetchLastTieredOffset"), "yes"),
+            r"brokers\[0\] \(id 1\): field 'followerFetchLastTieredOffset' must be true or false",
+        ),
     ],
 )
 def test_bad_input_names_field_and_value(doc: dict[str, Any], message: str) -> None:
     with pytest.raises(ModelError, match=message):
         parse_snapshot(doc)
+
+
+def test_tiered_storage_round_trips_and_prices_what_a_new_replica_copies() -> None:
+    doc = _with(("partitions", 0, "remoteBytes"), 9_000)
+    doc["partitions"][0]["untieredBytes"] = 10
+    model = parse_snapshot(doc)
+    assert model.size_bytes.tolist() == [0, 100, 0]  # audit-0, orders-0, orders-1: the local logs
+    assert model.remote_bytes is not None
+    assert model.remote_bytes.tolist() == [0, 9_000, 0]
+    # The brokers copy the leader's local log until every live one fetches from the last tiered offset.
+    assert model.copy_bytes.tolist() == [0, 100, 0]
+    for b in doc["brokers"]:
+        b["followerFetchLastTieredOffset"] = b["id"] != 3  # broker 3 is down: it receives nothing
+    model = parse_snapshot(doc)
+    assert model.copy_bytes.tolist() == [0, 10, 0]
+    assert model.copy_share.tolist() == [1.0, 0.1, 1.0]
+    out = snapshot_to_dict(model)
+    jsonschema.validate(out, schema())
+    assert (out["partitions"][1]["remoteBytes"], out["partitions"][1]["untieredBytes"]) == (9_000, 10)
+    assert "remoteBytes" not in out["partitions"][0]  # untiered partitions stay as they were
+    assert [b.get("followerFetchLastTieredOffset", False) for b in out["brokers"]] == [True, True, False]
+    assert models_equal(model, parse_snapshot(out))
+    doc["brokers"][0]["followerFetchLastTieredOffset"] = False
+    assert parse_snapshot(doc).copy_bytes.tolist() == [0, 100, 0]
 
 
 @st.composite

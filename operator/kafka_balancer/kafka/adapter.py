@@ -29,13 +29,16 @@ from confluent_kafka.admin._listoffsets import OffsetSpec
 from kafka import TopicPartition as KpTopicPartition
 from kafka import TopicPartitionReplica as KpTopicPartitionReplica
 from kafka.admin import KafkaAdminClient
+from kafka.admin import OffsetSpec as KpOffsetSpec
 
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.errors import TRANSIENT_PARTITION_ERRORS, error_name
 from kafka_balancer.kafka.port import (
     DEFAULT_ELECTION_BATCH,
+    FETCH_LAST_TIERED_OFFSET,
     MAX_CONFIG_VALUE_BYTES,
     MIN_INSYNC_REPLICAS,
+    REMOTE_STORAGE_ENABLE,
     UNCLEAN_LEADER_ELECTION,
     BrokerEndpoint,
     ClusterDescription,
@@ -50,6 +53,7 @@ from kafka_balancer.kafka.port import (
     TopicPartition,
     log_dirs_of,
 )
+from kafka_balancer.kafka.tiering import TieredBytes, TieredOffsets, tiered_bytes
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.model.cluster import LogDir
 
@@ -335,7 +339,8 @@ class KafkaAdapter:
         live = {b.id: b for b in description.brokers}
         elr = self._eligible_leaders(metadata, configs)
         # Where the data lives goes with its size: the log directories, their cordons (KIP-1066) and volumes.
-        configured = {b: log_dirs_of(c) for b, c in self.broker_configs(sorted(live)).items()} if with_sizes else {}
+        brokers = self.broker_configs(sorted(live)) if with_sizes else {}
+        configured = {b: log_dirs_of(c) for b, c in brokers.items()}
         # A partition's size is its leader's log; where each replica lives matters only on brokers with
         # several directories (JBOD): those are asked about every replica they host, the others only
         # about the partitions they lead (a third of the DescribeLogDirs work at replication factor 3).
@@ -343,6 +348,7 @@ class KafkaAdapter:
         described = self._describe_log_dirs(_size_requests(metadata, topics, jbod)) if with_sizes else _LogDirs()
         sizes = {key: r.size for key, r in described.replicas.items()}
         log_dirs = {b: _with_volumes(dirs, described.volumes.get(b, {})) for b, dirs in configured.items()}
+        tiered = self._tiered_topics(metadata, configs, sizes) if with_sizes else {}
 
         builder = ClusterBuilder(cluster_name=description.cluster_id)
         referenced: set[int] = set()
@@ -357,6 +363,7 @@ class KafkaAdapter:
                 rack=endpoint.rack if endpoint else None,
                 alive=endpoint is not None,
                 log_dirs=log_dirs.get(broker_id, ()),
+                fetch_last_tiered=brokers.get(broker_id, {}).get(FETCH_LAST_TIERED_OFFSET) == "true",
             )
         for name in topics:
             entries = configs.get(name, {})
@@ -378,10 +385,13 @@ class KafkaAdapter:
                     size = sizes[(tp, leader)]
                 else:
                     size = max((sizes.get((tp, b), 0) for b in p.replicas), default=0)
+                split = tiered.get(tp)
                 builder.add_partition(
                     name,
                     index,
                     list(p.replicas),
+                    remote_bytes=None if split is None else split.remote,
+                    untiered_bytes=None if split is None else min(split.untiered, float(size)),
                     leader=leader,
                     leader_given=True,
                     isr=list(p.isrs),
@@ -393,6 +403,30 @@ class KafkaAdapter:
                     else None,
                 )
         return builder.build()
+
+    def _tiered_topics(
+        self, metadata: Any, configs: Mapping[str, Mapping[str, Any]], sizes: Mapping[tuple[TopicPartition, int], int]
+    ) -> dict[TopicPartition, TieredBytes]:
+        """Remote and untiered bytes of every partition of a topic with remote storage (ListOffsets
+        earliest, earliest-local, latest-tiered and latest, see kafka.tiering), priced by its leader's log."""
+        leaders = {
+            TopicPartition(name, index): p.leader
+            for name in sorted(configs)
+            if (entry := configs[name].get(REMOTE_STORAGE_ENABLE)) is not None and entry.value == "true"
+            for index, p in metadata.topics[name].partitions.items()
+            if p.leader >= 0
+        }
+        if not leaders:
+            return {}
+        specs = (KpOffsetSpec.EARLIEST, KpOffsetSpec.EARLIEST_LOCAL, KpOffsetSpec.LATEST_TIERED, KpOffsetSpec.LATEST)
+        wanted = [KpTopicPartition(tp.topic, tp.partition) for tp in sorted(leaders)]
+        found = [self._kp_call(lambda kp: kp.list_partition_offsets(dict.fromkeys(wanted, spec))) for spec in specs]  # noqa: B023
+        out = {}
+        for kp_tp in wanted:
+            tp = TopicPartition(kp_tp.topic, kp_tp.partition)
+            offsets = TieredOffsets(*(int(f[kp_tp].offset) for f in found))
+            out[tp] = tiered_bytes(float(sizes.get((tp, leaders[tp]), 0)), offsets)
+        return out
 
     def _eligible_leaders(
         self, metadata: Any, configs: Mapping[str, Mapping[str, Any]]

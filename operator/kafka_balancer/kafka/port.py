@@ -27,6 +27,10 @@ UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
 LOG_DIRS = "log.dirs"
 LOG_DIR = "log.dir"
 CORDONED_LOG_DIRS = "cordoned.log.dirs"
+# Tiered storage: a topic's remote storage (KIP-405), and a broker's empty followers starting at the
+# last tiered offset instead of the leader's local log start (KIP-1023, Kafka 4.3+; a dynamic broker config).
+REMOTE_STORAGE_ENABLE = "remote.storage.enable"
+FETCH_LAST_TIERED_OFFSET = "follower.fetch.last.tiered.offset.enable"
 
 DEFAULT_ELECTION_BATCH = 1000
 

@@ -72,6 +72,8 @@ class ClusterBuilder:
         self._isr: list[Sequence[int] | None] = []
         self._elr: dict[int, Sequence[int]] = {}  # by insertion position, where given
         self._dirs: dict[int, Sequence[str | None]] = {}  # by insertion position, where given
+        self._tiered: dict[int, tuple[float, float]] = {}  # (remote, untiered) bytes by insertion position
+        self._fetch_last_tiered: set[int] = set()  # brokers that fetch from the last tiered offset
         self._leader: list[int | None] = []
         self._loads: list[tuple[float, float, float, float, float]] = []
 
@@ -87,7 +89,9 @@ class ClusterBuilder:
         network_out_bytes_per_sec: float | None = None,
         cpu_cores: float | None = None,
         log_dirs: Sequence[LogDir] = (),
+        fetch_last_tiered: bool = False,
     ) -> None:
+        """``fetch_last_tiered``: an empty follower on it starts at the last tiered offset (KIP-1023)."""
         check_int32(broker_id, "brokers", "id")
         where = f"broker {broker_id}"
         if broker_id in self._brokers:
@@ -110,6 +114,8 @@ class ClusterBuilder:
         if any(not isinstance(p, str) or not p for p in paths) or len(set(paths)) != len(paths):
             raise ModelError(f"{where}: field 'logDirs' must name distinct non-empty paths, got {paths!r}")
         self._brokers[broker_id] = (rack, bool(alive), (caps[0], caps[1], caps[2], caps[3]))
+        if fetch_last_tiered:
+            self._fetch_last_tiered.add(broker_id)
         if log_dirs:
             self._log_dirs[broker_id] = tuple(log_dirs)
 
@@ -145,9 +151,13 @@ class ClusterBuilder:
         messages_in_per_sec: float = 0.0,
         cpu_cores_leader: float | None = None,
         log_dirs: Sequence[str | None] | None = None,
+        remote_bytes: float | None = None,
+        untiered_bytes: float | None = None,
     ) -> None:
         """Add a partition; ``leader_given`` tells an explicit ``None`` (offline) from absent.
-        ``log_dirs``: each replica's log directory (in replica order), None where not known."""
+        ``log_dirs``: each replica's log directory (in replica order), None where not known.
+        Tiered storage: ``remote_bytes`` in remote storage, ``untiered_bytes`` of the local log (``size_bytes``)
+        past the last tiered offset (default: all of it)."""
         if topic not in self._topic_names:  # checked once per topic, not once per partition
             self._topic_names.add(check_topic_name(topic, "partitions"))
         check_int32(partition, f"topic '{topic}'", "partition")
@@ -177,6 +187,8 @@ class ClusterBuilder:
             check_amount(messages_in_per_sec, where, "messagesInPerSec"),
             math.nan if cpu_cores_leader is None else check_amount(cpu_cores_leader, where, "cpuCoresLeader"),
         )
+        if remote_bytes is not None or untiered_bytes is not None:
+            self._keep_tiered(where, loads[0], remote_bytes, untiered_bytes)
         self._seen.add(key)
         self._topic.append(topic)
         self._partition.append(partition)
@@ -194,6 +206,31 @@ class ClusterBuilder:
             self._elr[len(self._isr)] = elr
         if dirs is not None and _check_dirs(where, replicas, dirs):
             self._dirs[len(self._isr)] = dirs
+
+    def _keep_tiered(self, where: str, size: float, remote: float | None, untiered: float | None) -> None:
+        remote = 0.0 if remote is None else check_amount(remote, where, "remoteBytes")
+        untiered = size if untiered is None else check_amount(untiered, where, "untieredBytes")
+        if untiered > size:
+            raise ModelError(
+                f"{where}: field 'untieredBytes' ({untiered:g}) must not exceed field 'sizeBytes' ({size:g}), "
+                "the local log it is part of"
+            )
+        self._tiered[len(self._isr)] = (remote, untiered)
+
+    def _tiering(
+        self, order: list[int], sizes: npt.NDArray[np.float64], ids: list[int]
+    ) -> tuple[npt.NDArray[np.float64] | None, npt.NDArray[np.float64] | None, BoolArray | None]:
+        """The model's tiered-storage arrays (remote, untiered, broker flags; None where nothing is
+        tiered), partition rows in ``order``."""
+        if not self._tiered and not self._fetch_last_tiered:
+            return None, None, None
+        remote = np.zeros(len(order), dtype=np.float64)
+        untiered = np.array(sizes, dtype=np.float64)
+        for row, i in enumerate(order):
+            if i in self._tiered:
+                remote[row], untiered[row] = self._tiered[i]
+        flags = np.array([b in self._fetch_last_tiered for b in ids], dtype=np.bool_)
+        return _frozen(remote), _frozen(untiered), _frozen(flags) if flags.any() else None
 
     # ----- build ---------------------------------------------------------------------------
     def build(self) -> ClusterModel:
@@ -255,6 +292,7 @@ class ClusterBuilder:
             partition_id[row] = part
             loads[row] = self._loads[i]
 
+        remote, untiered, fetch_last_tiered = self._tiering(order, loads[:, 0], ids)
         return ClusterModel(
             broker_ids=_frozen(broker_ids),
             broker_racks=racks,
@@ -278,4 +316,7 @@ class ClusterBuilder:
             broker_log_dirs=tuple(self._log_dirs.get(b, ()) for b in ids) if self._log_dirs else (),
             elr_mask=_frozen(elr_mask) if self._elr else None,
             replica_dir=None if replica_dir is None else _frozen(replica_dir),
+            remote_bytes=remote,
+            untiered_bytes=untiered,
+            broker_fetch_last_tiered=fetch_last_tiered,
         )

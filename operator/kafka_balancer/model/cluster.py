@@ -148,6 +148,14 @@ class ClusterModel:
     # (P, max_rf) each replica's log directory, as an index into its broker's ``log_dirs``; -1 where
     # not known (DescribeLogDirs did not list it, a snapshot without them). None: none known at all.
     replica_dir: npt.NDArray[np.int16] | None = None
+    # Tiered storage (KIP-405), where the cluster has it; None where nothing is tiered. Per partition the
+    # bytes in remote storage and the leader's local bytes past its last tiered offset (``size_bytes``,
+    # the local log, includes the segments already copied to remote storage but still kept locally).
+    remote_bytes: FloatArray | None = None
+    untiered_bytes: FloatArray | None = None
+    # Per broker whether an empty follower starts at the last tiered offset (KIP-1023, Kafka 4.3+:
+    # follower.fetch.last.tiered.offset.enable); None where no broker does.
+    broker_fetch_last_tiered: BoolArray | None = None
     _index: dict[tuple[str, int], int] | None = field(default=None, repr=False, compare=False)
 
     # ----- sizes ---------------------------------------------------------------------------
@@ -167,6 +175,29 @@ class ClusterModel:
     @property
     def num_replicas(self) -> int:
         return int((self.replicas != NO_BROKER).sum())
+
+    @property
+    def copy_bytes(self) -> FloatArray:
+        """The bytes a new replica of each partition copies from its leader: what moving it costs.
+
+        Without tiered storage the whole log. With it (KIP-405) a new follower skips what is only in
+        remote storage and copies the leader's local log, or, where every live broker fetches from the
+        last tiered offset (KIP-1023), only the part not yet tiered. Where the brokers differ the local
+        log is counted: a move onto a broker that does not skip would copy it."""
+        flags = self.broker_fetch_last_tiered
+        if self.untiered_bytes is None or flags is None or not flags[self.broker_alive].all():
+            return self.size_bytes
+        return self.untiered_bytes
+
+    @property
+    def copy_share(self) -> FloatArray:
+        """Per partition the bytes a move copies per byte it takes off a disk (copy_bytes / size_bytes):
+        1 without tiered storage, less where a new replica skips tiered segments. Among moves of the same
+        effect the planner takes the cheaper ones first."""
+        out: FloatArray = np.divide(
+            self.copy_bytes, self.size_bytes, out=np.ones_like(self.size_bytes), where=self.size_bytes > 0
+        )
+        return out
 
     # ----- lookups -------------------------------------------------------------------------
     def broker_index(self, broker_id: int) -> int:
@@ -297,7 +328,8 @@ class ClusterModel:
             self.isr_mask, self.leader, self.size_bytes, self.bytes_in, self.bytes_out,
             self.messages_in, self.cpu_leader,
         )  # fmt: skip
-        extra = sum(a.nbytes for a in (self.replica_dir, self.elr_mask) if a is not None)
+        optional = (self.replica_dir, self.elr_mask, self.remote_bytes, self.untiered_bytes)
+        extra = sum(a.nbytes for a in optional if a is not None)
         return int(sum(a.nbytes for a in arrays) + extra)
 
     def with_replica_dirs(self, replica_dir: npt.NDArray[np.int16]) -> ClusterModel:
@@ -348,4 +380,7 @@ class ClusterModel:
             captured_at=self.captured_at,
             broker_log_dirs=self.broker_log_dirs,
             replica_dir=None if replica_dir is None else _frozen(replica_dir),
+            remote_bytes=self.remote_bytes,
+            untiered_bytes=self.untiered_bytes,
+            broker_fetch_last_tiered=self.broker_fetch_last_tiered,
         )

@@ -22,7 +22,7 @@ from kafka_balancer.model.limits import check_amount, shown
 SNAPSHOT_VERSION = 1
 
 _TOP_FIELDS = {"version", "cluster", "capturedAt", "brokers", "partitions", "topics"}
-_BROKER_FIELDS = {"id", "rack", "alive", "capacity", "logDirs"}
+_BROKER_FIELDS = {"id", "rack", "alive", "capacity", "logDirs", "followerFetchLastTieredOffset"}
 _LOG_DIR_FIELDS = {"path", "cordoned", "totalBytes", "usableBytes"}
 _CAPACITY_FIELDS = {
     "diskBytes": "disk_bytes",
@@ -36,6 +36,8 @@ _PARTITION_NUMBERS = {
     "bytesOutPerSec": "bytes_out_per_sec",
     "messagesInPerSec": "messages_in_per_sec",
     "cpuCoresLeader": "cpu_cores_leader",
+    "remoteBytes": "remote_bytes",
+    "untieredBytes": "untiered_bytes",
 }
 _PARTITION_FIELDS = {"topic", "partition", "replicas", "leader", "isr", "logDirs"} | set(_PARTITION_NUMBERS)
 _TOPIC_FIELDS = {"name", "minInsyncReplicas", "uncleanLeaderElection"}
@@ -112,6 +114,11 @@ def parse_snapshot(data: Any) -> ClusterModel:
         alive = broker.get("alive", True)
         if not isinstance(alive, bool):
             raise ModelError(f"{where}: field 'alive' must be true or false, got {shown(alive)}")
+        fetch_last_tiered = broker.get("followerFetchLastTieredOffset", False)
+        if not isinstance(fetch_last_tiered, bool):
+            raise ModelError(
+                f"{where}: field 'followerFetchLastTieredOffset' must be true or false, got {shown(fetch_last_tiered)}"
+            )
         capacity = _object(broker.get("capacity", {}), f"{where}.capacity")
         _unknown(f"{where}.capacity", capacity, set(_CAPACITY_FIELDS))
         builder.add_broker(
@@ -119,6 +126,7 @@ def parse_snapshot(data: Any) -> ClusterModel:
             rack=rack,
             alive=alive,
             log_dirs=_log_dirs(broker.get("logDirs", []), where),
+            fetch_last_tiered=fetch_last_tiered,
             **{_CAPACITY_FIELDS[k]: v for k, v in capacity.items()},
         )
 
@@ -214,6 +222,8 @@ def snapshot_to_dict(model: ClusterModel) -> dict[str, Any]:
             entry["capacity"] = capacity
         if model.log_dirs(b):
             entry["logDirs"] = [_log_dir(d) for d in model.log_dirs(b)]
+        if model.broker_fetch_last_tiered is not None and model.broker_fetch_last_tiered[b]:
+            entry["followerFetchLastTieredOffset"] = True
         brokers.append(entry)
 
     ids = model.broker_ids.tolist()
@@ -222,6 +232,8 @@ def snapshot_to_dict(model: ClusterModel) -> dict[str, Any]:
     leaders = model.leader.tolist()
     sizes, ins, outs = model.size_bytes.tolist(), model.bytes_in.tolist(), model.bytes_out.tolist()
     msgs, cpus = model.messages_in.tolist(), model.cpu_leader.tolist()
+    remote = None if model.remote_bytes is None else model.remote_bytes.tolist()
+    untiered = None if model.untiered_bytes is None else model.untiered_bytes.tolist()
     partitions: list[dict[str, Any]] = []
     for p, (t, pid) in enumerate(zip(model.partition_topic.tolist(), model.partition_id.tolist(), strict=True)):
         row = replicas[p]
@@ -241,6 +253,9 @@ def snapshot_to_dict(model: ClusterModel) -> dict[str, Any]:
             entry["cpuCoresLeader"] = _number(cpus[p])
         if model.replica_dir is not None and (model.replica_dir[p] >= 0).any():
             entry["logDirs"] = list(model.replica_log_dirs(p))
+        if remote is not None and untiered is not None and (remote[p] or untiered[p] != sizes[p]):
+            entry["remoteBytes"] = _number(remote[p])
+            entry["untieredBytes"] = _number(untiered[p])
         partitions.append(entry)
 
     topics: list[dict[str, Any]] = []

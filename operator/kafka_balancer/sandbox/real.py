@@ -85,6 +85,9 @@ class RealClusterOptions:
     # The local address every node listens on and advertises (a test node's pods reach the brokers on
     # its node address, tests/node).
     host: str = "127.0.0.1"
+    # A broker's controlled shutdown hands its leaderships over before it exits; one of a dense cluster
+    # takes minutes on a loaded machine, and one killed at the deadline recovers every log on restart.
+    stop_timeout_s: float = 30.0
     tiered_storage: bool = False  # remote storage (KIP-405) in <data dir>/remote-storage; topics opt in
 
     def __post_init__(self) -> None:
@@ -250,7 +253,7 @@ class RealCluster:
     def stop(self) -> None:
         """Stop every JVM (brokers first, with a controlled shutdown, then the controller) and
         delete the data unless a data directory was given."""
-        self._terminate(list(self.brokers.values()), timeout_s=30.0)
+        self._terminate(list(self.brokers.values()), timeout_s=self.options.stop_timeout_s)
         self._terminate([self.controller], timeout_s=15.0)
         if self._temporary:
             shutil.rmtree(self.data_dir, ignore_errors=True)
@@ -267,7 +270,7 @@ class RealCluster:
         node = self.brokers[broker_id]
         if kill and node.process is not None and node.process.poll() is None:
             node.process.kill()
-        self._terminate([node], timeout_s=30.0)
+        self._terminate([node], timeout_s=self.options.stop_timeout_s)
 
     def start_broker(self, broker_id: int) -> None:
         """Start a stopped broker again and wait until it is registered."""
@@ -350,6 +353,8 @@ class RealCluster:
             "listeners": f"CONTROLLER://{o.host}:{o.controller_port}",
             "log.dirs": self.controller.home / "metadata",
             **common,
+            # The controller validates a topic's remote.storage.enable against its own setting.
+            **({"remote.log.storage.system.enable": "true"} if o.tiered_storage else {}),
         }
         self.controller.home.mkdir(parents=True, exist_ok=True)
         self.controller.config.write_text(_properties(controller))

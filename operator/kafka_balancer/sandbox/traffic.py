@@ -279,7 +279,7 @@ def _read_group(
         for msg in consumer.consume(num_messages=1000, timeout=1.0):
             if msg.error() is not None:
                 raise TrafficError(f"reading {msg.topic()}-{msg.partition()}: {msg.error()}")
-            key = (msg.topic(), msg.partition())
+            key = (str(msg.topic()), int(msg.partition() or 0))
             if msg.offset() != expected[key]:
                 raise TrafficError(f"{key[0]}-{key[1]}: offset {msg.offset()} where {expected[key]} was due")
             digests[key].update(f"{msg.offset()}:".encode())
