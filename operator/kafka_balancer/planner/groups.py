@@ -50,6 +50,8 @@ def subset(model: ClusterModel, parts: Ints) -> ClusterModel:
         cpu_leader=model.cpu_leader[parts],
         elr_mask=None if model.elr_mask is None else model.elr_mask[parts],
         replica_dir=None if model.replica_dir is None else model.replica_dir[parts],
+        remote_bytes=None if model.remote_bytes is None else model.remote_bytes[parts],
+        untiered_bytes=None if model.untiered_bytes is None else model.untiered_bytes[parts],
         _index=None,
     )
 

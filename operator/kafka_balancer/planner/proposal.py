@@ -157,7 +157,7 @@ def _changes(model: ClusterModel, st: State) -> _Changes:
     arrived = arrived_replicas(final, orig)
     per_part = arrived[changed].sum(axis=1)
     moves = int(per_part.sum())
-    bytes_to_move = float((model.size_bytes[changed] * per_part).sum())
+    bytes_to_move = float((model.copy_bytes[changed] * per_part).sum())
     between_dirs = (named & ~arrived).sum(axis=1)
     return _Changes(
         ReassignmentPlan.of(targets),

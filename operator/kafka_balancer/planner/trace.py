@@ -47,7 +47,7 @@ class TraceStep:
 def plan_size(st: State) -> tuple[int, float]:
     """(replica moves, bytes) of the working placement against the model's."""
     per_partition = arrived_replicas(st.rep, st.model.replicas).sum(axis=1)
-    return int(per_partition.sum()), float((st.model.size_bytes * per_partition).sum())
+    return int(per_partition.sum()), float((st.model.copy_bytes * per_partition).sum())
 
 
 class Trace:

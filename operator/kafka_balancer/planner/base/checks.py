@@ -429,11 +429,15 @@ def _step(band: CountBand, s: int, d: int, *, topics: Ints, k: Ints) -> tuple[Fl
     return change, uneven
 
 
-def fit_order(pair: Pair, v: FloatArray, *, q: int, count: float, penalty: FloatArray) -> Ints:
+def fit_order(
+    pair: Pair, v: FloatArray, *, q: int, count: float, penalty: FloatArray, share: FloatArray | None = None
+) -> Ints:
     """Order candidates for a count goal so ``count`` of them also carry what the other goals want moved.
 
     Each later quantity has a per-item target (what ``s`` has above its average and ``d`` lacks, split
-    over the items); candidates closest to the targets come first, earlier goals weighing more.
+    over the items); candidates closest to the targets come first, earlier goals weighing more. Among
+    candidates that score alike the cheaper moves come first: ``share``, each item's copy_share (a
+    tiered partition's new replica copies less than it takes off the disk).
     """
     st, b, s, d = pair.st, pair.b, pair.s, pair.d
     goals = [c for c in map(st.catalogue.balances, st.options.distribution_goals) if c is not None]
@@ -447,7 +451,8 @@ def fit_order(pair: Pair, v: FloatArray, *, q: int, count: float, penalty: Float
         target = max(want, 0.0) / max(count, 1.0)
         score += weight * np.abs(v[:, c] - target) / per_item[c]
         weight *= 0.6
-    order: Ints = np.argsort(score, kind="stable").astype(np.int64)
+    # Stable on ties, as np.argsort(kind="stable"): every share is 1 without tiered storage.
+    order: Ints = np.lexsort((np.ones_like(score) if share is None else share, score)).astype(np.int64)
     return order
 
 

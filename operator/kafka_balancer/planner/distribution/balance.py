@@ -184,7 +184,9 @@ def _replica_batch(pair: Pair, amount: float) -> float:
     v = st.slot_loads(parts, slots)
     useful = v[:, q] > 0
     parts, slots, v = parts[useful], slots[useful], v[useful]
-    order = _topic_aware_order(pair, v, amount, topics=st.ptopic[parts], leaders=slots == 0, replicas_move=True)
+    order = _topic_aware_order(
+        pair, v, amount, topics=st.ptopic[parts], leaders=slots == 0, share=st.model.copy_share[parts]
+    )
     parts, slots, v = parts[order], slots[order], v[order]
     topics = st.ptopic[parts]
     ok = topic_ok(pair, topics, slots == 0)
@@ -216,27 +218,30 @@ def _choose(pair: Pair, v: FloatArray, amount: float) -> BoolArray:
 
 
 def _topic_aware_order(
-    pair: Pair, v: FloatArray, amount: float, *, topics: Ints, leaders: BoolArray, replicas_move: bool = False
+    pair: Pair, v: FloatArray, amount: float, *, topics: Ints, leaders: BoolArray, share: FloatArray | None = None
 ) -> Ints:
     """Preference order of candidates; the topic penalty counts each item as the k-th of its topic in
-    the order being built, so it is computed on a first ordering and then once more."""
+    the order being built, so it is computed on a first ordering and then once more. ``share``: for
+    replica moves, each item's ClusterModel.copy_share (None for leadership moves, which copy nothing)."""
     order = np.arange(topics.size)
     for _ in range(2):
-        penalty = topic_penalty(pair, topics[order], leaders=leaders[order], replicas_move=replicas_move)
+        penalty = topic_penalty(pair, topics[order], leaders=leaders[order], replicas_move=share is not None)
         full = np.empty(topics.size)
         full[order] = penalty
-        order = _order(pair, v, amount, full)
+        order = _order(pair, v, amount, full, share)
     return order
 
 
-def _order(pair: Pair, v: FloatArray, amount: float, penalty: FloatArray) -> Ints:
+def _order(pair: Pair, v: FloatArray, amount: float, penalty: FloatArray, share: FloatArray | None) -> Ints:
     q = pair.q
     if pair.st.catalogue.count(q):
-        return fit_order(pair, v, q=q, count=amount, penalty=penalty)
-    # Among items that fit: those that also even out their topic first, then largest first (fewest
-    # items for the amount); ties keep partition order.
+        return fit_order(pair, v, q=q, count=amount, penalty=penalty, share=share)
+    # Among items that fit: those that also even out their topic first, then the cheaper moves (copy
+    # share, 1 without tiered storage), then largest first (fewest items for the amount); ties keep
+    # partition order.
     fits = v[:, q] <= amount * (1 + 1e-9)
-    order: Ints = np.lexsort((-v[:, q], penalty, ~fits)).astype(np.int64)
+    cheap = np.ones(v.shape[0]) if share is None else share
+    order: Ints = np.lexsort((-v[:, q], cheap, penalty, ~fits)).astype(np.int64)
     return order
 
 

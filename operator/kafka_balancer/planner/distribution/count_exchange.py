@@ -41,7 +41,7 @@ def _added_bytes(st: State, parts: Ints, frm: int, to: int) -> FloatArray:
     """What moving a replica of each of ``parts`` from ``frm`` to ``to`` adds to the plan's bytes:
     its size when it leaves a broker that held it in the input, minus that when it goes back to one."""
     held = st.model.replicas[parts]
-    size = st.model.size_bytes[parts]
+    size = st.model.copy_bytes[parts]
     out: FloatArray = size * ((held == frm).any(axis=1).astype(np.float64) - (held == to).any(axis=1))
     return out
 

@@ -55,7 +55,7 @@ def balance_topic_goal(
     leaders = goal == TOPIC_LEADER_GOAL
     nracks = st.group_racks()
     size_rank = np.empty(st.model.num_partitions, dtype=np.int64)
-    size_rank[np.argsort(st.model.size_bytes, kind="stable")] = np.arange(st.model.num_partitions)
+    size_rank[np.argsort(st.model.copy_bytes, kind="stable")] = np.arange(st.model.num_partitions)
     total = 0
     index: PartnerIndex | None = None
     for rnd in range(rounds or st.options.max_rounds):

@@ -229,7 +229,7 @@ def _step_bytes(st: State, step: Step) -> float:
     """Bytes a replica move adds to the plan: its size, less when it returns to an original broker."""
     p, k, d = step
     orig = st.model.replicas[p].tolist()
-    size = float(st.model.size_bytes[p])
+    size = float(st.model.copy_bytes[p])
     return size * ((d not in orig) - (int(st.rep[p, k]) not in orig))
 
 
@@ -291,7 +291,7 @@ def _cheapest_on(st: State, of_topic: Ints, x: int) -> list[tuple[int, int]]:
     parts = of_topic[on.any(axis=1)]
     slots = np.argmax(on[on.any(axis=1)], axis=1)
     arrived = ~(st.model.replicas[parts] == x).any(axis=1)
-    order = np.lexsort((st.model.size_bytes[parts], ~arrived))[:SOURCES]
+    order = np.lexsort((st.model.copy_bytes[parts], ~arrived))[:SOURCES]
     return [(int(parts[i]), int(slots[i])) for i in order]
 
 
@@ -335,7 +335,7 @@ def _make(st: State, move: Detour) -> None:
 
 def _bytes_moved(st: State) -> float:
     arrived = arrived_replicas(st.rep, st.model.replicas)
-    return float((st.model.size_bytes * arrived.sum(axis=1)).sum())
+    return float((st.model.copy_bytes * arrived.sum(axis=1)).sum())
 
 
 def _distances(st: State, b: Bands) -> _Distances:

@@ -94,7 +94,7 @@ def _rebuild_group(st: State, replan: Callable[[State], None], rounds: int) -> i
     if rounds <= 0:
         return 0  # before the set-up below, which costs seconds at millions of replicas
     orig = st.model.replicas
-    size = st.model.size_bytes
+    size = st.model.copy_bytes
     revertible = _revertible(st, orig)
     rng = np.random.default_rng(SEED)
     cost = _moved_bytes(st, orig, size)

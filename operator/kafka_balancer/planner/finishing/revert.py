@@ -66,7 +66,7 @@ def moved_replicas(st: State, orig: Ints) -> tuple[Ints, Ints, Ints]:
 def _candidates(st: State, orig: Ints) -> tuple[Ints, Ints, Ints]:
     """:func:`moved_replicas`, largest partitions first (the most bytes saved)."""
     rows, slot, home = moved_replicas(st, orig)
-    order = np.argsort(-st.model.size_bytes[rows], kind="stable")
+    order = np.argsort(-st.model.copy_bytes[rows], kind="stable")
     return rows[order], slot[order], home[order]
 
 

@@ -218,18 +218,18 @@ def _exchange(st: State, b: Bands, moved: _Moved, index: _StandIns, *, window: t
         moved.parts[has], moved.slots[has], moved.home[has], moved.dest[has], index.parts[at], index.slots[at],
         index.brokers[at],
     )  # fmt: skip
-    rep, size = st.rep, st.model.size_bytes
+    rep, copy = st.rep, st.model.copy_bytes  # what a move costs: the bytes its new replica copies
     # Both sides still as indexed (earlier exchanges of this round may have moved them).
     ok = (rep[ex.parts, ex.slots] == ex.dest) & (rep[ex.alt_p, ex.alt_s] == ex.src)
     ok &= ((ex.src != ex.home) & (ex.src != ex.dest)) if index.far else (ex.src == ex.home)
-    ok &= index.arrived | (size[ex.alt_p] < size[ex.parts])  # an arrived stand-in saves a whole move
+    ok &= index.arrived | (copy[ex.alt_p] < copy[ex.parts])  # an arrived stand-in saves a whole move
     ok &= ~row_any(rep[ex.alt_p] == ex.dest[:, None]) & ~row_any(rep[ex.parts] == ex.home[:, None])
     ok &= st.groups.partition[ex.alt_p] == st.groups.broker[ex.dest]  # the stand-in stays in its group
     ex = ex.only(ok)
     ok = rack_ok(st, ex.parts, ex.slots, d=ex.home, nracks=nracks)
     ok &= rack_ok(st, ex.alt_p, ex.alt_s, d=ex.dest, nracks=nracks)
     # Largest savings first; one exchange per partition (rows are read before any move).
-    saved = size[ex.parts] if index.arrived else size[ex.parts] - size[ex.alt_p]
+    saved = copy[ex.parts] if index.arrived else copy[ex.parts] - copy[ex.alt_p]
     ex = ex.only(np.flatnonzero(ok)[np.argsort(-saved[ok], kind="stable")])
     once = first_of_each(np.r_[ex.parts, ex.alt_p])
     ok = once[: ex.parts.size] & once[ex.parts.size :]

@@ -194,7 +194,9 @@ def _count_order(pair: Pair, parts: Ints, slots: Ints, v: FloatArray, *, count: 
     disk limit with a few big replicas, leaving nothing the replica-count goal could bring them.
     """
     penalty = topic_penalty(pair, pair.st.ptopic[parts], leaders=slots == 0, replicas_move=True)
-    return fit_order(pair, v, q=Q_REPLICAS, count=max(count, 1.0), penalty=penalty)
+    return fit_order(
+        pair, v, q=Q_REPLICAS, count=max(count, 1.0), penalty=penalty, share=pair.st.model.copy_share[parts]
+    )
 
 
 # How much more a replica below its share of a giver's excess counts than one as far above it.

@@ -27,7 +27,7 @@ from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import may_host, movable_replicas
 from kafka_balancer.planner.base.measures import rack_allowance
 from kafka_balancer.planner.base.state import State, arrived_replicas
-from kafka_balancer.planner.catalogue import Q_DISK, Q_REPLICAS
+from kafka_balancer.planner.catalogue import Q_REPLICAS
 from kafka_balancer.planner.hard.repair_round import MAX_HOSTED, with_excluded
 
 # The search places at most this many movable replicas (and only in groups up to
@@ -93,7 +93,7 @@ class Packing:
         order = np.argsort(-v[:, q], kind="stable")  # largest first: the small ones fill the gaps
         self.parts, self.slots, self.v = parts[order], slots[order], v[order]
         self.home = np.searchsorted(hosts, st.rep[self.parts, self.slots])  # position in hosts
-        self.cost = self.v[:, Q_DISK]  # bytes moved when a replica leaves its broker
+        self.cost = st.model.copy_bytes[self.parts]  # bytes copied when a replica leaves its broker
         # Room: every limit for q; for the other quantities no broker ends further above one than now.
         load = st.load[hosts]
         cap = np.maximum(st.limit[hosts], load)
