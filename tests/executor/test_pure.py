@@ -39,9 +39,7 @@ from kafka_balancer.model import ClusterBuilder, ClusterModel, ModelError, Parti
 from kafka_balancer.model.cluster import LogDir
 
 
-def _task(
-    i: int, original: tuple[int, ...], target: tuple[int, ...], size: float = 100e6, topic: str = "t"
-) -> Task:
+def _task(i: int, original: tuple[int, ...], target: tuple[int, ...], size: float = 100e6, topic: str = "t") -> Task:
     return Task(i, TopicPartition(topic, i), original, target, size)
 
 
@@ -296,11 +294,29 @@ def test_small_moves_take_no_broker_slot_only_the_total() -> None:
     large = [_task(100 + i, (1, 2), (1, 9), size=SMALL_MOVE_BYTES + 1) for i in range(6)]
     picked = pick_moves([*large, *small], [], Limits(per_broker=5, total=30))
     assert [t.index for t in picked] == [100, 101, 102, 103, 104, *range(25)]
-    assert all(t.small for t in small) and not any(t.small for t in large)
+    assert all(t.small for t in small)
+    assert not any(t.small for t in large)
     assert broker_counts([*large[:5], *small]) == {2: 5, 9: 5}
     # A move between a broker's directories is never small: its copy is the broker's own, uncounted by Kafka.
     between = Task(7, TopicPartition("t", 7), (1,), (1,), 10.0, (DirMove(1, "/b", "/a"),))
     assert not between.small
+
+
+def test_a_tiered_move_costs_what_its_new_replica_copies() -> None:
+    # 40 MB on the leader's disk, of which 0.5 MB past the last tiered offset: the brokers fetch from there
+    # (KIP-1023), so the move, maxBytesPerRun, the ETA and the slot it takes count 0.5 MB per added replica.
+    b = ClusterBuilder()
+    for broker in range(1, 5):
+        b.add_broker(broker, rack=f"r{broker}", fetch_last_tiered=True)
+    b.add_partition("t", 0, [1, 2], size_bytes=40e6, remote_bytes=400e6, untiered_bytes=0.5e6)
+    b.add_partition("t", 1, [1, 2], size_bytes=40e6)
+    cluster = b.build()
+    plan = ReassignmentPlan.of([PartitionTarget("t", 0, (3, 4)), PartitionTarget("t", 1, (1, 3))])
+    tiered, plain = build_tasks(plan, cluster, {})
+    assert tiered.bytes_to_move == 2 * 0.5e6
+    assert tiered.small
+    assert plain.bytes_to_move == 40e6
+    assert not plain.small
 
 
 def test_throttle_lists_of_a_topic_stay_within_the_budget() -> None:

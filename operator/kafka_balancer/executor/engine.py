@@ -403,7 +403,7 @@ class Executor:
             return False
         to_cancel: list[Task] = []
         for i, task in self.in_flight.items():
-            copied = sum(min(float(sizes.get((task.tp, b), 0)), task.size_bytes) for b in task.adding)
+            copied = sum(min(float(sizes.get((task.tp, b), 0)), task.added_copy) for b in task.adding)
             if task.between_dirs:
                 copied += self._dirs_standing(task).copied
             if copied > self._copied.get(i, 0.0):

@@ -102,9 +102,10 @@ def broker_progress(
             continue
         for b in _receivers(t):
             entry = received.setdefault(b, [0.0, 0.0])
-            entry[1] += t.size_bytes
+            size = t.added_copy if b in t.adding else t.size_bytes  # else a copy between its directories
+            entry[1] += size
             if states[t.index] is TaskState.COMPLETED:
-                entry[0] += t.size_bytes
+                entry[0] += size
     for i, t in in_flight.items():
         for b in t.brokers:
             flight[b] = flight.get(b, 0) + 1

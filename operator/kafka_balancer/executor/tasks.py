@@ -10,7 +10,7 @@ from kafka_balancer.kafka.port import OngoingReassignment, TopicPartition
 from kafka_balancer.model import ClusterModel, ModelError, ReassignmentPlan
 from kafka_balancer.model.plan import check_log_dirs
 
-# A move whose partition is no larger than this is copied by the new replica's first fetch
+# A move whose new replica copies no more than this is copied by the new replica's first fetch
 # (replica.fetch.max.bytes, 1 MiB by default): it loads its brokers no more than the metadata change
 # itself, so it takes no per-broker slot (concurrentMovesTotal still bounds it). On a dense cluster most
 # partitions are small: at 5 slots a broker, 8,000 moves of near-empty partitions would take one poll
@@ -41,10 +41,18 @@ class Task:
     tp: TopicPartition
     original: tuple[int, ...]  # replicas before the execution touched the partition
     target: tuple[int, ...]
-    size_bytes: float  # the leader's log size: what each added replica must copy
+    size_bytes: float  # the leader's local log: what a copy between a broker's directories copies
     # Replicas to put in a named directory (AlterReplicaLogDirs): added ones and those moving between
     # their broker's directories; a replica already in its named directory is not listed.
     dirs: tuple[DirMove, ...] = ()
+    # What each added replica copies from the leader (ClusterModel.copy_bytes: less than the local log
+    # where tiered segments are skipped); None: the local log.
+    copy_bytes: float | None = None
+
+    @property
+    def added_copy(self) -> float:
+        """The bytes each replica this move adds copies from the leader."""
+        return self.size_bytes if self.copy_bytes is None else self.copy_bytes
 
     @property
     def kind(self) -> TaskKind:
@@ -81,12 +89,12 @@ class Task:
 
     @property
     def small(self) -> bool:
-        """A move between brokers of a partition no larger than SMALL_MOVE_BYTES (no slot of its own)."""
-        return self.kind is TaskKind.MOVE and not self.between_dirs and self.size_bytes <= SMALL_MOVE_BYTES
+        """A move between brokers whose new replicas copy at most SMALL_MOVE_BYTES each (no slot of its own)."""
+        return self.kind is TaskKind.MOVE and not self.between_dirs and self.added_copy <= SMALL_MOVE_BYTES
 
     @property
     def bytes_to_move(self) -> float:
-        return self.size_bytes * (len(self.adding) + len(self.between_dirs))
+        return self.added_copy * len(self.adding) + self.size_bytes * len(self.between_dirs)
 
 
 def build_tasks(
@@ -115,5 +123,6 @@ def build_tasks(
             now = cluster.replica_log_dir(p, b) if b in current else None
             if now != path:
                 dirs.append(DirMove(b, path, now))
-        tasks.append(Task(i, tp, current, target.replicas, float(cluster.size_bytes[p]), tuple(dirs)))
+        size, copy = float(cluster.size_bytes[p]), float(cluster.copy_bytes[p])
+        tasks.append(Task(i, tp, current, target.replicas, size, tuple(dirs), None if copy == size else copy))
     return tasks
