@@ -33,6 +33,7 @@ BENCHMARKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("real_cluster_start", ("bench.real_cluster_start",)),
     ("real_copy_rate", ("bench.real_copy_rate",)),
     ("demo", ("bench.demo",)),
+    ("real_scale", ("bench.real_scale",)),
 )
 
 
