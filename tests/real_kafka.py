@@ -7,7 +7,8 @@
         assert real_kafka.read_back("orders") == written  # every record still there, same checksums
 
 The cluster is ``kafka-balancer sandbox --real``'s own code (kafka_balancer.sandbox.real): 6 brokers
-(node ids 1-6) in 3 racks (rack-a, rack-b, rack-c round robin), 2 log directories each, started on
+(node ids 1-6) in 3 racks (rack-a, rack-b, rack-c round robin), 2 log directories each, remote storage
+(KIP-405, LocalTieredStorage) for the topics that enable it, started on
 first use and stopped at the end of the session. Before each test ``reset`` brings it back to empty:
 every broker running, no topics, no consumer groups, no throttle configs, so a test may stop and kill
 brokers. The jars come from ``make kafka``; when Java or the jars are missing the tests fail with the
@@ -308,6 +309,7 @@ class RealClusters:
                 port_base=free_port_range(BROKERS + 1),
                 kafka_libs=kafka_libs_of(version),
                 broker_configs=BROKER_CONFIGS,
+                tiered_storage=True,  # remote storage for the topics that enable it (test_tiering.py)
             )
             cluster = RealCluster(options)  # its data in a temporary folder, deleted when it stops
             cluster.start()  # stops what it started when it fails
