@@ -1,6 +1,6 @@
 """Real Kafka at the design's density: 6 brokers in 3 racks, about 4,000 replicas each once balanced.
 
-    .venv/bin/python -m bench.real_scale [--replicas 24000] [--topics 300] [--record-topics 150]
+    .venv/bin/python -m bench.real_scale [--replicas 24000] [--topics 300] [--durable-topics 30] [--record-topics 150]
                                          [--data-mb 1000] [--throttle 10MB/s] [--heap-mb 1024]
                                          [--only ours|kafka]
 
@@ -192,13 +192,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="bench.real_scale", description=__doc__.split("\n\n")[0])
     parser.add_argument("--replicas", type=int, default=LayoutOptions.replicas)
     parser.add_argument("--topics", type=int, default=LayoutOptions.topics)
+    parser.add_argument("--durable-topics", type=int, default=LayoutOptions.durable_topics)
     parser.add_argument("--record-topics", type=int, default=LayoutOptions.record_topics)
     parser.add_argument("--data-mb", type=int, default=LayoutOptions.data_bytes // 1_000_000)
     parser.add_argument("--throttle", default="10MB/s", help="replication throttle per broker, both sides")
     parser.add_argument("--heap-mb", type=int, default=1024, help="heap of each broker JVM")
     parser.add_argument("--only", choices=("ours", "kafka"), help="one side (kafka needs a plan: ours first)")
     args = parser.parse_args()
-    plan = layout(LayoutOptions(args.replicas, args.topics, args.record_topics, args.data_mb * 1_000_000))
+    plan = layout(
+        LayoutOptions(args.replicas, args.topics, args.durable_topics, args.record_topics, args.data_mb * 1_000_000)
+    )
     print(
         f"{len(plan.topics)} topics, {plan.partitions} partitions, {plan.replicas} replicas "
         f"({plan.replicas / BROKERS:.0f} per broker once balanced), {len(plan.records)} topics with "

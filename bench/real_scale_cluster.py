@@ -2,12 +2,13 @@
 
 Six brokers in three racks (1 and 4 in rack-a, 2 and 5 in rack-b, 3 and 6 in rack-c). Every partition
 starts on brokers 1-4, as when brokers 5 and 6 have just been added: a few hundred topics of very
-different sizes (log-normal partition counts, at most ``MAX_TOPIC_PARTITIONS`` each). Topics with
-records are durable (replication factor 3, min.insync.replicas 2: {1,2,3} or {2,3,4}, the only rack-aware
-triples of the four); the others have two replicas. Preferred leaders go to the higher broker ids, and a
-rolling restart of brokers 1-4 (each back in every ISR before the next stops, as an upgrade does it)
-leaves leadership where the restarts pushed it, on the lower ids: as after an upgrade without a
-preferred-leader election, most partitions are led by another replica than their first.
+different sizes (log-normal partition counts, at most ``MAX_TOPIC_PARTITIONS`` each). A few dozen are
+durable (replication factor 3, min.insync.replicas 2: {1,2,3} or {2,3,4}, the only rack-aware triples
+of the four), the others have two replicas; the durable ones and a hundred and more of the others hold
+records. Preferred leaders go to the higher broker ids, and a rolling restart of brokers 1-4 (each back
+in every ISR before the next stops, as an upgrade does it) leaves leadership where the restarts pushed
+it, on the lower ids: as after an upgrade without a preferred-leader election, most partitions are led
+by another replica than their first.
 
 The same seed builds the same cluster, so the two clusters of a sitting (ours and Kafka's tools) start
 identical: the same topics, replicas, records and, after the same restarts, the same leaders.
@@ -65,31 +66,35 @@ class Layout:
 class LayoutOptions:
     replicas: int = 24_000  # about 4,000 per broker once balanced over the six
     topics: int = 300
-    record_topics: int = 150
+    durable_topics: int = 30  # replication factor 3, min.insync.replicas 2, with records
+    record_topics: int = 150  # of the others (replication factor 2), with records
     data_bytes: int = 1_000_000_000  # written once, before replication
     record_bytes: int = 4096
     seed: int = 54
 
 
 def layout(o: LayoutOptions) -> Layout:
-    """Topics with log-normal partition counts; ``record_topics`` of them (chosen at random) durable and
-    with records (log-normal shares of ``data_bytes``), so that the replicas add up to about ``replicas``."""
+    """Topics with log-normal partition counts: ``durable_topics`` (chosen at random) with three replicas and
+    min ISR 2, the rest with two, ``record_topics`` of those and every durable one holding records
+    (log-normal shares of ``data_bytes``); the replicas add up to about ``replicas``."""
     rng = np.random.default_rng(o.seed)
     weight = rng.lognormal(0.0, 1.5, o.topics)
-    durable = set(rng.choice(o.topics, size=min(o.record_topics, o.topics), replace=False).tolist())
+    order = rng.permutation(o.topics).tolist()
+    durable = set(order[: o.durable_topics])
+    with_records = durable | set(order[o.durable_topics : o.durable_topics + o.record_topics])
     rf = np.array([3 if i in durable else 2 for i in range(o.topics)])
     counts = np.clip(np.round(weight / (weight * rf).sum() * o.replicas), 1, MAX_TOPIC_PARTITIONS).astype(int)
     shares = rng.lognormal(0.0, 1.5, o.topics)
-    shares[rf != 3] = 0.0
+    shares[[i for i in range(o.topics) if i not in with_records]] = 0.0
     topics, records = [], {}
     k = 0
     for i in range(o.topics):
-        name = f"t{i:03d}-{'d' if i in durable else 'm'}"
+        name = f"t{i:03d}-{'d' if i in durable else 'r' if i in with_records else 'm'}"
         lists = TRIPLES if i in durable else PAIRS
         replicas = tuple(lists[(k + p) % len(lists)] for p in range(int(counts[i])))
         k += int(counts[i])
         topics.append(TopicSpec(name, replicas, DURABLE if i in durable else {}))
-        if i in durable:
+        if i in with_records:
             per_partition = shares[i] / shares.sum() * o.data_bytes / counts[i]
             records[name] = max(1, int(per_partition // o.record_bytes))
     return Layout(tuple(topics), records, o.record_bytes)
