@@ -8,7 +8,9 @@ One sitting builds the same cluster twice (bench/real_scale_cluster.py: every pa
 preferred leaders on the higher ids, then a rolling restart of brokers 1-4 that leaves most partitions
 led by another replica than their first), one after the other, and runs on each:
 
-* ours: ``kafka-balancer snapshot``, ``plan`` (the proposal: replica moves and leader changes), ``execute``
+* ours: the operator (kopf, its own process, against the sandbox's Kubernetes API emulator) until a
+  Manual BalancePolicy's status holds its proposal (bench/real_scale_operator.py); then
+  ``kafka-balancer snapshot``, ``plan`` (the proposal: replica moves and leader changes), ``execute``
   of the proposal under the throttle (moves with the executor's per-broker limits, then the preferred-
   leader elections of every leader change), then broker 1 restarts and ``snapshot``, ``plan`` and
   ``execute`` again bring leadership back (a proposal of elections only);
@@ -41,6 +43,7 @@ from kafka_balancer.sandbox.traffic import read_digests
 
 from bench import real_scale_runs as runs
 from bench.real_scale_cluster import BROKERS, RACKS, Layout, LayoutOptions, build, layout, wait_in_sync
+from bench.real_scale_operator import reconcile
 from bench.real_scale_watch import Seen, Watch
 
 RESTARTED = 1
@@ -127,6 +130,10 @@ _UNSET = str(2**63 - 1)  # Kafka's default rate: no throttle
 
 def run_ours(s: Sitting) -> None:
     snap, work = s.folder / "snapshot.json", s.folder
+    m, proposal = reconcile(s.bootstrap, work)
+    s.note(
+        "operator: first proposal", m, f"{proposal.get('moves')} moves, {proposal.get('leaderChanges')} leader changes"
+    )
     s.note("snapshot", runs.snapshot(s.bootstrap, snap))
     m = runs.plan(snap, work)
     summary = (work / "summary.json").read_text()
