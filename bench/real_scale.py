@@ -28,6 +28,7 @@ reassignments in progress. Prints one table; the load average is printed with ea
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import tempfile
@@ -154,8 +155,15 @@ def run_ours(s: Sitting) -> None:
 
 
 def run_kafka(s: Sitting, plan_file: Path) -> None:
+    # The same reassignments without the log directories the plan names: those are the other cluster's
+    # paths (every broker has one directory, so they choose nothing).
+    plan = json.loads(plan_file.read_text())
+    for entry in plan["partitions"]:
+        entry.pop("log_dirs", None)
+    plain = s.folder / "plan.json"
+    plain.write_text(json.dumps(plan))
     with s.watch() as w:
-        m = runs.kafka_reassign(s.bootstrap, plan_file, parse_rate(s.args.throttle))
+        m = runs.kafka_reassign(s.bootstrap, plain, parse_rate(s.args.throttle))
         e = runs.kafka_elect_all(s.bootstrap)
     s.note("reassign (execute + verify)", m, f"{m.calls} calls")
     s.note("elect all", e)
