@@ -38,6 +38,12 @@ from pathlib import Path
 from kafka_balancer.executor import parse_rate
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
+from kafka_balancer.kafka.port import (
+    FOLLOWER_THROTTLE_RATE,
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLE_RATE,
+    LEADER_THROTTLED_REPLICAS,
+)
 from kafka_balancer.sandbox.ports import free_port_range
 from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions
 from kafka_balancer.sandbox.traffic import read_digests
@@ -124,8 +130,8 @@ class Sitting:
         return f"{len(ongoing)} reassignments, {len(listed)} topics and {len(rated)} brokers with throttles"
 
 
-_LISTS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
-_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+_LISTS = (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS)
+_RATES = (LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE)
 _UNSET = str(2**63 - 1)  # Kafka's default rate: no throttle
 
 
