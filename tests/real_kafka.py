@@ -23,7 +23,6 @@ indirect=True)``) gets one cluster per version, each in a group of its own (``re
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,8 +30,7 @@ from pathlib import Path
 
 import pytest
 import raw_client
-from confluent_kafka import Consumer, KafkaException
-from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
 from kafka_balancer.kafka.port import (
@@ -43,7 +41,7 @@ from kafka_balancer.kafka.port import (
 )
 from kafka_balancer.sandbox.ports import free_port_range
 from kafka_balancer.sandbox.real import KAFKA_VERSION, RealCluster, RealClusterOptions
-from kafka_balancer.sandbox.traffic import QUIET, RecordWriter, TopicSpec, create_topics
+from kafka_balancer.sandbox.traffic import QUIET, RecordWriter, TopicSpec, create_topics, read_digests
 
 BROKERS = 6
 RACKS = 3
@@ -110,27 +108,10 @@ class RealKafka:
         return self.read_back(topic, partitions)
 
     def read_back(self, topic: str, partitions: Sequence[int]) -> dict[int, Written]:
-        """Read every record of the partitions from offset 0 to the log end; the digest covers
-        offset, key and value of each record in order."""
-        consumer = Consumer(
-            {
-                "bootstrap.servers": self.bootstrap_servers,
-                "group.id": f"read-back-{time.monotonic_ns()}",
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "fetch.max.bytes": 16 * 1024 * 1024,
-                **QUIET,
-            }
-        )
-        try:
-            out: dict[int, Written] = {}
-            for p in partitions:
-                low, high = consumer.get_watermark_offsets(CkTopicPartition(topic, p), timeout=20)
-                assert low == 0, f"{topic}-{p} starts at offset {low}: records were deleted"
-                out[p] = Written(high, _digest(consumer, topic, p, high))
-            return out
-        finally:
-            consumer.close()
+        """Read every record of the partitions from offset 0 to the log end (sandbox.traffic.read_digests: the
+        digest covers offset, key and value of each record in order; a log not starting at 0 fails)."""
+        found = read_digests(self.bootstrap_servers, [(topic, p) for p in partitions])
+        return {p: Written(*found[(topic, p)]) for p in partitions}
 
     def set_broker_configs(self, changes: Mapping[int, Mapping[str, str]]) -> None:
         """IncrementalAlterConfigs SET on brokers, as an operator does with kafka-configs.sh."""
@@ -245,28 +226,6 @@ class RealKafka:
         for resource in resources:
             for future in self.admin.incremental_alter_configs([resource]).values():
                 future.result(timeout=30)
-
-
-def _digest(consumer: Consumer, topic: str, partition: int, end: int) -> str:
-    digest = hashlib.sha256()
-    if end == 0:
-        return digest.hexdigest()
-    consumer.assign([CkTopicPartition(topic, partition, 0)])
-    expected = 0
-    deadline = time.monotonic() + 120
-    while expected < end:
-        assert time.monotonic() < deadline, f"reading {topic}-{partition} stalled at offset {expected} of {end}"
-        # Never ask for more than is left: consume() waits out its whole timeout for a batch it cannot fill.
-        for msg in consumer.consume(num_messages=min(1000, end - expected), timeout=1.0):
-            if msg.error() is not None:
-                raise AssertionError(f"reading {topic}-{partition}: {msg.error()}")
-            assert msg.offset() == expected, f"{topic}-{partition}: offset {msg.offset()} where {expected} was due"
-            digest.update(f"{msg.offset()}:".encode())
-            digest.update(msg.key() or b"")
-            digest.update(msg.value() or b"")
-            expected += 1
-    consumer.unassign()
-    return digest.hexdigest()
 
 
 def group_of(version: str) -> str:
