@@ -212,6 +212,23 @@ def test_named_log_dirs_make_moves_between_and_into_directories() -> None:
         task((1, 2), ("any", "/b1/b"))
 
 
+def test_a_brokers_only_log_directory_is_not_named_to_kafka() -> None:
+    """A broker with one log directory puts every replica there: naming it would cost an AlterReplicaLogDirs
+    and a DescribeLogDirs of the move at every poll for nothing, so the task names only the JBOD broker's."""
+    builder = ClusterBuilder()
+    builder.add_broker(1, log_dirs=(LogDir("/b1/a"),))
+    builder.add_broker(2, log_dirs=(LogDir("/b2/a"), LogDir("/b2/b")))
+    builder.add_broker(3, log_dirs=(LogDir("/b3/a"),))
+    builder.add_partition("t", 0, [1, 2], size_bytes=100, log_dirs=["/b1/a", "/b2/a"])
+    cluster = builder.build()
+    plan = ReassignmentPlan.of([PartitionTarget("t", 0, (3, 2), ("/b3/a", "/b2/b"))])
+    (moved,) = build_tasks(plan, cluster, {})
+    assert moved.kind is TaskKind.MOVE
+    assert [(d.broker, d.path, d.original) for d in moved.dirs] == [(2, "/b2/b", "/b2/a")]
+    stay = ReassignmentPlan.of([PartitionTarget("t", 0, (1, 2), ("/b1/a", "/b2/a"))])
+    assert build_tasks(stay, cluster, {})[0].kind is TaskKind.NOOP
+
+
 def test_build_tasks_recovers_original_replicas_of_a_running_reassignment() -> None:
     cluster = _cluster()
     plan = ReassignmentPlan.of([PartitionTarget("t", 0, (1, 2, 4)), PartitionTarget("t", 2, (2, 1))])

@@ -107,6 +107,9 @@ def build_tasks(
     metadata does not list is offline (a broker that is down and holds nothing is not listed): its
     moves wait for it (safety.move_blocker). Named log directories must be their brokers' (check_log_dirs)."""
     check_log_dirs(plan, cluster)
+    # A broker's only log directory is where Kafka puts its replicas anyway: naming it would cost an
+    # AlterReplicaLogDirs and a DescribeLogDirs of the move at every poll, for nothing.
+    single = {int(b) for i, b in enumerate(cluster.broker_ids.tolist()) if len(cluster.log_dirs(i)) == 1}
     tasks = []
     for i, target in enumerate(plan.partitions):
         tp = TopicPartition(target.topic, target.partition)
@@ -120,6 +123,8 @@ def build_tasks(
             current = tuple(b for b in running.replicas if b not in running.adding)
         dirs = []
         for b, path in target.named_log_dirs.items():
+            if b in single:
+                continue
             now = cluster.replica_log_dir(p, b) if b in current else None
             if now != path:
                 dirs.append(DirMove(b, path, now))
