@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv browser container-tools image image-base debian-base kafka kube-binaries kube-node gitops-tools prometheus-tools test test-node test-under-load lint typecheck contracts pytest demo bench crds clean
+.PHONY: venv browser container-tools image image-base debian-base kafka kube-binaries kube-node gitops-tools prometheus-tools test test-node test-kafka-versions test-under-load lint typecheck contracts pytest demo bench crds clean
 
 venv: $(STAMP)
 
@@ -49,20 +49,26 @@ CONTAINER_PACKAGES := podman runc debootstrap containerd containernetworking-plu
 container-tools:
 	$(call apt_install,podman runc debootstrap containerd nft /usr/lib/cni/bridge,$(CONTAINER_PACKAGES))
 
-# Apache Kafka 4.3.1 (the broker's jars and a log4j2 provider for SLF4J, Kafka's own command-line tools,
-# and kafka-storage's test jar with LocalTieredStorage), from Maven Central with Maven:
-# kafka-runtime/pom.xml lists them, the dependency plugin copies them into build/kafka/libs, once.
-# The tests and the demo run real KRaft brokers from these jars (kafka_balancer.sandbox.real).
+# The Apache Kafka versions the product supports (README "Supported Kafka versions"), oldest first: the
+# newest 3.x KRaft release and 4.x up to the newest Maven Central serves. For each, the broker's jars and a
+# log4j2 provider for SLF4J, Kafka's own command-line tools and kafka-storage's test jar with
+# LocalTieredStorage, from Maven Central with Maven: kafka-runtime/pom.xml lists them, the dependency
+# plugin copies them into build/kafka/<version>/libs, once per version (stamped; a version dropped from
+# the list is deleted). The tests and the demo run real KRaft brokers from these jars
+# (kafka_balancer.sandbox.real; KAFKA_VERSION there, 4.3.1, unless told otherwise: the newest whose jars
+# carry LocalTieredStorage, which 4.4.0's test jars no longer do).
 # Debian's maven (and a Java 17 runtime) are installed when missing, with sudo when not root.
-KAFKA_LIBS := build/kafka/libs
-KAFKA_STAMP := build/kafka/.fetched
-kafka: $(KAFKA_STAMP)
+KAFKA_VERSIONS := 3.9.2 4.3.1 4.4.0
+KAFKA_DIR := build/kafka
+kafka: $(foreach v,$(KAFKA_VERSIONS),$(KAFKA_DIR)/$(v)/.fetched)
+	@[ -L $(KAFKA_DIR) ] || for d in $(KAFKA_DIR)/*/; do v=$$(basename $$d); \
+	  case " $(KAFKA_VERSIONS) " in *" $$v "*) ;; *) echo "make kafka: $$v is not listed, deleting $$d"; rm -rf $$d;; esac; done
 
-$(KAFKA_STAMP): kafka-runtime/pom.xml
+$(KAFKA_DIR)/%/.fetched: kafka-runtime/pom.xml
 	$(call apt_install,java mvn,openjdk-17-jre-headless maven)
-	rm -rf $(KAFKA_LIBS)
-	mvn -q -B -Dstyle.color=never -f kafka-runtime/pom.xml dependency:copy-dependencies \
-	  -DincludeScope=runtime -DoutputDirectory=$(abspath $(KAFKA_LIBS))
+	rm -rf $(KAFKA_DIR)/$*/libs
+	mvn -q -B -Dstyle.color=never -f kafka-runtime/pom.xml -Dkafka.version=$* dependency:copy-dependencies \
+	  -DincludeScope=runtime -DoutputDirectory=$(abspath $(KAFKA_DIR)/$*/libs)
 	touch $@
 
 # The real Kubernetes API server, etcd and kubectl of the operator's tests, built from Go module sources
@@ -202,6 +208,12 @@ $(DEBIAN_BASE_ARCHIVE): | container-tools
 PYTEST_WORKERS ?= 2
 pytest: venv browser kafka kube-binaries gitops-tools prometheus-tools image
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --ignore=tests/node
+
+# The tests that hold the product and the emulator to each Kafka version, on every version of
+# KAFKA_VERSIONS (`make test` runs them on the oldest and on the main test cluster's; tests/real_kafka.py).
+KAFKA_VERSION_TESTS := tests/kafka/test_conformance.py tests/realkafka/test_executor_real.py
+test-kafka-versions: venv kafka
+	KAFKA_BALANCER_TEST_VERSIONS=all $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(KAFKA_VERSION_TESTS)
 
 test: lint typecheck contracts pytest
 

@@ -3,7 +3,8 @@
     .venv/bin/python -m bench.real_cluster_start [--brokers 3,6] [--runs 3] [--cold-maven]
 
 Each run fetches the jars with the Makefile's own recipe into a fresh temporary folder
-(``make kafka KAFKA_LIBS=<tmp>/libs``, so the repository's build/kafka is left alone), then, for each
+(``make kafka KAFKA_DIR=<tmp> KAFKA_VERSIONS=<KAFKA_VERSION>``, so the repository's build/kafka is left
+alone), then, for each
 broker count, writes the configs and formats the storage of every node (kafka.tools.StorageTool, all
 nodes at once), then starts the controller and broker JVMs and waits until DescribeCluster lists every
 broker (kafka_balancer.sandbox.real, what `kafka-balancer sandbox --real` and the tests run). Maven's
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 
 from kafka_balancer.sandbox.ports import free_port_range
-from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions
+from kafka_balancer.sandbox.real import KAFKA_VERSION, RealCluster, RealClusterOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,8 +35,7 @@ def fetch(folder: Path, *, cold_maven: bool) -> float:
     env = dict(os.environ)
     if cold_maven:
         env["MAVEN_OPTS"] = f"{env.get('MAVEN_OPTS', '')} -Dmaven.repo.local={folder / 'm2'}".strip()
-    command = ["make", "-s", "-C", str(ROOT), "kafka", f"KAFKA_LIBS={folder / 'libs'}"]
-    command.append(f"KAFKA_STAMP={folder / '.fetched'}")
+    command = ["make", "-s", "-C", str(ROOT), "kafka", f"KAFKA_DIR={folder}", f"KAFKA_VERSIONS={KAFKA_VERSION}"]
     started = time.monotonic()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -83,7 +83,7 @@ def main() -> None:
             figures["fetch"].append(fetched)
             cells = []
             for n in counts:
-                formatted, started = start(folder / "libs", n)
+                formatted, started = start(folder / KAFKA_VERSION / "libs", n)
                 figures[f"format {n}"].append(formatted)
                 figures[f"start {n}"].append(started)
                 figures[f"total {n}"].append(fetched + formatted + started)

@@ -41,6 +41,9 @@ def _kafka_version(item: pytest.Item) -> str | None:
     params = callspec.params if callspec is not None else {}
     if {"real_kafka", "real_cluster"} & names or params.get("kafka_target") == "real":
         return str(params.get("kafka_version", KAFKA_VERSION))
+    target = str(params.get("kafka_target", ""))
+    if target.startswith("real-"):  # another version's cluster (kafka_targets.BACKENDS)
+        return target.removeprefix("real-")
     return None
 
 

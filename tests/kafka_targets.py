@@ -32,11 +32,16 @@ from kafka_balancer.kafka.port import LOG_DIR_THROTTLE_RATE
 from kafka_balancer.model import ClusterBuilder
 from kafka_balancer.model.cluster import LogDir
 from kafka_balancer.sandbox import EmulatedCluster, EmulatorOptions, GroupSeed, MemberSeed
-from kafka_balancer.sandbox.real import RealClusterOptions
+from kafka_balancer.sandbox.real import KAFKA_VERSION, RealClusterOptions
 from kafka_balancer.sandbox.traffic import QUIET, TopicSpec, create_topics
-from real_kafka import BROKERS, LOG_DIRS, RACKS, RealKafka
+from kafka_balancer.sandbox.versions import KafkaFeatures
+from real_kafka import BROKERS, LOG_DIRS, RACKS, TESTED_VERSIONS, RealClusters, RealKafka
 
-BACKENDS = ("emulator", "real")
+# "real" is the run's main cluster (KAFKA_VERSION) and "emulator" the emulator as that version;
+# "real-<version>" and "emulator-<version>" the same for each other version of TESTED_VERSIONS (the oldest
+# by default, every fetched one with KAFKA_BALANCER_TEST_VERSIONS=all).
+OLDER_VERSIONS = TESTED_VERSIONS[:-1]
+BACKENDS = ("emulator", "real", *(f"{kind}-{v}" for v in OLDER_VERSIONS for kind in ("emulator", "real")))
 # The emulator's log directories are each on a volume of this size (real brokers report their disk's).
 VOLUME_BYTES = 100_000_000_000
 T = TypeVar("T")
@@ -51,6 +56,7 @@ class GroupMember:
 class KafkaTarget(Protocol):
     kind: str
     bootstrap_servers: str
+    features: KafkaFeatures  # of the Kafka version the cluster is (or answers as)
 
     def rack(self, broker_id: int) -> str: ...
 
@@ -119,6 +125,7 @@ def rack_of(broker_id: int) -> str:
 class _Base:
     kind: str
     bootstrap_servers: str
+    features: KafkaFeatures
     opened: list[KafkaAdapter] = field(default_factory=list)
 
     def rack(self, broker_id: int) -> str:
@@ -148,15 +155,15 @@ class _Base:
 
 
 class EmulatedTarget(_Base):
-    def __init__(self) -> None:
+    def __init__(self, version: str | None = None) -> None:
         builder = ClusterBuilder(cluster_name="conformance")
         for b in range(1, BROKERS + 1):
             # Two log directories each, as the real cluster's brokers have.
             dirs = tuple(LogDir(f"/var/lib/kafka/broker-{b}/data-{k}") for k in range(LOG_DIRS))
             builder.add_broker(b, rack=rack_of(b), log_dirs=dirs, disk_bytes=VOLUME_BYTES * LOG_DIRS)
-        self.cluster = EmulatedCluster(builder.build(), EmulatorOptions(time_scale=1.0))
+        self.cluster = EmulatedCluster(builder.build(), EmulatorOptions(time_scale=1.0, kafka_version=version))
         self.cluster.open()
-        super().__init__("emulator", self.cluster.bootstrap_servers)
+        super().__init__("emulator", self.cluster.bootstrap_servers, KafkaFeatures(version))
 
     def fill(self, topic: str, partition: int, *, records: int, record_bytes: int) -> None:
         with self.cluster.state.lock:
@@ -208,7 +215,7 @@ class EmulatedTarget(_Base):
 
 class RealTarget(_Base):
     def __init__(self, kafka: RealKafka) -> None:
-        super().__init__("real", kafka.bootstrap_servers)
+        super().__init__("real", kafka.bootstrap_servers, KafkaFeatures(kafka.cluster.version))
         self.kafka = kafka
         self.consumers: list[Consumer] = []
 
@@ -265,10 +272,20 @@ class RealTarget(_Base):
 @pytest.fixture
 def kafka_target(request: pytest.FixtureRequest) -> Iterator[KafkaTarget]:
     """Parametrise with ``indirect=True`` over BACKENDS: an empty cluster of that kind."""
-    target: EmulatedTarget | RealTarget = (
-        EmulatedTarget() if request.param == "emulator" else RealTarget(request.getfixturevalue("real_kafka"))
-    )
+    target: EmulatedTarget | RealTarget
+    older: RealKafka | None = None  # another version's cluster, reset here as real_kafka does for the main one
+    if request.param.startswith("emulator"):
+        target = EmulatedTarget(request.param.removeprefix("emulator").removeprefix("-") or KAFKA_VERSION)
+    elif request.param == "real":
+        target = RealTarget(request.getfixturevalue("real_kafka"))
+    else:
+        clusters: RealClusters = request.getfixturevalue("real_clusters")
+        older = RealKafka(clusters.of(request.param.removeprefix("real-")))
+        older.reset()
+        target = RealTarget(older)
     try:
         yield target
     finally:
         target.close()
+        if older is not None:
+            older.close()

@@ -6,6 +6,11 @@
         ...
         assert real_kafka.read_back("orders") == written  # every record still there, same checksums
 
+Kafka versions: the main cluster runs KAFKA_VERSION (sandbox.real's default, the newest of the Makefile's
+KAFKA_VERSIONS whose jars carry LocalTieredStorage). The tests that hold the product to each version take
+their versions from TESTED_VERSIONS: the oldest fetched and KAFKA_VERSION by default, every fetched version
+with KAFKA_BALANCER_TEST_VERSIONS=all (``make test-kafka-versions``).
+
 The cluster is ``kafka-balancer sandbox --real``'s own code (kafka_balancer.sandbox.real): 6 brokers
 (node ids 1-6) in 3 racks (rack-a, rack-b, rack-c round robin), 2 log directories each, remote storage
 (KIP-405, LocalTieredStorage) for the topics that enable it, started on
@@ -23,10 +28,10 @@ indirect=True)``) gets one cluster per version, each in a group of its own (``re
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 import raw_client
@@ -40,7 +45,14 @@ from kafka_balancer.kafka.port import (
     LOG_DIR_THROTTLE_RATE,
 )
 from kafka_balancer.sandbox.ports import free_port_range
-from kafka_balancer.sandbox.real import KAFKA_VERSION, RealCluster, RealClusterOptions
+from kafka_balancer.sandbox.real import (
+    KAFKA_VERSION,
+    RealCluster,
+    RealClusterOptions,
+    fetched_versions,
+    has_local_tiered_storage,
+    kafka_libs,
+)
 from kafka_balancer.sandbox.traffic import QUIET, RecordWriter, TopicSpec, create_topics, read_digests
 
 BROKERS = 6
@@ -49,6 +61,18 @@ LOG_DIRS = 2
 THROTTLE_RATES = (LEADER_THROTTLE_RATE, FOLLOWER_THROTTLE_RATE, LOG_DIR_THROTTLE_RATE)
 # Dynamic broker configs a test may set, deleted before the next test.
 RESET_BROKER_CONFIGS = (*THROTTLE_RATES, CORDONED_LOG_DIRS)
+
+
+def _tested_versions() -> tuple[str, ...]:
+    """The versions the version tests run on, KAFKA_VERSION (the main cluster's) last: every version
+    ``make kafka`` fetched with KAFKA_BALANCER_TEST_VERSIONS=all, else the oldest and KAFKA_VERSION."""
+    others = [v for v in fetched_versions() if v != KAFKA_VERSION]
+    if os.environ.get("KAFKA_BALANCER_TEST_VERSIONS") != "all":
+        others = others[:1]
+    return (*others, KAFKA_VERSION)
+
+
+TESTED_VERSIONS = _tested_versions()
 
 
 @dataclass(frozen=True)
@@ -233,13 +257,6 @@ def group_of(version: str) -> str:
     return "real-kafka" if version == KAFKA_VERSION else f"real-kafka-{version}"
 
 
-def kafka_libs_of(version: str) -> Path | None:
-    """The jars of ``version`` (None: the default folder, ``make kafka``'s build/kafka/libs)."""
-    if version == KAFKA_VERSION:
-        return None
-    raise ValueError(f"no jars for Kafka {version}: `make kafka` fetches {KAFKA_VERSION} only")
-
-
 # Every topic is one a test created: a producer left running by an earlier test (one its timeout cut
 # short) cannot bring a topic back after ``reset`` deleted it (seen: heavy and medium of the real-traffic
 # test in the next test's cluster).
@@ -266,9 +283,11 @@ class RealClusters:
                 racks=RACKS,
                 log_dirs=LOG_DIRS,
                 port_base=free_port_range(BROKERS + 1),
-                kafka_libs=kafka_libs_of(version),
+                kafka_version=version,
                 broker_configs=BROKER_CONFIGS,
-                tiered_storage=True,  # remote storage for the topics that enable it (test_tiering.py)
+                # Remote storage for the topics that enable it (test_tiering.py) where the version's jars
+                # carry LocalTieredStorage (not 4.4.0's).
+                tiered_storage=has_local_tiered_storage(kafka_libs(version=version)),
             )
             cluster = RealCluster(options)  # its data in a temporary folder, deleted when it stops
             cluster.start()  # stops what it started when it fails

@@ -13,9 +13,12 @@ future replicas, their throttle); DescribeTopicPartitions (eligible leader repli
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import raw_client
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka_balancer.kafka import lacking
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.port import (
     CORDONED_LOG_DIRS,
@@ -155,8 +158,11 @@ def test_a_cluster_wide_min_isr_is_every_topics_effective_value_and_cannot_be_de
         )
         model = adapter.read_cluster(with_sizes=False)
         assert {s.name: s.min_insync_replicas for s in model.topic_settings()} == {"plain": 2, "own": 3}
-        with pytest.raises(AssertionError, match=r"40 Cluster-level min\.insync\.replicas cannot be removed"):
-            raw_client.set_cluster_default(kafka_target.bootstrap_servers, "min.insync.replicas", None)
+        if kafka_target.features.eligible_leader_replicas:
+            with pytest.raises(AssertionError, match=r"40 Cluster-level min\.insync\.replicas cannot be removed"):
+                raw_client.set_cluster_default(kafka_target.bootstrap_servers, "min.insync.replicas", None)
+        else:  # Kafka < 4.1 keeps no ELR: the cluster-level value is deleted like any other
+            kafka_target.set_cluster_default("min.insync.replicas", None, effective="1")
     finally:
         kafka_target.set_cluster_default("min.insync.replicas", "1", effective="1")
 
@@ -445,11 +451,12 @@ def test_log_end_offsets_right_after_leadership_moves(kafka_target: KafkaTarget)
 
 @backends
 def test_cordoned_log_dirs_are_read_refused_when_unknown_and_kept_off_by_topic_creation(
-    kafka_target: KafkaTarget,
+    kafka_target: KafkaTarget, caplog: pytest.LogCaptureFixture
 ) -> None:
     """KIP-1066 (Kafka 4.3): ``cordoned.log.dirs`` lists entries of a broker's log.dirs or is ``*``;
     the snapshot marks each directory, a broker with every directory cordoned is cordoned, and new
-    topics are placed elsewhere. Both clusters answer a directory not in log.dirs alike."""
+    topics are placed elsewhere. Both clusters answer a directory not in log.dirs alike. An older
+    Kafka has no cordons: the product says so once and reads none."""
     adapter = kafka_target.adapter()
 
     def dirs_of(broker_id: int) -> list[bool]:
@@ -457,6 +464,9 @@ def test_cordoned_log_dirs_are_read_refused_when_unknown_and_kept_off_by_topic_c
         return [d.cordoned for d in model.broker(model.broker_index(broker_id)).log_dirs]
 
     assert dirs_of(2) == [False, False]  # both clusters: 2 log directories per broker
+    if not kafka_target.features.cordons:
+        _older_kafka_reads_no_cordons_and_says_so_once(kafka_target, adapter, caplog)
+        return
     first = adapter.broker_configs([2])[2][LOG_DIRS].split(",")[0]
     adapter.alter_broker_configs({2: {CORDONED_LOG_DIRS: first}, 3: {CORDONED_LOG_DIRS: "*"}})
 
@@ -491,6 +501,23 @@ def test_cordoned_log_dirs_are_read_refused_when_unknown_and_kept_off_by_topic_c
     assert dirs_on_2() == {adapter.broker_configs([2])[2][LOG_DIRS].split(",")[1]}
 
 
+def _older_kafka_reads_no_cordons_and_says_so_once(
+    kafka_target: KafkaTarget, adapter: KafkaAdapter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kafka < 4.3 lists no ``cordoned.log.dirs`` among a broker's configs: every directory is read
+    uncordoned, and the first read of the cluster logs one line saying what it lacks, later reads none."""
+    assert CORDONED_LOG_DIRS not in adapter.broker_configs([2])[2]
+    lacking.forget(adapter.spec.bootstrap_servers)
+    caplog.clear()  # the test's first read said it already
+    with caplog.at_level(logging.WARNING, logger=lacking.__name__):
+        for _ in range(3):
+            assert not adapter.read_cluster().broker_cordoned.any()
+    said = [r.getMessage() for r in caplog.records if r.name == lacking.__name__]
+    assert said == [
+        f"Kafka at {adapter.spec.bootstrap_servers} lacks {lacking.Feature.CORDONS.value}; going on without it"
+    ]
+
+
 @backends
 def test_eligible_leader_replicas_follow_the_isr_below_min_isr(kafka_target: KafkaTarget) -> None:
     """KIP-966, on by default in Kafka 4.x KRaft: a replica that leaves an ISR already below
@@ -511,13 +538,20 @@ def test_eligible_leader_replicas_follow_the_isr_below_min_isr(kafka_target: Kaf
             )
         return out
 
+    # Kafka < 4.1 keeps no ELR: DescribeTopicPartitions (3.8+) answers, every ELR empty.
+    kept = kafka_target.features.eligible_leader_replicas
+
+    def elr_if_kept(*replicas: int) -> tuple[int, ...]:
+        return replicas if kept else ()
+
     assert elr() == {"e": ((1, 2, 3), ()), "f": ((1, 2, 3), ())}  # f is at its min ISR 3: ELR read, empty
     kafka_target.stop_broker(3)
-    converge(elr, {"e": ((1, 2), ()), "f": ((1, 2), (3,))}, "broker 3 out of the ISRs", timeout_s=60)
+    converge(elr, {"e": ((1, 2), ()), "f": ((1, 2), elr_if_kept(3))}, "broker 3 out of the ISRs", timeout_s=60)
     kafka_target.stop_broker(2)
-    converge(elr, {"e": ((1,), (2,)), "f": ((1,), (2, 3))}, "broker 2 out of the ISRs", timeout_s=60)
+    expected = {"e": ((1,), elr_if_kept(2)), "f": ((1,), elr_if_kept(2, 3))}
+    converge(elr, expected, "broker 2 out of the ISRs", timeout_s=60)
     kafka_target.start_broker(3)
-    converge(elr, {"e": ((1, 3), ()), "f": ((1, 3), (2,))}, "broker 3 back in the ISRs", timeout_s=60)
+    converge(elr, {"e": ((1, 3), ()), "f": ((1, 3), elr_if_kept(2))}, "broker 3 back in the ISRs", timeout_s=60)
 
 
 @backends
@@ -562,16 +596,17 @@ def test_replica_log_dirs_are_read_and_moved_between_and_into_a_brokers_director
     wait_until(lambda: not adapter.list_reassignments(), "the reassignment to finish")
     assert adapter.replica_log_dirs([(tp, 3)])[(tp, 3)].path == dirs[3][1]
     assert adapter.alter_replica_log_dirs({(tp, 3): dirs[3][1]}) == {(tp, 3): None}  # already there: nothing to do
-    # A cordoned directory (KIP-1066) takes no replica, hosted or still to come.
-    adapter.alter_broker_configs({3: {CORDONED_LOG_DIRS: dirs[3][0]}, 4: {CORDONED_LOG_DIRS: "*"}})
-    converge(lambda: adapter.broker_configs([4])[4].get(CORDONED_LOG_DIRS), "*", "the cordons")
     four = adapter.broker_configs([4])[4][LOG_DIRS].split(",")[0]
-    refused = adapter.alter_replica_log_dirs({(tp, 3): dirs[3][0], (tp, 4): four})
-    assert {key: None if e is None else e.name for key, e in refused.items()} == {
-        (tp, 3): "INVALID_REPLICA_ASSIGNMENT",
-        (tp, 4): "INVALID_REPLICA_ASSIGNMENT",
-    }
-    assert adapter.replica_log_dirs([(tp, 3)])[(tp, 3)].path == dirs[3][1]
+    if kafka_target.features.cordons:
+        # A cordoned directory (KIP-1066) takes no replica, hosted or still to come.
+        adapter.alter_broker_configs({3: {CORDONED_LOG_DIRS: dirs[3][0]}, 4: {CORDONED_LOG_DIRS: "*"}})
+        converge(lambda: adapter.broker_configs([4])[4].get(CORDONED_LOG_DIRS), "*", "the cordons")
+        refused = adapter.alter_replica_log_dirs({(tp, 3): dirs[3][0], (tp, 4): four})
+        assert {key: None if e is None else e.name for key, e in refused.items()} == {
+            (tp, 3): "INVALID_REPLICA_ASSIGNMENT",
+            (tp, 4): "INVALID_REPLICA_ASSIGNMENT",
+        }
+        assert adapter.replica_log_dirs([(tp, 3)])[(tp, 3)].path == dirs[3][1]
     # A broker that is down: its replica is answered BROKER_NOT_AVAILABLE (to ask again), the others go on.
     kafka_target.stop_broker(4)
     wait_until(lambda: 4 not in {b.id for b in adapter.describe_cluster().brokers}, "broker 4 out of the cluster")

@@ -1,12 +1,14 @@
-"""The executor moving real data on real Kafka 4.3.1 brokers (issue 32): produce, `snapshot`, `plan`,
-`execute` under a throttle, all as separate processes, and check the cluster throughout and after."""
+"""The executor moving real data on real Kafka brokers of each tested version (issue 32, 54): produce,
+`snapshot`, `plan`, `execute` under a throttle, all as separate processes, and check the cluster throughout
+and after."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from kafka_targets import no_throttle_left
-from real_kafka import RealKafka
+from real_kafka import TESTED_VERSIONS, RealKafka
 
 from realkafka.workflow import execute, finish, run_watched, snapshot_and_plan, targets, watch_for
 
@@ -41,6 +43,7 @@ def _fill(kafka: RealKafka) -> dict[str, dict[int, object]]:
     return written
 
 
+@pytest.mark.parametrize("kafka_version", TESTED_VERSIONS, indirect=True)
 def test_execute_moves_real_data_under_a_throttle_and_loses_nothing(real_kafka: RealKafka, tmp_path: Path) -> None:
     written = _fill(real_kafka)
     assert sum(len(w) * TOPICS[t][2] for t, w in written.items()) >= 300  # MB of records in all

@@ -37,7 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     real.add_argument("--racks", type=integer, default=3, help="racks rack-a, rack-b, ... round robin (default 3)")
     real.add_argument("--log-dirs", type=integer, default=2, help="log directories per broker (default 2)")
     real.add_argument("--data-dir", type=Path, help="keep the cluster's data here (default: a temporary folder)")
-    real.add_argument("--kafka-libs", type=Path, help="folder of Kafka's jars (default: build/kafka/libs)")
+    real.add_argument(
+        "--kafka-libs",
+        type=Path,
+        help="folder of Kafka's jars (default: build/kafka/4.3.1/libs, sandbox.real.KAFKA_VERSION)",
+    )
     real.add_argument(
         "--heap-mb",
         type=integer,

@@ -33,7 +33,9 @@ from kafka.admin import OffsetSpec as KpOffsetSpec
 
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.errors import TRANSIENT_PARTITION_ERRORS, error_name
+from kafka_balancer.kafka.lacking import Feature, say_lacking
 from kafka_balancer.kafka.port import (
+    CORDONED_LOG_DIRS,
     DEFAULT_ELECTION_BATCH,
     FETCH_LAST_TIERED_OFFSET,
     MAX_CONFIG_VALUE_BYTES,
@@ -341,6 +343,8 @@ class KafkaAdapter:
         # Where the data lives goes with its size: the log directories, their cordons (KIP-1066) and volumes.
         brokers = self.broker_configs(sorted(live)) if with_sizes else {}
         configured = {b: log_dirs_of(c) for b, c in brokers.items()}
+        if brokers and not any(CORDONED_LOG_DIRS in c for c in brokers.values()):
+            say_lacking(self.spec.bootstrap_servers, Feature.CORDONS)  # Kafka < 4.3: no directory is cordoned
         # A partition's size is its leader's log; where each replica lives matters only on brokers with
         # several directories (JBOD): those are asked about every replica they host, the others only
         # about the partitions they lead (a third of the DescribeLogDirs work at replication factor 3).
@@ -433,7 +437,7 @@ class KafkaAdapter:
     ) -> dict[TopicPartition, list[int]] | None:
         """Eligible leader replicas (KIP-966) of the topics with a partition at or below its min ISR
         or offline, by DescribeTopicPartitions (API 75, which librdkafka does not expose); None when
-        no partition is there, or the cluster predates the API (Kafka < 3.7)."""
+        no partition is there, or the cluster predates the API (Kafka < 3.8, said once: kafka.lacking)."""
         wanted = []
         for name, entries in sorted(configs.items()):
             min_isr = entries.get(MIN_INSYNC_REPLICAS)
@@ -449,6 +453,7 @@ class KafkaAdapter:
                 page = self._kp_call(lambda kp: kp.describe_topic_partitions(wanted, cursor=cursor))  # noqa: B023
             except KafkaError as err:
                 if err.name in ("UNSUPPORTED_VERSION", "IncompatibleBrokerVersion"):
+                    say_lacking(self.spec.bootstrap_servers, Feature.DESCRIBE_TOPIC_PARTITIONS)
                     return None
                 raise
             for topic in page["topics"]:

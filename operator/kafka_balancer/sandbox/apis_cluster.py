@@ -321,7 +321,8 @@ def _config_entries(state: ClusterState, rtype: int, name: str) -> dict[str, tup
         entries = dict(defaults)
         entries["broker.id"] = (str(broker.id), STATIC_BROKER)
         entries[LOG_DIRS] = (",".join(broker.log_dirs), STATIC_BROKER)
-        entries[CORDONED_LOG_DIRS] = ("", DEFAULT)
+        if state.features.cordons:
+            entries[CORDONED_LOG_DIRS] = ("", DEFAULT)
         if broker.rack is not None:
             entries["broker.rack"] = (broker.rack, STATIC_BROKER)
         entries.update({k: (v, DYNAMIC_BROKER) for k, v in broker.configs.items()})
@@ -451,7 +452,12 @@ def incremental_alter_configs(call: Call) -> Any:
                     break
                 if c.config_operation == SET:
                     updated[c.name] = _stored(c.name, c.value or "")
-                elif c.config_operation == DELETE and target is state.broker_defaults and c.name == MIN_INSYNC_REPLICAS:
+                elif (
+                    c.config_operation == DELETE
+                    and target is state.broker_defaults
+                    and c.name == MIN_INSYNC_REPLICAS
+                    and state.features.eligible_leader_replicas
+                ):
                     # Kafka 4.x clusters elect from eligible leader replicas (KIP-966, on by default),
                     # which need a cluster-level min.insync.replicas: it can be set, not deleted.
                     message = "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."

@@ -29,6 +29,7 @@ from kafka_balancer.sandbox.replication import ReplicationOptions, tick
 from kafka_balancer.sandbox.sasl import MECHANISMS, SaslServer
 from kafka_balancer.sandbox.server import BrokerListener
 from kafka_balancer.sandbox.state import ClusterState, GroupSeed, PartitionState, TickListener
+from kafka_balancer.sandbox.versions import KafkaFeatures
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,9 @@ class EmulatorOptions:
     sasl_mechanisms: tuple[str, ...] = MECHANISMS
     # A server-side context: brokers then speak TLS (SSL, or SASL_SSL together with sasl_users).
     tls: ssl.SSLContext | None = None
+    # The Kafka version answered as, where the product can tell versions apart (sandbox.versions); None:
+    # the newest the product supports.
+    kafka_version: str | None = None
 
     def __post_init__(self) -> None:
         if not self.time_scale >= 0:
@@ -61,6 +65,7 @@ class EmulatedCluster:
         if self.options.port_base is not None:
             check_port_range(self.options.port_base, model.num_brokers, "port base")
         self.state = ClusterState.from_model(model)
+        self.state.features = KafkaFeatures(self.options.kafka_version)
         users = self.options.sasl_users
         sasl = SaslServer(users, self.options.sasl_mechanisms) if users is not None else None
         self._router = build_router(self.state, self.options.host, sasl)

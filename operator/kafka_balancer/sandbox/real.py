@@ -1,8 +1,10 @@
 """A real Apache Kafka cluster on 127.0.0.1 (or another local address): KRaft, one controller-only JVM
 and N broker JVMs.
 
-The jars come from Maven Central (``make kafka`` copies them into ``build/kafka/libs``); nothing is
-downloaded here. Broker ``i`` (node ids 1..N) listens on ``port_base + i - 1`` and the controller
+The jars come from Maven Central (``make kafka`` copies each version the Makefile's ``KAFKA_VERSIONS``
+lists into ``build/kafka/<version>/libs``); nothing is downloaded here. A cluster runs the version whose
+jars it is given (``kafka_version``, default KAFKA_VERSION), and says which (``RealCluster.version``).
+Broker ``i`` (node ids 1..N) listens on ``port_base + i - 1`` and the controller
 (node id 0) on ``port_base + N``. Racks are ``rack-a``, ``rack-b``, ... assigned round robin, and each
 broker has ``log_dirs`` log directories. Heaps are small, the JIT stops at C1 and GC is serial: a
 2-core machine runs a whole cluster plus the tests beside it.
@@ -30,6 +32,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+import zipfile
 from base64 import urlsafe_b64encode
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,12 +42,18 @@ from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.port import KafkaError
 from kafka_balancer.sandbox.ports import check_port_range
+from kafka_balancer.sandbox.versions import version_key
 
-KAFKA_VERSION = "4.3.1"
 CONTROLLER_ID = 0
 LIBS_ENV = "KAFKA_BALANCER_KAFKA_LIBS"
 JAVA_MAJOR = 17
-_REPO_LIBS = Path(__file__).resolve().parents[3] / "build" / "kafka" / "libs"
+# The version a cluster runs unless told otherwise (the sandbox, the demo, the tests' main cluster): the
+# newest of the Makefile's KAFKA_VERSIONS whose jars carry LocalTieredStorage (4.4.0's do not).
+KAFKA_VERSION = "4.3.1"
+# build/kafka/<version>/libs, one folder per version of the Makefile's KAFKA_VERSIONS (`make kafka`).
+_REPO_KAFKA = Path(__file__).resolve().parents[3] / "build" / "kafka"
+_LOCAL_TIERED_STORAGE = "org/apache/kafka/server/log/remote/storage/LocalTieredStorage.class"
+_KAFKA_JAR = re.compile(r"^kafka_2\.13-(\d+(?:\.\d+)*)\.jar$")
 _LOG4J = """\
 status = warn
 appender.file.type = File
@@ -71,7 +80,10 @@ class RealClusterOptions:
     log_dirs: int = 2
     # Kept after stop when given (and reused by the next start); a fresh temporary folder otherwise.
     data_dir: Path | None = None
-    kafka_libs: Path | None = None  # default: $KAFKA_BALANCER_KAFKA_LIBS, then the repository's build/kafka/libs
+    # Default: the repository's build/kafka/<kafka_version>/libs, else $KAFKA_BALANCER_KAFKA_LIBS, else
+    # build/kafka/<KAFKA_VERSION>/libs (kafka_libs).
+    kafka_libs: Path | None = None
+    kafka_version: str | None = None  # of the repository's fetched versions; default: KAFKA_VERSION
     heap_mb: int = 320
     cluster_id: str | None = None  # for a fresh data directory; default: a random one
     broker_configs: Mapping[str, str] = field(default_factory=dict)  # extra server.properties of every broker
@@ -115,17 +127,52 @@ class RealClusterOptions:
         return f"rack-{chr(ord('a') + (broker_id - 1) % self.racks)}"
 
 
-def kafka_libs(configured: Path | None = None) -> Path:
-    """The folder of Kafka's jars, checked: raises SandboxError naming what is missing."""
-    libs = configured or Path(os.environ.get(LIBS_ENV) or _REPO_LIBS)
+def fetched_versions(root: Path = _REPO_KAFKA) -> list[str]:
+    """The Kafka versions `make kafka` has fetched into ``root`` (each stamped when complete), oldest first."""
+    stamps = root.glob("*/.fetched") if root.is_dir() else ()
+    found = [s.parent.name for s in stamps if re.fullmatch(r"\d+(\.\d+)*", s.parent.name)]
+    return sorted(found, key=version_key)
+
+
+def libs_version(libs: Path) -> str | None:
+    """The Kafka version of the jars in ``libs`` (by kafka_2.13-<version>.jar), None when there is none."""
+    for jar in libs.glob("kafka_2.13-*.jar") if libs.is_dir() else ():
+        found = _KAFKA_JAR.match(jar.name)
+        if found:
+            return found.group(1)
+    return None
+
+
+def has_local_tiered_storage(libs: Path) -> bool:
+    """Whether the jars in ``libs`` hold LocalTieredStorage (kafka-storage's test jar up to Kafka 4.3; the
+    test jars Maven Central serves for 4.4.0 no longer do)."""
+    for jar in libs.glob("*-test.jar"):
+        with zipfile.ZipFile(jar) as archive:
+            if _LOCAL_TIERED_STORAGE in archive.namelist():
+                return True
+    return False
+
+
+def kafka_libs(configured: Path | None = None, version: str | None = None) -> Path:
+    """The folder of Kafka's jars (``configured``, else $KAFKA_BALANCER_KAFKA_LIBS unless a version is asked
+    for, else the repository's folder of ``version`` or of KAFKA_VERSION), checked: raises SandboxError
+    naming what is missing."""
+    if configured is None and version is None and os.environ.get(LIBS_ENV):
+        configured = Path(os.environ[LIBS_ENV])
+    if configured is None:
+        version = version or KAFKA_VERSION
+        configured = _REPO_KAFKA / version / "libs"
+    libs = configured
     jars = {p.name for p in libs.glob("*.jar")} if libs.is_dir() else set()
-    wanted = (f"kafka_2.13-{KAFKA_VERSION}.jar", f"kafka-clients-{KAFKA_VERSION}.jar")
-    missing = [j for j in wanted if j not in jars]
+    found = libs_version(libs)
+    missing = [] if found and (version is None or found == version) else [f"kafka_2.13-{version or '*'}.jar"]
+    if found and f"kafka-clients-{found}.jar" not in jars:
+        missing.append(f"kafka-clients-{found}.jar")
     if not any(j.startswith("log4j-slf4j2-impl-") for j in jars):
         missing.append("log4j-slf4j2-impl-*.jar")
     if missing:
         raise SandboxError(
-            f"Kafka {KAFKA_VERSION} jars missing in {libs} ({', '.join(missing)}): run `make kafka`, "
+            f"Kafka {version + ' ' if version else ''}jars missing in {libs} ({', '.join(missing)}): run `make kafka`, "
             f"or point --kafka-libs or ${LIBS_ENV} at a folder that has them"
         )
     return libs
@@ -213,7 +260,10 @@ class RealCluster:
 
     def __init__(self, options: RealClusterOptions):
         self.options = options
-        self.libs = kafka_libs(options.kafka_libs)
+        self.libs = kafka_libs(options.kafka_libs, options.kafka_version)
+        self.version = libs_version(self.libs) or "unknown"
+        if options.tiered_storage and not has_local_tiered_storage(self.libs):
+            raise SandboxError(f"--tiered-storage needs LocalTieredStorage, which Kafka {self.version}'s jars lack")
         self.java = java_binary()
         self._temporary = options.data_dir is None
         self.data_dir = options.data_dir or Path(tempfile.mkdtemp(prefix="kafka-sandbox-"))

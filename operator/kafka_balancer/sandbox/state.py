@@ -22,6 +22,7 @@ import numpy.typing as npt
 from kafka_balancer.kafka.port import CORDONED_LOG_DIRS, LOG_DIRS, MIN_INSYNC_REPLICAS, log_dirs_of
 from kafka_balancer.model import DISK, NETWORK_IN, NETWORK_OUT, ClusterModel
 from kafka_balancer.model.cluster import LogDir, all_cordoned
+from kafka_balancer.sandbox.versions import KafkaFeatures
 
 NO_LEADER = -1
 
@@ -169,6 +170,7 @@ class ClusterState:
         self.controller_id = -1
         # Cluster-wide dynamic broker defaults (the broker resource "", kafka-configs.sh --entity-default).
         self.broker_defaults: dict[str, str] = {}
+        self.features = KafkaFeatures()  # the Kafka version answered as (EmulatorOptions.kafka_version)
         self.groups: dict[str, GroupSeed] = {}
         # Rows of partitions, growable; see PartitionState.row.
         self.size = np.zeros(0, dtype=np.float64)
@@ -353,6 +355,8 @@ class ClusterState:
     def leave_isr(self, part: PartitionState, broker_id: int) -> None:
         """``broker_id`` drops out of the ISR; below min ISR it becomes an eligible leader replica (KIP-966)."""
         part.isr.remove(broker_id)
+        if not self.features.eligible_leader_replicas:
+            return
         if len(part.isr) < self.min_isr(part.topic) and broker_id not in part.elr:
             part.elr.append(broker_id)
 
