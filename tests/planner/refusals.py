@@ -65,6 +65,21 @@ class Judge:
             )
         return rf
 
+    def kept_rep(self) -> np.ndarray:
+        """The replicas that may stay where they are: ``move-topics`` takes its topics' replicas off every
+        broker outside its destination (its target brokers, else its target group's brokers), so a broker
+        there that takes no new replicas keeps none of them."""
+        op, lay = self.options.operation, self.layout
+        if op.type != "move-topics":
+            return self.rep
+        moving = np.isin(np.array(self.model.topics)[self.model.partition_topic], op.topics)
+        if op.target_brokers:
+            destination = np.isin(lay.ids, op.target_brokers)
+        else:
+            destination = lay.broker_group == self.group_index(str(op.target_group))
+        leaving = moving[:, None] & (self.rep >= 0) & ~destination[np.maximum(self.rep, 0)]
+        return np.where(leaving, -1, self.rep)
+
     # Each refusal's shape: (reason predicate, pattern, check of the claim).
     def group_total(self, reason: str, m: re.Match[str]) -> str | None:
         g, quantity = self.group_index(m["group"]), m["what"]
@@ -80,7 +95,7 @@ class Judge:
         limit = lay.limit[goal]
         hosts = self.hosts(g)
         kept = lay.active & ~lay.may_host & (lay.broker_group == g)
-        load = broker_loads(lay, self.rep)[quantity]
+        load = broker_loads(lay, self.kept_rep())[quantity]
         room = float(limit[hosts].sum() + np.minimum(limit[kept], load[kept]).sum())
         if parse_ids(m["ids"]) != self.ids(hosts):
             return f"brokers {m['ids']} are not group {m['group']}'s hosts {sorted(self.ids(hosts))}"
@@ -93,7 +108,7 @@ class Judge:
         per = self.options.max_replicas_per_broker
         hosts = self.hosts(g)
         kept = lay.active & ~lay.may_host & (lay.broker_group == g)
-        held = broker_loads(lay, self.rep)["replicas"]
+        held = broker_loads(lay, self.kept_rep())["replicas"]
         total = float(self.target_rf()[lay.topic_group[self.model.partition_topic] == g].sum())
         room = float(per * hosts.sum() + np.minimum(per, held[kept]).sum())
         if reason != "replica-capacity" or parse_ids(m["ids"]) != self.ids(hosts) or int(m["per"]) != per:
