@@ -14,6 +14,7 @@ time) still have the same distinct points.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,12 +47,13 @@ class Points:
             raise InjectedError(f"injected before {call} in state {self.state} (point {len(self.seen) - 1})")
 
 
-class FaultyPort:
-    """A KafkaPort whose calls pass the points first."""
+class InterceptedPort:
+    """A KafkaPort whose every call but ``close`` first goes through ``before(name, args)``, which may
+    record it or raise in its place."""
 
-    def __init__(self, port: KafkaPort, points: Points) -> None:
+    def __init__(self, port: KafkaPort, before: Callable[[str, tuple[Any, ...]], None]) -> None:
         self._port = port
-        self._points = points
+        self._before = before
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self._port, name)
@@ -59,10 +61,17 @@ class FaultyPort:
             return target
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            self._points.pass_(name)
+            self._before(name, args)
             return target(*args, **kwargs)
 
         return call
+
+
+class FaultyPort(InterceptedPort):
+    """A KafkaPort whose calls pass the points first."""
+
+    def __init__(self, port: KafkaPort, points: Points) -> None:
+        super().__init__(port, lambda name, _args: points.pass_(name))
 
 
 class FaultyStore(MemoryExecutionStore):

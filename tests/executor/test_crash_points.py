@@ -25,6 +25,7 @@ from kafka_balancer.kafka.port import FOLLOWER_THROTTLED_REPLICAS, KafkaPort, Li
 from kafka_balancer.sandbox import EmulatedCluster, EmulatorOptions
 
 from executor.harness import assignment, cluster_model, leftover_throttles, spread_plan
+from executor.injection import InterceptedPort
 
 THROTTLED = ExecutorOptions(throttle_bytes_per_sec=2_000_000, poll_interval_seconds=0.5)
 # Without a throttle no throttle write saves the record on the way: the save before each submission
@@ -46,27 +47,19 @@ class Journal:
     calls: int = 0
 
 
-class JournalingPort:
+class JournalingPort(InterceptedPort):
     """A KafkaPort that logs each call into the journal (and may crash before one)."""
 
     def __init__(self, port: KafkaPort, journal: Journal) -> None:
-        self._port = port
+        super().__init__(port, self._log)
         self._journal = journal
 
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self._port, name)
-        if not callable(target) or name == "close":
-            return target
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            journal = self._journal
-            if journal.crash_at is not None and journal.calls == journal.crash_at:
-                raise Crash(f"before call {journal.calls}: {name}")
-            journal.calls += 1
-            journal.entries.append((name, args[0] if args else None))
-            return target(*args, **kwargs)
-
-        return call
+    def _log(self, name: str, args: tuple[Any, ...]) -> None:
+        journal = self._journal
+        if journal.crash_at is not None and journal.calls == journal.crash_at:
+            raise Crash(f"before call {journal.calls}: {name}")
+        journal.calls += 1
+        journal.entries.append((name, args[0] if args else None))
 
 
 class JournalingStore(MemoryExecutionStore):
