@@ -32,6 +32,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # shared SparkSession in another, so each is started once, by the worker that runs its group, and
 # stopped at that worker's end. The groups hold the most tests, so pytest-xdist hands them out first.
 SPARK_GROUP = "spark"
+_UNGROUPED: set[str] = set()  # node ids of this worker's tests that pytest-xdist left ungrouped
 
 
 def _kafka_version(item: pytest.Item) -> str | None:
@@ -69,10 +70,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # pytest-xdist hands out a group whole only when it could mark the group in the test's node id
+    # (pytest 9.2 took that away silently, pytest-xdist#1386): then every worker would start its own
+    # cluster and session, and the run would double its JVMs. Such a run fails its grouped tests.
+    if getattr(session.config.option, "loadgroup", False):  # on an xdist worker under --dist loadgroup
+        _UNGROUPED.update(item.nodeid for item in session.items if _group(item) and "@" not in item.nodeid)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.nodeid in _UNGROUPED:
+        pytest.fail(
+            "--dist loadgroup did not group this test: this pytest and pytest-xdist do not work together "
+            "(pytest-xdist#1386); install the versions of constraints.txt",
+            pytrace=False,
+        )
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)  # before pytest-timeout starts the test's clock
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     version = _kafka_version(item)
-    if version is not None:
+    if version is not None and item.nodeid not in _UNGROUPED:
         CLUSTERS.start(version)  # once; a failure is the test's, through its fixture (real_kafka.py)
     yield
 
