@@ -1,11 +1,13 @@
 """Shared pytest fixtures. Fixtures for a subsystem live in tests/<subsystem>/conftest.py."""
 
 import os
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 from emulator_fixtures import emulator  # noqa: F401  (the Kafka emulator, see emulator_fixtures.py)
 from hypothesis import settings
+from kafka_balancer.analysis.spark import stop_session
 from kafka_balancer.sandbox.real import KAFKA_VERSION
 from kafka_targets import kafka_target  # noqa: F401  (emulator or real brokers, see kafka_targets.py)
 from real_kafka import (  # noqa: F401  (real Kafka brokers, see real_kafka.py)
@@ -16,7 +18,7 @@ from real_kafka import (  # noqa: F401  (real Kafka brokers, see real_kafka.py)
     real_clusters,
     real_kafka,
 )
-from spark_fixtures import spark  # noqa: F401  (the one shared SparkSession, see spark_fixtures.py)
+from spark_fixtures import TEST_ENGINE, spark  # noqa: F401  (the one shared SparkSession, see spark_fixtures.py)
 
 # `make test` draws the same hypothesis examples on every run, so that a red run reproduces on any
 # machine and a change cannot land on a lucky draw. Bug hunts draw new ones:
@@ -30,8 +32,13 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # Starting either costs tens of CPU seconds and hundreds of MB, and `make test` runs two xdist workers
 # (--dist loadgroup): every test on the shared real cluster is in one xdist group, every test on the
 # shared SparkSession in another, so each is started once, by the worker that runs its group, and
-# stopped at that worker's end. The groups hold the most tests, so pytest-xdist hands them out first.
+# stopped after the group's last test (an idle 6-broker cluster costs a third of a core, and the other
+# worker's tests run for a long while after the group ends). The groups hold the most tests, so
+# pytest-xdist hands them out first.
 SPARK_GROUP = "spark"
+# Tests of each group still to run (every worker collects every test; the worker that runs a group
+# runs all of it, so its count reaches zero there and nowhere else).
+_LEFT: Counter[str] = Counter()
 _UNGROUPED: set[str] = set()  # node ids of this worker's tests that pytest-xdist left ungrouped
 
 
@@ -71,6 +78,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    _LEFT.clear()
+    _LEFT.update(group for group in map(_group, session.items) if group is not None)
     # pytest-xdist hands out a group whole only when it could mark the group in the test's node id
     # (pytest 9.2 took that away silently, pytest-xdist#1386): then every worker would start its own
     # cluster and session, and the run would double its JVMs. Such a run fails its grouped tests.
@@ -94,6 +103,15 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     if version is not None and item.nodeid not in _UNGROUPED:
         CLUSTERS.start(version)  # once; a failure is the test's, through its fixture (real_kafka.py)
     yield
+    group = _group(item)
+    if group is None:
+        return
+    _LEFT[group] -= 1
+    if _LEFT[group] == 0:  # the group's last test, its teardown done
+        if version is not None:
+            CLUSTERS.stop(version)
+        else:
+            stop_session(TEST_ENGINE)
 
 
 def pytest_sessionfinish() -> None:

@@ -264,7 +264,8 @@ BROKER_CONFIGS = {"auto.create.topics.enable": "false"}
 
 
 class RealClusters:
-    """This worker's clusters, one per Kafka version, each started once and all stopped at the end.
+    """This worker's clusters, one per Kafka version, each started once and stopped after its last test
+    (tests/conftest.py) or at the end.
 
     tests/conftest.py starts a test's cluster before the test's own timeout starts to run (a start took
     4.5 minutes at load average 100, where a test's timeout is 5 or 10): ``start`` never raises, and
@@ -304,10 +305,12 @@ class RealClusters:
             pytest.fail(f"the real Kafka {version} cluster did not start in this run: {self._failed[version]}")
         return self._started[version]
 
-    def stop(self) -> None:
-        for cluster in self._started.values():
-            cluster.stop()
-        self._started.clear()
+    def stop(self, version: str | None = None) -> None:
+        """Stop the cluster of ``version`` (every cluster when None)."""
+        for name in [version] if version is not None else list(self._started):
+            cluster = self._started.pop(name, None)
+            if cluster is not None:
+                cluster.stop()
 
 
 CLUSTERS = RealClusters()  # this worker's
