@@ -100,18 +100,26 @@ class _Distances:
     def worse_quantities(self, other: _Distances) -> set[int]:
         """Quantities (:attr:`exact_leaders`: the rounded leader-count average) on which some broker
         is further from its band, or further over a limit, than in ``other``."""
-        size = self.exact_leaders
         worse = np.any(self.broker > other.broker + self.tol, axis=0)
-        worse[:size] |= np.any(self.over_limit > other.over_limit + self.tol[:, :size], axis=0)
+        worse[: self.exact_leaders] |= np.any(self._further_over_limits(other), axis=0)
         return {int(q) for q in np.flatnonzero(worse)}
+
+    def further_over_a_limit(self, other: _Distances) -> bool:
+        """Whether some broker is further over a capacity limit than in ``other``."""
+        return bool(np.any(self._further_over_limits(other)))
 
     def no_worse_than(self, other: _Distances) -> bool:
         return bool(
             np.all(self.broker <= other.broker + self.tol)
-            and np.all(self.over_limit <= other.over_limit + self.tol[:, : self.exact_leaders])
+            and not self.further_over_a_limit(other)
             and np.all(self.replicas <= other.replicas)
             and np.all(self.leaders <= other.leaders)
         )
+
+    def _further_over_limits(self, other: _Distances) -> BoolArray:
+        """(B, Q): where a broker is further over a limit than in ``other``."""
+        further: BoolArray = self.over_limit > other.over_limit + self.tol[:, : self.exact_leaders]
+        return further
 
 
 def repair_topic_slots(st: State) -> int:
@@ -183,11 +191,17 @@ def _mendings(st: State, b: Bands, move: Detour, start: _Distances) -> tuple[boo
     """How the goals may mend what ``move`` pushes out of band: by leadership only first (free),
     then with replica moves; replica moves alone where it pushes out a quantity leadership does
     not carry (disk, say: a leadership-only attempt could not mend it, and on large clusters a
-    group gets one attempt)."""
+    group gets one attempt). None where ``move`` takes a broker further over a capacity limit: a
+    detour bends bands, never a hard goal, and the goals' mending does not bring a broker back
+    under a limit (of 241 attempts on clusters with tight disk limits, the 195 that began over a
+    limit all failed, each re-running the goals)."""
     saved = st.checkpoint()
     _make(st, move)
-    worse = _distances(st, b).worse_quantities(start)
+    after = _distances(st, b)
     st.restore(saved)
+    if after.further_over_a_limit(start):
+        return ()
+    worse = after.worse_quantities(start)
     carried = {q for q in range(st.catalogue.size) if st.catalogue.leadership_carries(q)} | {start.exact_leaders}
     return (True, False) if worse <= carried else (False,)
 
