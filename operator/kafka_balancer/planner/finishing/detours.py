@@ -331,11 +331,14 @@ def _detour(st: State, b: Bands, move: Detour, start: _Distances, *, leadership_
         worse = end.worse_quantities(start)
         if not worse:
             return end
+        placed = st.rep.copy()
         for goal in goals:
             if st.catalogue.balances(goal) in worse:
                 balance_goal(st, goal, leadership_only=leadership_only)
         if {Q_LEADERS, end.exact_leaders} & worse:
             tighten_leaders(st)
+        if np.array_equal(st.rep, placed):
+            return end  # the goals moved nothing: another round would repeat this one
     return _distances(st, b)
 
 
