@@ -28,8 +28,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,58 +37,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka_balancer.sandbox.ports import free_port
 
-from cli.bounded import MEMORY_LIMIT, Run
+from cli.bounded import Run
 from cli.documents import COMMAND_INPUTS, CommandInput, argv, valid, write_inputs
+from cli.forked import ForkServer
 
 EXAMPLES = int(os.environ.get("CLI_FUZZ_EXAMPLES", "80"))
 CPU_SECONDS = 20  # CPU one command may use: an input that blows up the work uses all of it
 # Wall time one command may take: a refused connection gives up after --request-timeout 1; only a command
 # that waits on nothing takes long, whatever the load.
 TIMEOUT = 300.0
-SERVER = Path(__file__).with_name("forkserver.py")
-
-
-class ForkServer:
-    """The client side of tests/cli/forkserver.py."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        env = os.environ | {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        self.proc = subprocess.Popen(
-            [sys.executable, str(SERVER), str(MEMORY_LIMIT)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=workdir,  # a command's default output (execute's state file and its lock) lands here
-        )
-        assert self.proc.stdout is not None
-        assert json.loads(self.proc.stdout.readline()) == {"ready": True}
-
-    def run(self, args: list[str]) -> Run:
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        out, err = self.workdir / "stdout", self.workdir / "stderr"
-        request = {"argv": args, "stdout": str(out), "stderr": str(err), "cpu": CPU_SECONDS, "timeout": TIMEOUT}
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        self.proc.stdin.flush()
-        answer = json.loads(self.proc.stdout.readline())
-        read = {"encoding": "utf-8", "errors": "replace"}
-        return Run(tuple(args), answer["code"], out.read_text(**read), err.read_text(**read), answer["seconds"])
-
-    def close(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServer]:
-    fork_server = ForkServer(tmp_path_factory.mktemp("fuzz-out"))
+    fork_server = ForkServer(tmp_path_factory.mktemp("fuzz-out"), TIMEOUT, CPU_SECONDS)
     try:
         yield fork_server
     finally:

@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     # Every line names the cluster sampled: a failed round's reason may not (a timed-out request).
     cluster = str(args.bootstrap_servers).replace("%", "%%")
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s {cluster}: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.WARNING)  # kafka-python's every connection, at INFO
     try:
         if args.count is not None and args.count < 1:
             raise ValueError(f"--count: must be >= 1, got {args.count}")

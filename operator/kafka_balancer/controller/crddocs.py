@@ -92,6 +92,8 @@ CONDITIONS: Final = (
             "SecretNotGranted",
             "CredentialsNotBound",
             "ClusterUnreachable",
+            "InvalidClusterMetadata",
+            "KafkaClientCrashed",
             "DuplicateCluster",
             "UnsatisfiableGoal",
             "TimeBudgetReached",

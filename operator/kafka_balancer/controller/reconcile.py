@@ -58,7 +58,8 @@ from kafka_balancer.controller.triggers import planning_fingerprint
 from kafka_balancer.controller.validation import Stall, parse_spec, read_credentials, read_groups, refuse_duplicate
 from kafka_balancer.executor import ExecutionState
 from kafka_balancer.executor import Progress as ExecProgress
-from kafka_balancer.kafka.port import KafkaError, KafkaPort
+from kafka_balancer.kafka.isolated import KafkaClientCrashedError
+from kafka_balancer.kafka.port import InvalidMetadataError, KafkaError, KafkaPort
 from kafka_balancer.metrics import Metrics, PolicyKey
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.policy import BalancePolicySpec, PolicyError, check_groups, group_brokers
@@ -223,9 +224,7 @@ class Reconciler:
             description = port.describe_cluster()
             seen = observe(port, model, spec)
         except KafkaError as err:
-            raise Stall(
-                "ClusterUnreachable", f"spec.cluster.bootstrapServers {spec.cluster.bootstrap_servers}: {err}"
-            ) from None
+            raise kafka_stall(spec, err) from None
         finally:
             port.close()
         cluster_id = description.cluster_id or spec.cluster.bootstrap_servers
@@ -245,7 +244,9 @@ class Reconciler:
     def _connect(self, spec: BalancePolicySpec, credentials: Credentials | None) -> KafkaPort:
         try:
             return self.connector(spec.cluster, credentials)
-        except (KafkaError, OSError) as err:
+        except KafkaError as err:
+            raise kafka_stall(spec, err) from None
+        except OSError as err:
             raise Stall(
                 "ClusterUnreachable", f"spec.cluster.bootstrapServers {spec.cluster.bootstrap_servers}: {err}"
             ) from None
@@ -468,6 +469,16 @@ _FIELDS: dict[str, str] = {
     "proposal": "proposal",
     "start": "started",
 }
+
+
+def kafka_stall(spec: BalancePolicySpec, err: KafkaError) -> Stall:
+    """A Kafka error while reading the cluster as the Stalled reason that says what kind it is."""
+    reason = "ClusterUnreachable"
+    if isinstance(err, InvalidMetadataError):
+        reason = "InvalidClusterMetadata"  # the cluster says what Kafka never does: nothing of it is used
+    elif isinstance(err, KafkaClientCrashedError):
+        reason = "KafkaClientCrashed"  # its worker process died; the operator did not
+    return Stall(reason, f"spec.cluster.bootstrapServers {spec.cluster.bootstrap_servers}: {err}")
 
 
 def _view(run: Run, proposal: ProposalStatus | None) -> RunView:

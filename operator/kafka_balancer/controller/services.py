@@ -22,9 +22,9 @@ from typing import Any, Protocol
 from kafka_balancer import planner
 from kafka_balancer.controller.kubeapi import Credentials, KubeApi
 from kafka_balancer.executor import ExecutionResult, Executor, ExecutorOptions, Progress
-from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
-from kafka_balancer.kafka.port import KafkaError, KafkaPort, KafkaUnavailableError, TopicPartition
+from kafka_balancer.kafka.isolated import isolated
+from kafka_balancer.kafka.port import KafkaError, KafkaPort, PortClosedError, TopicPartition
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.policy import IMBALANCE_RESOURCES, BalancePolicySpec, ClusterConnection, ResourceGroupSpec
 from kafka_balancer.model.proposal import Proposal
@@ -65,7 +65,8 @@ class Planner(Protocol):
 
 
 class AdapterConnector:
-    """The real Kafka adapter, configured from the policy's cluster block and its Secret.
+    """The real Kafka adapter, in a worker process of its own (kafka.isolated), configured from the
+    policy's cluster block and its Secret.
 
     The CA bundle comes from the Secret as PEM text; both client libraries want a file, so it is
     written once per distinct bundle into a private directory (never the password: that stays in memory).
@@ -96,7 +97,8 @@ class AdapterConnector:
             )
         except ValueError as err:
             raise KafkaError("INVALID_CONFIG", str(err)) from None
-        return KafkaAdapter(dataclasses.replace(spec, request_timeout_s=self.request_timeout_s))
+        # In a worker process: a cluster whose answers crash the client takes down only that worker.
+        return isolated(dataclasses.replace(spec, request_timeout_s=self.request_timeout_s))
 
 
 class ModulePlanner:
@@ -188,7 +190,7 @@ class DetachablePort:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             if self._detached.is_set():
-                raise KafkaUnavailableError("OPERATOR_DETACHED", "the operator is shutting down; the next one resumes")
+                raise PortClosedError("OPERATOR_DETACHED", "the operator let go of this execution; the next resumes it")
             return attr(*args, **kwargs)
 
         return call

@@ -31,8 +31,9 @@ from kafka import TopicPartitionReplica as KpTopicPartitionReplica
 from kafka.admin import KafkaAdminClient
 from kafka.admin import OffsetSpec as KpOffsetSpec
 
+from kafka_balancer.kafka import metadata_check
 from kafka_balancer.kafka.connection import ConnectionSpec
-from kafka_balancer.kafka.errors import TRANSIENT_PARTITION_ERRORS, error_name
+from kafka_balancer.kafka.errors import TRANSIENT_PARTITION_ERRORS, UNAVAILABLE_ERRORS, error_name
 from kafka_balancer.kafka.lacking import Feature, say_lacking
 from kafka_balancer.kafka.port import (
     CORDONED_LOG_DIRS,
@@ -51,6 +52,7 @@ from kafka_balancer.kafka.port import (
     KafkaUnavailableError,
     ListChange,
     OngoingReassignment,
+    PortClosedError,
     ReplicaLogDir,
     TopicPartition,
     log_dirs_of,
@@ -79,7 +81,7 @@ def _from_confluent(err: Any, partition: TopicPartition | None = None) -> KafkaE
     code = inner.code() if hasattr(inner, "code") else -1
     name = error_name(code) if code >= 0 else (inner.name() if hasattr(inner, "name") else "UNKNOWN")
     message = inner.str() if hasattr(inner, "str") else str(inner)
-    cls = KafkaUnavailableError if name in _UNAVAILABLE else KafkaError
+    cls = KafkaUnavailableError if name in _UNAVAILABLE or name in UNAVAILABLE_ERRORS else KafkaError
     return cls(name, message, partition)
 
 
@@ -96,7 +98,9 @@ _KP_UNAVAILABLE = (
 def _from_kafka_python(err: Any, partition: TopicPartition | None = None) -> KafkaError:
     code = getattr(err, "errno", None)
     if isinstance(code, int):
-        return KafkaError(error_name(code), str(err), partition)
+        name = error_name(code)
+        cls = KafkaUnavailableError if name in UNAVAILABLE_ERRORS else KafkaError
+        return cls(name, str(err), partition)
     if isinstance(err, _KP_UNAVAILABLE):
         return KafkaUnavailableError(type(err).__name__, str(err), partition)
     return KafkaError(type(err).__name__, str(err), partition)
@@ -228,7 +232,7 @@ class KafkaAdapter:
     @property
     def _admin(self) -> AdminClient:
         if self._admin_client is None:
-            raise KafkaUnavailableError("CLOSED", f"adapter for {self.spec} is closed")
+            raise PortClosedError("CLOSED", f"adapter for {self.spec} is closed")
         return self._admin_client
 
     def _on_error(self, err: Any) -> None:
@@ -316,6 +320,9 @@ class KafkaAdapter:
     # ----- read ------------------------------------------------------------------------------
     def describe_cluster(self) -> ClusterDescription:
         result = self._read(lambda: self._result(self._admin.describe_cluster()))
+        where = f"DescribeCluster of {self.spec.bootstrap_servers}"
+        metadata_check.check_cluster_id(result.cluster_id, where)
+        metadata_check.check_brokers(result.nodes, where)
         controller = result.controller.id if result.controller is not None else None
         brokers = tuple(
             sorted(
@@ -326,12 +333,19 @@ class KafkaAdapter:
         return ClusterDescription(result.cluster_id, controller, brokers)
 
     def _metadata(self) -> Any:
+        """librdkafka's metadata of every topic, checked (metadata_check) before any of it is used."""
         self._check_login()
         try:
-            return self._admin.list_topics(timeout=self._timeout)
+            metadata = self._admin.list_topics(timeout=self._timeout)
         except KafkaException as err:
             self._check_login()
             raise _from_confluent(err) from err
+        where = f"Metadata of {self.spec.bootstrap_servers}"
+        metadata_check.check_cluster_id(metadata.cluster_id, where)
+        metadata_check.check_brokers(metadata.brokers.values(), where)
+        for name, topic in metadata.topics.items():
+            metadata_check.check_topic(name, topic.partitions, where)
+        return metadata
 
     def read_cluster(self, *, with_sizes: bool = True) -> ClusterModel:
         description = self.describe_cluster()

@@ -19,6 +19,8 @@ ERROR_CODES: Final[dict[str, int]] = {
     "REQUEST_TIMED_OUT": 7,
     "BROKER_NOT_AVAILABLE": 8,
     "REPLICA_NOT_AVAILABLE": 9,
+    "NETWORK_EXCEPTION": 13,
+    "COORDINATOR_LOAD_IN_PROGRESS": 14,
     "COORDINATOR_NOT_AVAILABLE": 15,
     "NOT_COORDINATOR": 16,
     "INVALID_TOPIC_EXCEPTION": 17,
@@ -63,6 +65,23 @@ TRANSIENT_PARTITION_ERRORS: Final = frozenset(
         "FENCED_LEADER_EPOCH",
         "UNKNOWN_LEADER_EPOCH",
         "OFFSET_NOT_AVAILABLE",
+    }
+)
+
+# Errors Kafka answers when the broker asked, or the controller it forwards to, cannot serve the
+# request now (a controller down or moving, a broker hung): the same request later succeeds. The
+# adapter raises them as KafkaUnavailableError, which callers wait out as they wait out a cluster that
+# does not answer at all. REQUEST_TIMED_OUT is what a KRaft broker answers when the controller it
+# forwards an admin request to (ListPartitionReassignments, AlterPartitionReassignments,
+# IncrementalAlterConfigs, ElectLeaders) does not answer in time.
+UNAVAILABLE_ERRORS: Final = frozenset(
+    {
+        "REQUEST_TIMED_OUT",
+        "BROKER_NOT_AVAILABLE",
+        "NETWORK_EXCEPTION",
+        "COORDINATOR_LOAD_IN_PROGRESS",
+        "COORDINATOR_NOT_AVAILABLE",
+        "NOT_CONTROLLER",
     }
 )
 

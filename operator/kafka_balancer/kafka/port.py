@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.cluster import LogDir
@@ -155,13 +155,36 @@ class KafkaError(Exception):
 
     def __init__(self, name: str, message: str = "", partition: TopicPartition | None = None):
         self.name = name
+        self.message = message
         self.partition = partition
         where = f" for {partition}" if partition is not None else ""
         super().__init__(f"{name}{where}{': ' + message if message else ''}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as made (the adapter's worker process sends errors back): Exception's own pickling
+        # would rebuild it from the formatted text alone.
+        return (type(self), (self.name, self.message, self.partition))
+
 
 class KafkaUnavailableError(KafkaError):
     """The cluster cannot be reached (bootstrap down, timeout, authentication failed)."""
+
+
+class PortClosedError(KafkaUnavailableError):
+    """The port was closed (or cut off: an operator shutting down, or no longer the one acting) by its
+    owner: no call through it will succeed again, so waiting is pointless; stop at once and leave the
+    record as it is for whoever resumes."""
+
+
+class InvalidMetadataError(KafkaError):
+    """The cluster described itself in a way Kafka never does (kafka.metadata_check): nothing of that
+    answer is used, and no request is built from it."""
+
+    def __init__(self, message: str, name: str = "INVALID_METADATA", partition: TopicPartition | None = None):
+        super().__init__(name, message, partition)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.name, self.partition))
 
 
 @runtime_checkable
