@@ -202,6 +202,15 @@ class RealKafka:
     def start_broker(self, broker_id: int) -> None:
         self.cluster.start_broker(broker_id)
 
+    def pause_broker(self, broker_id: int, *, paused: bool = True) -> None:
+        self.cluster.pause_broker(broker_id, paused=paused)
+
+    def stop_controller(self) -> None:
+        self.cluster.stop_controller(kill=True)
+
+    def start_controller(self) -> None:
+        self.cluster.start_controller()
+
     def wait_until(self, condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> float:
         """Poll ``condition`` until it holds; the seconds it took."""
         started = time.monotonic()
@@ -224,8 +233,12 @@ class RealKafka:
     def reset(self) -> None:
         """Every broker running, every user topic and consumer group deleted, no throttle rate or cordon set,
         the cluster-wide min.insync.replicas back to 1 (with ELR it can be set but not deleted)."""
+        if self.cluster.controller.process is None:
+            self.cluster.start_controller()  # a test stopped it and failed before starting it again
         for b in self.broker_ids:
-            if not self.cluster.running(b):
+            if self.cluster.running(b):
+                self.cluster.pause_broker(b, paused=False)  # harmless when it is not paused
+            else:
                 self.cluster.start_broker(b)
         raw_client.set_cluster_default(self.bootstrap_servers, "min.insync.replicas", "1")
         groups = [g.group_id for g in self.admin.list_consumer_groups().result(timeout=30).valid]

@@ -6,7 +6,6 @@ min.insync.replicas, no ISR smaller than before except by the broker a test stop
 from __future__ import annotations
 
 import json
-import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,12 @@ from realkafka.workflow import (
     cli,
     execute,
     finish,
+    in_flight,
     run_watched,
     snapshot_and_plan,
     state_record,
     targets,
+    task_runs,
     watch_for,
 )
 
@@ -40,17 +41,6 @@ def _fill(kafka: RealKafka) -> dict[str, dict[int, Written]]:
         "orders": kafka.produce("orders", partitions=range(6), records_per_partition=800, record_bytes=RECORD),
         "events": kafka.produce("events", partitions=range(6), records_per_partition=600, record_bytes=RECORD),
     }
-
-
-def _in_flight(work: Path, completed_at_least: int = 1) -> bool:
-    record = state_record(work)
-    done = sum(int(n) for code, n in _runs(record.get("tasks", "")) if code == "c")
-    return done >= completed_at_least and bool(record.get("inFlight"))
-
-
-def _runs(text: str) -> list[tuple[str, str]]:
-    """The state file's run-length encoded task states, e.g. "c4i9p17"."""
-    return re.findall(r"([a-z])(\d+)", text)
 
 
 def _assert_intact(kafka: RealKafka, written: dict[str, dict[int, Written]]) -> None:
@@ -73,7 +63,7 @@ def test_execute_killed_with_sigkill_then_run_again_resumes_and_cleans_up(
     watch = watch_for(real_kafka, MIN_ISR)
 
     first = execute(real_kafka, tmp_path, "--throttle", THROTTLE)
-    run_watched(real_kafka, first, watch, until=lambda: _in_flight(tmp_path))
+    run_watched(real_kafka, first, watch, until=lambda: in_flight(tmp_path))
     first.send_signal(signal.SIGKILL)
     first.wait()
     assert state_record(tmp_path)["state"] == "MovingReplicas"
@@ -98,7 +88,7 @@ def test_a_broker_stopped_mid_run_holds_its_moves_until_it_returns(real_kafka: R
     assert onto_6, "the plan moves replicas onto broker 6"
     watch = watch_for(real_kafka, MIN_ISR)
     proc = execute(real_kafka, tmp_path, "--throttle", THROTTLE)
-    run_watched(real_kafka, proc, watch, until=lambda: _in_flight(tmp_path))
+    run_watched(real_kafka, proc, watch, until=lambda: in_flight(tmp_path))
 
     real_kafka.stop_broker(6)  # SIGTERM: a controlled shutdown
     watch.faulted.add(6)
@@ -121,12 +111,12 @@ def test_a_broker_stopped_mid_run_holds_its_moves_until_it_returns(real_kafka: R
         # record) and still holds the moves onto broker 6 in flight, none given up.
         record = state_record(tmp_path)
         flying = {(t, p) for t, p, *_ in record.get("inFlight", [])}
-        completed = sum(int(n) for code, n in _runs(record.get("tasks", "")) if code == "c")
+        completed = sum(int(n) for code, n in task_runs(record.get("tasks", "")) if code == "c")
         return bool(flying) and flying <= onto_6 and completed >= moved_elsewhere
 
     run_watched(real_kafka, proc, watch, until=holds_broker_6)
     assert proc.poll() is None, (tmp_path / "execute.log").read_text()[-3000:]
-    assert "d" not in {code for code, _ in _runs(state_record(tmp_path).get("tasks", ""))}, "a move was given up"
+    assert "d" not in {code for code, _ in task_runs(state_record(tmp_path).get("tasks", ""))}, "a move was given up"
     real_kafka.start_broker(6)
     run_watched(real_kafka, proc, watch)
     assert finish(proc) == 0, (tmp_path / "execute.log").read_text()
@@ -145,7 +135,7 @@ def test_stop_from_another_process_cancels_in_flight_moves_back_to_their_replica
     before = real_kafka.partitions()
     watch = watch_for(real_kafka, MIN_ISR)
     proc = execute(real_kafka, tmp_path, "--throttle", THROTTLE)
-    run_watched(real_kafka, proc, watch, until=lambda: _in_flight(tmp_path))
+    run_watched(real_kafka, proc, watch, until=lambda: in_flight(tmp_path))
 
     stopped = cli("stop", "--state", str(tmp_path / "state.json"), "--timeout", "60")
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -125,3 +126,15 @@ def state_record(work: Path) -> dict[str, Any]:
     except (FileNotFoundError, json.JSONDecodeError):
         return {}
     return record
+
+
+def task_runs(text: str) -> list[tuple[str, str]]:
+    """The state file's run-length encoded task states, e.g. "c4i9p17"."""
+    return re.findall(r"([a-z])(\d+)", text)
+
+
+def in_flight(work: Path, completed_at_least: int = 1) -> bool:
+    """The state file shows moves in flight and at least ``completed_at_least`` completed."""
+    record = state_record(work)
+    done = sum(int(n) for code, n in task_runs(record.get("tasks", "")) if code == "c")
+    return done >= completed_at_least and bool(record.get("inFlight"))

@@ -25,6 +25,7 @@ from kafka_balancer.cli.arguments import integer, number
 from kafka_balancer.cli.consumers import add_connection_arguments, open_port
 from kafka_balancer.cli.files import read_json
 from kafka_balancer.executor import (
+    ClusterTurns,
     ExecutionRecord,
     ExecutionResult,
     ExecutionState,
@@ -71,6 +72,7 @@ def format_progress(p: Progress, width: int = 24) -> str:
         f"[{bar}] {p.fraction * 100:5.1f}% {p.state.value} | {_size(p.bytes_moved)}/{_size(p.bytes_total)} | "
         f"partitions {p.partitions_done}/{p.partitions_total} ({p.partitions_in_progress} moving) | "
         f"leaders {p.leaders_done}/{p.leaders_total} | {_size(p.rate_bytes_per_sec)}/s | ETA {_duration(p.eta_seconds)}"
+        + (f" | {p.waiting}" if p.waiting else "")
     )
 
 
@@ -129,6 +131,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-bytes-per-run", help="copy at most this much (e.g. 500GB); the rest is left for the next run"
     )
+    parser.add_argument(
+        "--give-up-unavailable-after",
+        type=number,
+        default=600.0,
+        help="seconds to wait for a cluster that cannot answer (controller down, a broker hung) before the run "
+        "stops, resumable by running the same command again (default 600)",
+    )
     parser.add_argument("--poll-interval", type=number, default=1.0, help="seconds between cluster polls")
     parser.add_argument("--json", action="store_true", help="print the final report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -143,6 +152,7 @@ def options_from_args(args: argparse.Namespace) -> ExecutorOptions:
         cancel_stuck=args.cancel_stuck,
         blocked_after_seconds=args.give_up_blocked_after,
         max_bytes_per_run=parse_size(args.max_bytes_per_run) if args.max_bytes_per_run else None,
+        unavailable_timeout_seconds=args.give_up_unavailable_after,
         poll_interval_seconds=args.poll_interval,
         dry_run=args.dry_run,
     )
@@ -182,6 +192,7 @@ def load_record(store: FileExecutionStore) -> ExecutionRecord | None:
 
 SECONDS_OPTIONS = {"poll_interval": "--poll-interval", "stuck_after": "--stuck-after"}
 SECONDS_OPTIONS |= {"give_up_blocked_after": "--give-up-blocked-after"}
+SECONDS_OPTIONS |= {"give_up_unavailable_after": "--give-up-unavailable-after"}
 
 
 def check_seconds(args: argparse.Namespace) -> None:
@@ -218,8 +229,17 @@ def run(args: argparse.Namespace) -> int:
     }
     port = open_port(args)
     try:
+        # Executors of this cluster on this host take turns submitting (ClusterTurns), named by its id.
+        cluster_id = port.describe_cluster().cluster_id or args.bootstrap_servers
         executor = Executor(
-            port, plan, store, options, on_progress=printer.update, context=context, elections=elections
+            port,
+            plan,
+            store,
+            options,
+            on_progress=printer.update,
+            context=context,
+            elections=elections,
+            turns=ClusterTurns(cluster_id),
         )
 
         def on_signal(_signum: int, _frame: FrameType | None) -> None:
@@ -272,5 +292,7 @@ def _print_summary(result: ExecutionResult) -> None:
         print(f"reason: {result.reason}")
     if result.aborted:
         print(f"cancelled (back on their original replicas): {', '.join(result.aborted)}")
+    if result.taken_over:
+        print(f"taken over by another reassignment (left to it): {', '.join(result.taken_over)}")
     if result.stuck:
         print(f"stuck: {', '.join(result.stuck)}")

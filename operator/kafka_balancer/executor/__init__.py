@@ -10,11 +10,12 @@ from kafka_balancer.executor.progress import BrokerProgress, Progress
 from kafka_balancer.executor.recovery import abandon
 from kafka_balancer.executor.scheduler import Limits
 from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, TaskState, plan_id
-from kafka_balancer.executor.store import ExecutionStore, FileExecutionStore, MemoryExecutionStore
+from kafka_balancer.executor.store import ClusterTurns, ExecutionStore, FileExecutionStore, MemoryExecutionStore
 
 __all__ = [
     "BrokerProgress",
     "Clock",
+    "ClusterTurns",
     "ExecutionConflictError",
     "ExecutionRecord",
     "ExecutionResult",

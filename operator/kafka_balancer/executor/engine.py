@@ -10,15 +10,19 @@ reconciles it with what the cluster reports.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import partial
 
 from kafka_balancer.executor.log_dirs import DirStanding, View, standing, take_back
 from kafka_balancer.executor.options import Clock, ExecutorOptions, SystemClock
+from kafka_balancer.executor.patience import Patience
 from kafka_balancer.executor.progress import Progress, RateMeter, broker_progress, eta
 from kafka_balancer.executor.recovery import order_restores
 from kafka_balancer.executor.safety import (
@@ -28,12 +32,19 @@ from kafka_balancer.executor.safety import (
     offline_partitions,
     partition_replicas,
 )
-from kafka_balancer.executor.scheduler import pick_moves, strategy_named
+from kafka_balancer.executor.scheduler import foreign_counts, pick_moves, strategy_named
 from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, InFlight, TaskState, plan_id
 from kafka_balancer.executor.store import ExecutionStore
 from kafka_balancer.executor.tasks import Task, TaskKind, build_tasks
 from kafka_balancer.executor.throttle import ListBudget, ThrottleManager
-from kafka_balancer.kafka.port import KafkaError, KafkaPort, KafkaUnavailableError, OngoingReassignment, TopicPartition
+from kafka_balancer.kafka.port import (
+    KafkaError,
+    KafkaPort,
+    KafkaUnavailableError,
+    OngoingReassignment,
+    PortClosedError,
+    TopicPartition,
+)
 from kafka_balancer.model import ClusterModel, ModelError, ReassignmentPlan
 
 # Errors after which a submission is simply tried again on a later poll.
@@ -45,13 +56,12 @@ RETRIABLE = frozenset(
 # does not host it yet (the reassignment adding it is under way), or it is busy.
 RETRIABLE_DIR = RETRIABLE | {"REPLICA_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER", "UNKNOWN_TOPIC_OR_PARTITION"}
 
-# Polls in a row that may fail to reach the cluster before the run gives up (resumable).
-MAX_CONSECUTIVE_ERRORS = 10
-
 # The adaptive poll (see Executor._next_poll_in) never polls more often than this.
 MIN_POLL_SECONDS = 0.5
 
 VANISHED = "the partition no longer exists (its topic was deleted?)"
+# A move whose partition another tool reassigned to another target meanwhile: theirs now, never cancelled.
+TAKEN_OVER = "taken over: another reassignment of this partition, to"
 
 ProgressCallback = Callable[[Progress], None]
 log = logging.getLogger(__name__)
@@ -81,6 +91,7 @@ class ExecutionResult:
     progress: Progress
     submitted: int = 0  # reassignments this process submitted (moves and reorders)
     tasks: list[tuple[Task, TaskState]] = field(default_factory=list)
+    taken_over: list[str] = field(default_factory=list)  # re-targeted by another tool mid-move (also in dead)
 
 
 class Executor:
@@ -95,6 +106,7 @@ class Executor:
         on_progress: ProgressCallback | None = None,
         context: dict[str, str] | None = None,
         elections: Sequence[TopicPartition] = (),
+        turns: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> None:
         self.port = port
         self.plan = plan
@@ -130,6 +142,17 @@ class Executor:
         self._dir_brokers: set[int] = set()  # brokers copying replicas between their own directories
         self._dir_view: View = {}  # where in-flight moves' replicas are (DescribeLogDirs), this poll
         self.submitted = 0
+        # Held from reading what is in flight on the cluster to submitting more: executors of one host
+        # take turns, so that two of them never both fill the last slot of a broker (cli.execute).
+        self._turns = turns or contextlib.nullcontext
+        self.patience = Patience(
+            self.clock, self.options.unavailable_timeout_seconds, self.options.poll_interval_seconds, self._emit
+        )
+        # Submitted moves whose AlterPartitionReassignments got no answer: whether Kafka took them shows
+        # at the next poll (in flight with our target, or not at all: then they are submitted again).
+        self._unconfirmed: set[int] = set()
+        # Pending moves blocked for stuckAfterSeconds by a target broker the metadata does not list.
+        self._missing_target: dict[int, str] = {}
 
     # ----- public ------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -141,8 +164,10 @@ class Executor:
         """Execute the plan. Bad input (a plan that does not fit the cluster, another unfinished
         execution in the store) raises ModelError before anything is sent or saved. Once started,
         every way out winds down: moves in flight are cancelled and throttles removed, also after an
-        unexpected error (the run then ends Failed, with the error as its reason). Only losing the
-        cluster leaves the run resumable as it was (there is nothing to wind down with)."""
+        unexpected error (the run then ends Failed, with the error as its reason). A cluster that
+        cannot answer is waited for (executor.patience); only when it has not answered for
+        ``unavailable_timeout_seconds`` does the run end with that error, resumable as it was
+        (there is nothing to wind down with)."""
         initial = self._start()
         if self.options.dry_run:
             return self._result()
@@ -157,45 +182,64 @@ class Executor:
 
     def _run(self, initial: ClusterModel) -> ExecutionResult:
         state = self.record.state
+        if state is ExecutionState.STOPPING:
+            # A wind-down that could not finish (the cluster stopped answering): finish it first. Then
+            # the run goes on, unless a stop is asked for now: running the command again resumes.
+            ended = self._wind_down(failed=False)
+            if self._stopping():
+                return ended
+            initial = self._resume_after_wind_down()
+            state = self.record.state
         if state in (ExecutionState.PENDING, ExecutionState.MOVING_REPLICAS):
             self._set_state(ExecutionState.MOVING_REPLICAS)
             outcome = self._move_loop(initial)
             if outcome not in (_Outcome.DONE, _Outcome.BUDGET):
                 return self._wind_down(failed=outcome is _Outcome.FAIL)
-        elif state is ExecutionState.STOPPING:
-            return self._wind_down(failed=False)
-        self._throttle_failures = self.throttles.clear()
+        self._throttle_failures = self._clear_throttles()
         self._set_state(ExecutionState.ELECTING_LEADERS)
         if not self._leadership():
             return self._wind_down(failed=False)
         return self._finish()
 
     # ----- start and reconcile -----------------------------------------------------------
+    def _read_start(self, resuming: bool) -> tuple[dict[TopicPartition, OngoingReassignment], ClusterModel]:
+        """What is in flight, then the cluster with sizes. Reassignments before metadata: a move that ends
+        between the two reads then shows as done in the metadata, never as a partition with extra
+        replicas and no reassignment. A resumed run waits for a cluster that cannot answer yet; a new
+        one fails at once (nothing is started: the command is simply run again)."""
+
+        def read() -> tuple[dict[TopicPartition, OngoingReassignment], ClusterModel]:
+            return self.port.list_reassignments(), self.port.read_cluster(with_sizes=True)
+
+        return self.patience.call("reading the cluster", read) if resuming else read()
+
     def _start(self) -> ClusterModel:
         self._started = self.clock.now()
-        # Reassignments before metadata: a move that ends between the two reads then shows as
-        # done in the metadata, never as a partition with extra replicas and no reassignment.
-        ongoing = self.port.list_reassignments()
-        cluster = self.port.read_cluster(with_sizes=True)
+        saved = self.store.load()
+        earlier = ExecutionRecord.from_dict(saved) if saved is not None else None
+        ongoing, cluster = self._read_start(resuming=earlier is not None and not earlier.state.finished)
         self.tasks = build_tasks(self.plan, cluster, ongoing)
         unsafe = below_min_isr(self.tasks, cluster)
         if unsafe:
             shown = "; ".join(unsafe[:10]) + (f"; and {len(unsafe) - 10} more" if len(unsafe) > 10 else "")
             raise ModelError(f"plan refused, nothing was executed: {shown}")
-        saved = self.store.load()
         resumed = False
-        if saved is not None:
-            record = ExecutionRecord.from_dict(saved)
-            if not record.state.finished:
-                if record.plan_id != self.record.plan_id:
-                    raise ExecutionConflictError(
-                        f"execution store holds an unfinished execution of plan {record.plan_id} "
-                        f"(state {record.state.value}), not of this plan {self.record.plan_id}: "
-                        "stop it first (kafka-balancer stop)"
-                    )
-                self.record = ExecutionRecord.from_dict(saved, self.plan)
-                self.throttles.record = self.record.throttles
-                resumed = True
+        if earlier is not None and not earlier.state.finished:
+            if earlier.plan_id != self.record.plan_id:
+                raise ExecutionConflictError(
+                    f"execution store holds an unfinished execution of plan {earlier.plan_id} "
+                    f"(state {earlier.state.value}), not of this plan {self.record.plan_id}: "
+                    "stop it first (kafka-balancer stop)"
+                )
+            self.record = ExecutionRecord.from_dict(saved, self.plan)
+            self.throttles.record = self.record.throttles
+            resumed = True
+        elif earlier is not None and not earlier.throttles.empty:
+            # A run that ended with throttles it could not remove (a broker down or hung at its end):
+            # they are this run's to remove now, with its own (nothing else knows them).
+            self.record.throttles = earlier.throttles
+            self.throttles.record = self.record.throttles
+            log.info("adopting the throttles the last run left: %s", earlier.throttles.to_dict())
         if not resumed:
             self.record.started_at = time.time()
         self.record.context.update(self.context)
@@ -212,6 +256,8 @@ class Executor:
             if running is not None and mine is not None and set(running.target) == set(mine.target or task.target):
                 states[i] = TaskState.IN_PROGRESS  # ours, submitted before a restart: adopt it
                 self.in_flight[i] = task
+            elif running is not None and mine is not None:
+                self._taken_over(i, running)  # re-targeted by someone else while no executor ran
             elif running is None and task.kind is TaskKind.NOOP:
                 if states[i] is TaskState.IN_PROGRESS:
                     self.record.bytes_done += mine.bytes if mine is not None else 0.0
@@ -226,6 +272,20 @@ class Executor:
             self._save()
         self._emit()
         return cluster
+
+    def _resume_after_wind_down(self) -> ClusterModel:
+        """After finishing a wind-down an earlier run could not: the moves it cancelled are pending again."""
+        states = self.record.tasks
+        for task in self.tasks:
+            if states[task.index] is TaskState.ABORTED:
+                states[task.index] = TaskState.PENDING
+        self.record.reason = ""
+        self._bytes_total = self.record.bytes_done + sum(
+            t.bytes_to_move for t in self.tasks if t.copies and not states[t.index].finished
+        )
+        self._set_state(ExecutionState.MOVING_REPLICAS)
+        log.info("the wind-down an earlier run left unfinished is done; resuming the plan")
+        return self._read_start(resuming=True)[1]
 
     # ----- moving replicas ---------------------------------------------------------------
     def _move_loop(self, initial: ClusterModel) -> _Outcome:
@@ -246,26 +306,28 @@ class Executor:
         now = self.clock.now()
         for i in self.in_flight:
             self._last_progress[i] = now
-        errors = 0
         while True:
             if self._stopping():
                 return _Outcome.STOP
             try:
                 queue, outcome = self._poll(queue)
-                errors = 0
+                self.patience.answered()
             except KafkaUnavailableError as err:
-                # A controller move or a broker restart: keep state, try again next poll.
-                errors += 1
-                if errors >= MAX_CONSECUTIVE_ERRORS:
-                    raise
-                log.warning("poll failed (%d in a row), retrying: %s", errors, err)
+                # The controller down or moving, a broker hung or restarting: keep state, try again next
+                # poll (bounded: executor.patience raises once nothing answered for its limit).
+                self.patience.failed("polling the moves in flight", err)
                 outcome = None
             if outcome is not None:
                 return outcome
             self.clock.sleep(self._next_poll_in())
 
     def _poll(self, queue: list[Task]) -> tuple[list[Task], _Outcome | None]:
-        """One step: read the cluster, retire finished moves, start new ones."""
+        """One step: read the cluster, retire finished moves, start new ones (taking turns with the
+        other executors of this host, see ``turns``)."""
+        with self._turns():
+            return self._poll_turn(queue)
+
+    def _poll_turn(self, queue: list[Task]) -> tuple[list[Task], _Outcome | None]:
         states = self.record.tasks
         now = self.clock.now()
         ongoing = self.port.list_reassignments()  # first: see _start
@@ -280,10 +342,7 @@ class Executor:
         self._dir_view = self._read_dirs(list(self.in_flight.values()))
         changed = self._retire_finished(cluster, ongoing)
         changed |= self._watch_in_flight(now)
-        for task in queue:
-            if states[task.index] is TaskState.PENDING and partition_replicas(cluster, task.tp) is None:
-                self._give_up(task.index, VANISHED)
-                changed = True
+        changed |= self._settle_pending(queue, cluster, ongoing)
         queue = [t for t in queue if states[t.index] is TaskState.PENDING]
         self.blocked.clear()
         limit = self.options.max_bytes_per_run
@@ -301,15 +360,20 @@ class Executor:
             why = move_blocker(task, cluster, ongoing)
             if why is None:
                 self._blocked_since.pop(task.index, None)
+                self._missing_target.pop(task.index, None)
                 committed += task.bytes_to_move
                 if lists is not None:
                     lists.add(task)
                 return True
             self.blocked[task.index] = why
-            self._blocked_since.setdefault(task.index, now)
+            since = self._blocked_since.setdefault(task.index, now)
+            self._note_missing_target(task, why, now - since)
             return False
 
-        picked = pick_moves(queue, list(self.in_flight.values()), self.options.limits, eligible)
+        # Every reassignment in flight on the cluster counts against the brokers' limits, ours or not:
+        # another executor, operator or tool moving replicas loads the same brokers.
+        busy = foreign_counts(ongoing, {t.tp for t in self.in_flight.values()})
+        picked = pick_moves(queue, list(self.in_flight.values()), self.options.limits, eligible, busy=busy)
         changed |= self._give_up_blocked(now)
         if picked:
             self._submit(picked, now)
@@ -323,6 +387,36 @@ class Executor:
         if not self.in_flight and over_budget and not self.blocked:
             return queue, _Outcome.BUDGET  # nothing left that fits this run
         return queue, None
+
+    def _settle_pending(
+        self, queue: list[Task], cluster: ClusterModel, ongoing: Mapping[TopicPartition, OngoingReassignment]
+    ) -> bool:
+        """Pending moves that need no submission: gone with their topic (dead), or already in place
+        (someone else, e.g. another executor of the same plan, made the same move: done, nothing copied
+        by this run)."""
+        states = self.record.tasks
+        changed = False
+        for task in queue:
+            if states[task.index] is not TaskState.PENDING:
+                continue
+            current = partition_replicas(cluster, task.tp)
+            if current is None:
+                self._give_up(task.index, VANISHED)
+                changed = True
+            elif current == task.target and not task.dirs and task.tp not in ongoing:
+                states[task.index] = TaskState.COMPLETED
+                self._bytes_total -= task.bytes_to_move
+                changed = True
+        return changed
+
+    def _note_missing_target(self, task: Task, why: str, blocked_for: float) -> None:
+        """A move held back for stuckAfterSeconds by a target broker the metadata does not list (down, or
+        never started) is said to be stuck, with that reason: it waits for the broker, never for ever unsaid."""
+        stuck_after = self.options.stuck_after_seconds
+        if task.index in self._missing_target or not why.startswith("target broker") or blocked_for < stuck_after:
+            return
+        self._missing_target[task.index] = f"{why} for {blocked_for:.0f} s (stuckAfterSeconds {stuck_after:g})"
+        log.warning("%s: %s", task.tp, self._missing_target[task.index])
 
     def _read_dirs(self, tasks: list[Task]) -> View:
         """Where the named-directory replicas of ``tasks`` are (DescribeLogDirs); {} when none is named or
@@ -359,9 +453,22 @@ class Executor:
         refused = self._send_dirs({key: path for d in standings.values() for key, path in d.resend.items()})
         for i, task in list(self.in_flight.items()):
             dirs = standings.get(i, DirStanding())
-            if task.tp in ongoing:
+            running = ongoing.get(task.tp)
+            if running is not None and set(running.target) != set(task.target) and task.target != task.original:
+                self._taken_over(i, running)
+                changed = True
+                continue
+            if running is not None:
+                self._unconfirmed.discard(i)  # Kafka has it: ours, under way
                 continue
             current = partition_replicas(cluster, task.tp)
+            if current is not None and i in self._unconfirmed and set(current) == set(task.original):
+                # Submitted without an answer, and Kafka never took it: pending again, submitted anew.
+                self._unconfirmed.discard(i)
+                self._forget(i)
+                self.record.tasks[i] = TaskState.PENDING
+                changed = True
+                continue
             if current is None:
                 self._give_up(i, VANISHED)
             elif set(current) == set(task.target) and task.tp in refused:
@@ -472,11 +579,17 @@ class Executor:
         self._save()
         # Directories first, as kafka-reassign-partitions does: a broker told before the reassignment
         # creates the replica it receives in the directory named (REPLICA_NOT_AVAILABLE until then).
-        refused = self._send_dirs({(t.tp, d.broker): d.path for t in picked for d in t.dirs})
-        reassigned = [t for t in picked if t.tp not in refused and t.target != t.original]
-        errors: dict[TopicPartition, KafkaError | None] = dict(refused)
-        if reassigned:
-            errors.update(self.port.alter_reassignments({t.tp: t.target for t in reassigned}))
+        try:
+            refused = self._send_dirs({(t.tp, d.broker): d.path for t in picked for d in t.dirs})
+            reassigned = [t for t in picked if t.tp not in refused and t.target != t.original]
+            errors: dict[TopicPartition, KafkaError | None] = dict(refused)
+            if reassigned:
+                errors.update(self.port.alter_reassignments({t.tp: t.target for t in reassigned}))
+        except KafkaUnavailableError:
+            # No answer: Kafka may or may not have taken them. They stay in flight (and recorded, and
+            # throttled) until the next poll tells (see _retire_finished).
+            self._unconfirmed.update(t.index for t in picked)
+            raise
         self.submitted += len(picked)
         failed = False
         for task in picked:
@@ -508,7 +621,15 @@ class Executor:
         self.record.dead_reasons[str(self.tasks[i].tp)] = reason
         self._forget(i)
 
+    def _taken_over(self, i: int, running: OngoingReassignment) -> None:
+        """Another tool reassigned a partition this run was moving, to another target: the partition is
+        theirs now. It is never waited for nor cancelled; the task ends dead, saying so."""
+        task = self.tasks[i]
+        log.warning("%s was taken over by a reassignment to %s (ours: %s)", task.tp, list(running.target), task.target)
+        self._give_up(i, f"{TAKEN_OVER} {list(running.target)}, not {list(task.target)}; left to it")
+
     def _forget(self, i: int) -> None:
+        self._unconfirmed.discard(i)
         self.in_flight.pop(i, None)
         self._copied.pop(i, None)
         self._last_progress.pop(i, None)
@@ -519,16 +640,42 @@ class Executor:
     def _leadership(self) -> bool:
         """Reorder replicas of leader-only tasks, then elect preferred leaders in batches.
         Returns False when a stop was requested."""
-        opts = self.options
-        states = self.record.tasks
-        reorders = [t for t in self.tasks if t.kind is TaskKind.REORDER and states[t.index] is TaskState.PENDING]
-        batch = opts.election_batch_size
-        for start in range(0, len(reorders), batch):
+        cluster = self._reorder()
+        if cluster is None:
+            return False
+        need = self._elections_needed(cluster)
+        self._leaders_total = len(need)
+        failures: dict[TopicPartition, KafkaError] = {}
+        for attempt in range(self.options.election_attempts):
             if self._stopping():
                 return False
+            if attempt:
+                self.clock.sleep(self._next_poll_in())
+            elect = partial(self.port.elect_preferred_leaders, need, batch_size=self.options.election_batch_size)
+            errors = self.patience.call("electing preferred leaders", elect)
+            failures = {tp: e for tp in need if (e := errors.get(tp)) is not None}
+            self._leaders_done = self._leaders_total - len(failures)
+            self._emit()
+            if not failures:
+                break
+            need = sorted(failures)
+        self._election_failures.update({str(tp): e.name for tp, e in failures.items()})
+        return True
+
+    def _reorder(self) -> ClusterModel | None:
+        """The leader-only tasks (same replicas, another order), in batches; the cluster after them, or
+        None when a stop was requested."""
+        states = self.record.tasks
+        reorders = [t for t in self.tasks if t.kind is TaskKind.REORDER and states[t.index] is TaskState.PENDING]
+        batch = self.options.election_batch_size
+        for start in range(0, len(reorders), batch):
+            if self._stopping():
+                return None
             chunk = reorders[start : start + batch]
-            # Same replica set in another order: Kafka completes such a reassignment at once.
-            errors = self.port.alter_reassignments({t.tp: t.target for t in chunk})
+            # Same replica set in another order: Kafka completes such a reassignment at once (and sending it
+            # again, when the first got no answer, changes nothing).
+            targets: dict[TopicPartition, Sequence[int] | None] = {t.tp: t.target for t in chunk}
+            errors = self.patience.call("reordering replicas", partial(self.port.alter_reassignments, targets))
             self.submitted += len(chunk)
             for task in chunk:
                 error = errors.get(task.tp)
@@ -536,7 +683,7 @@ class Executor:
                     states[task.index] = TaskState.DEAD
                     self.record.dead_reasons[str(task.tp)] = f"reorder refused: {error}"
         self._wait_reassignments_gone([t.tp for t in reorders])
-        cluster = self.port.read_cluster(with_sizes=False)
+        cluster = self._read_cluster()
         for task in reorders:
             if states[task.index] is TaskState.PENDING:
                 current = partition_replicas(cluster, task.tp)
@@ -548,6 +695,11 @@ class Executor:
                     states[task.index] = TaskState.DEAD
                     self.record.dead_reasons[str(task.tp)] = f"reorder did not apply; replicas are {list(current)}"
         self._save()
+        return cluster
+
+    def _elections_needed(self, cluster: ClusterModel) -> list[TopicPartition]:
+        """The plan's moved partitions not led by their preferred replica, and the proposal's other leader changes."""
+        states = self.record.tasks
         need = [
             t.tp
             for t in self.tasks
@@ -567,46 +719,66 @@ class Executor:
             replicas = cluster.replica_ids(p)
             if replicas and cluster.leader_id(p) != replicas[0]:
                 need.append(tp)
-        self._leaders_total = len(need)
-        failures: dict[TopicPartition, KafkaError] = {}
-        for attempt in range(opts.election_attempts):
-            if self._stopping():
-                return False
-            if attempt:
-                self.clock.sleep(self._next_poll_in())
-            errors = self.port.elect_preferred_leaders(need, batch_size=batch)
-            failures = {tp: e for tp in need if (e := errors.get(tp)) is not None}
-            self._leaders_done = self._leaders_total - len(failures)
-            self._emit()
-            if not failures:
-                break
-            need = sorted(failures)
-        self._election_failures.update({str(tp): e.name for tp, e in failures.items()})
-        return True
+        return need
 
     def _wait_reassignments_gone(self, tps: list[TopicPartition]) -> None:
         waiting = set(tps)
         deadline = self.clock.now() + self.options.stuck_after_seconds
         while waiting and self.clock.now() < deadline:
-            waiting &= set(self.port.list_reassignments())
+            waiting &= set(self._list_reassignments())
             if waiting:
                 self.clock.sleep(self.options.poll_interval_seconds)
+
+    def _list_reassignments(self) -> dict[TopicPartition, OngoingReassignment]:
+        return self.patience.call("listing reassignments", self.port.list_reassignments)
+
+    def _read_cluster(self) -> ClusterModel:
+        return self.patience.call("reading the cluster", lambda: self.port.read_cluster(with_sizes=False))
+
+    def _clear_throttles(self) -> list[str]:
+        """Remove every throttle this run set, trying again while a broker or the controller cannot answer
+        (a broker that hung may be back in seconds; bounded). What is still left then (a broker that stays
+        down) is reported and stays in the record: the next run adopts it, `kafka-balancer stop` removes it."""
+        while True:
+            left = self.throttles.clear()
+            if not self.throttles.unanswered:
+                self.patience.answered()
+                return left
+            try:
+                unanswered = KafkaUnavailableError("THROTTLES_NOT_REMOVED", ", ".join(self.throttles.unanswered))
+                self.patience.failed("removing throttles", unanswered)
+            except PortClosedError:
+                raise
+            except KafkaUnavailableError:
+                self.patience.answered()
+                return left
+            self.clock.sleep(self.options.poll_interval_seconds)
 
     def _restore_order(self, cluster: ClusterModel, cancelled: list[Task]) -> None:
         reorder = order_restores(cluster, {t.tp: t.original for t in cancelled})
         if reorder:
-            accepted = [tp for tp, err in self.port.alter_reassignments(reorder).items() if err is None]
-            self._wait_reassignments_gone(accepted)
+            answers = self.patience.call("restoring replica order", lambda: self.port.alter_reassignments(reorder))
+            self._wait_reassignments_gone([tp for tp, err in answers.items() if err is None])
 
     # ----- ending ------------------------------------------------------------------------
     def _wind_down(self, *, failed: bool) -> ExecutionResult:
-        """Stop (or fail): cancel our in-flight moves, remove our throttles, report."""
+        """Stop (or fail): cancel our in-flight moves (never one another tool took over), remove our
+        throttles, report. Each step waits for a cluster that cannot answer (bounded, executor.patience):
+        a wind-down that still cannot finish leaves the record Stopping, and running again finishes it."""
         reason = self.record.reason
         self._set_state(ExecutionState.STOPPING)
+        ongoing = self._list_reassignments()
+        for i, task in list(self.in_flight.items()):
+            running = ongoing.get(task.tp)
+            if running is not None and set(running.target) != set(task.target) and task.target != task.original:
+                self._taken_over(i, running)
         cancelling = dict(self.in_flight)
-        reassigning = [t for t in cancelling.values() if t.target != t.original]
+        reassigning = [t for t in cancelling.values() if t.target != t.original and t.tp in ongoing]
         if reassigning:
-            self.port.alter_reassignments({t.tp: None for t in reassigning})
+            self.patience.call(
+                "cancelling the moves in flight",
+                lambda: self.port.alter_reassignments({t.tp: None for t in reassigning}),
+            )
             self._wait_reassignments_gone([t.tp for t in reassigning])
         self._dir_view = self._read_dirs(list(cancelling.values()))
         backs = {
@@ -615,8 +787,8 @@ class Executor:
             for key, path in take_back(t.tp, [(d.broker, d.path, d.original) for d in t.dirs], self._dir_view).items()
         }
         if backs:
-            self.port.alter_replica_log_dirs(backs)
-        cluster = self.port.read_cluster(with_sizes=False)
+            self.patience.call("taking replicas to their directories", partial(self.port.alter_replica_log_dirs, backs))
+        cluster = self._read_cluster()
         for i, task in cancelling.items():
             current = partition_replicas(cluster, task.tp)
             if current is None:
@@ -631,7 +803,7 @@ class Executor:
             self._forget(i)
         self._restore_order(cluster, [t for i, t in cancelling.items() if self.record.tasks[i] is TaskState.ABORTED])
         self._sync_in_flight()
-        left = self.throttles.clear()
+        left = self._clear_throttles()
         self.record.reason = reason if failed else "stopped on request"
         if left:
             self.record.reason += f"; throttles not removed: {', '.join(left)}"
@@ -684,12 +856,16 @@ class Executor:
                 for t in self.tasks
                 if states[t.index] is TaskState.DEAD
             },
-            stuck=sorted(str(self.tasks[i].tp) for i in self.stuck),
+            stuck=sorted(str(self.tasks[i].tp) for i in self.stuck | set(self._missing_target)),
             election_failures=dict(self._election_failures),
             progress=self.progress(),
             submitted=self.submitted,
             tasks=[(t, states[t.index]) for t in self.tasks],
+            taken_over=self._taken_over_partitions(),
         )
+
+    def _taken_over_partitions(self) -> list[str]:
+        return sorted(tp for tp, why in self.record.dead_reasons.items() if why.startswith(TAKEN_OVER))
 
     # ----- bookkeeping -------------------------------------------------------------------
     def _stopping(self) -> bool:
@@ -742,8 +918,10 @@ class Executor:
             eta_seconds=eta(self._bytes_total - moved - dead_bytes, rate),
             elapsed_seconds=now - self._started,
             brokers=broker_progress(self.tasks, states, self.in_flight, self._copied),
-            stuck=tuple(sorted(str(self.tasks[i].tp) for i in self.stuck)),
-            blocked={str(self.tasks[i].tp): why for i, why in sorted(self.blocked.items())},
+            stuck=tuple(sorted(str(self.tasks[i].tp) for i in self.stuck | set(self._missing_target))),
+            blocked={str(self.tasks[i].tp): self._missing_target.get(i, w) for i, w in sorted(self.blocked.items())},
+            waiting=self.patience.describe(),
+            taken_over=tuple(self._taken_over_partitions()),
         )
 
     def _emit(self) -> None:

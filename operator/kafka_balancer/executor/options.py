@@ -48,6 +48,9 @@ class ExecutorOptions:
     election_batch_size: int = DEFAULT_ELECTION_BATCH
     # Elections are retried this many times: a preferred leader may need a moment to join the ISR.
     election_attempts: int = 5
+    # How long the execution waits for a cluster that cannot answer (its controller down, a broker hung,
+    # requests timing out) before it gives up, resumable (executor.patience): the wait is shown in its progress.
+    unavailable_timeout_seconds: float = 600.0
     poll_interval_seconds: float = 1.0
     # Copy progress (DescribeLogDirs on every broker) is measured at most this often: it costs
     # far more than the poll itself on a large cluster, and only feeds progress and stuck checks.
@@ -66,6 +69,7 @@ class ExecutorOptions:
             "pollIntervalSeconds": (self.poll_interval_seconds, False),
             "measureIntervalSeconds": (self.measure_interval_seconds, True),
             "blockedAfterSeconds": (self.blocked_after_seconds, False),
+            "unavailableTimeoutSeconds": (self.unavailable_timeout_seconds, False),
         }
         for name, (value, zero_ok) in seconds.items():
             # NaN passes every comparison: a sleep(nan) would crash mid-run, after moves started.

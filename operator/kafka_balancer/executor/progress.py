@@ -41,6 +41,10 @@ class Progress:
     # "topic-partition" of moves with no progress for stuckAfter, and of moves held back, with why.
     stuck: tuple[str, ...] = ()
     blocked: dict[str, str] = field(default_factory=dict)
+    # What the execution waits for while the cluster cannot answer (executor.patience), "" when it does.
+    waiting: str = ""
+    # "topic-partition" of moves another tool re-targeted while in flight: theirs, never cancelled.
+    taken_over: tuple[str, ...] = ()
 
     @property
     def fraction(self) -> float:

@@ -14,6 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from kafka_balancer.executor.tasks import Task
+from kafka_balancer.kafka.port import OngoingReassignment, TopicPartition
 from kafka_balancer.model import NO_BROKER, ClusterModel, ModelError
 
 DEFAULT_MOVES_PER_BROKER = 5
@@ -43,14 +44,34 @@ def broker_counts(tasks: Iterable[Task]) -> dict[int, int]:
     return counts
 
 
+def foreign_counts(
+    ongoing: Mapping[TopicPartition, OngoingReassignment], ours: Iterable[TopicPartition]
+) -> dict[int, int]:
+    """Per broker, the reassignments in flight on the cluster that are not ours (another executor,
+    operator or tool): each loads the brokers it adds replicas to and takes them from, as ours do."""
+    mine = set(ours)
+    counts: dict[int, int] = {}
+    for tp, running in ongoing.items():
+        if tp in mine:
+            continue
+        for b in {*running.adding, *running.removing}:
+            counts[b] = counts.get(b, 0) + 1
+    return counts
+
+
 def pick_moves(
     candidates: Sequence[Task],
     in_flight: Sequence[Task],
     limits: Limits,
     eligible: Callable[[Task], bool] = lambda _t: True,
+    *,
+    busy: Mapping[int, int] | None = None,
 ) -> list[Task]:
-    """The candidates (already in strategy order) to start now without exceeding the limits."""
+    """The candidates (already in strategy order) to start now without exceeding the limits. ``busy``:
+    per broker, moves in flight that are not ours; they count against the per-broker limit too."""
     counts = broker_counts(in_flight)
+    for b, n in (busy or {}).items():
+        counts[b] = counts.get(b, 0) + n
     total = len(in_flight)
     picked: list[Task] = []
     for task in candidates:

@@ -8,10 +8,14 @@ per executor step; it is how a different process (``kafka-balancer stop``) or th
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import hashlib
 import json
 import os
+import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -68,6 +72,30 @@ MAX_STATE_BYTES = 16 << 20
 
 class StateInUseError(ModelError):
     """Another live process holds the state file's lock."""
+
+
+class ClusterTurns:
+    """Executors of one cluster on this host take turns from reading what is in flight to submitting more
+    (an exclusive lock on a file named after the cluster, in the temporary directory shared by the
+    host's processes): two of them never both take a broker's last free slot. Processes on other hosts,
+    and other tools, are counted by the reassignments Kafka lists (executor.scheduler.foreign_counts)."""
+
+    def __init__(self, cluster_id: str, directory: str | os.PathLike[str] | None = None) -> None:
+        digest = hashlib.sha256(cluster_id.encode()).hexdigest()[:24]
+        base = Path(directory) if directory is not None else Path(tempfile.gettempdir()) / "kafka-balancer-turns"
+        self.path = base / f"{digest}.lock"
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        self.path.parent.mkdir(mode=0o1777, exist_ok=True)
+        # No symlink followed (the directory is shared); readable and writable by every user, so that
+        # executors run by different users on this host take turns too.
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
 
 class FileExecutionStore:

@@ -30,6 +30,7 @@ from kafka_balancer.kafka.port import (
     ConfigValue,
     KafkaError,
     KafkaPort,
+    KafkaUnavailableError,
     ListChange,
 )
 
@@ -96,6 +97,9 @@ class ThrottleManager:
         self._save = save
         self._foreign: set[int] = set()  # brokers found with a rate of their own: never touched
         self._foreign_dirs: set[int] = set()  # the same for the rate of copies between directories
+        # What the last clear() could not remove because the broker or the controller did not answer
+        # (a timeout): worth trying again, unlike a broker that is down or a refusal.
+        self.unanswered: list[str] = []
 
     @property
     def enabled(self) -> bool:
@@ -218,7 +222,9 @@ class ThrottleManager:
         """Remove every throttle this executor set (also those recorded by a crashed run).
 
         Returns what could not be removed (e.g. a rate on a broker that is down); those stay in
-        the record so that a later run or `kafka-balancer stop` removes them."""
+        the record so that a later run or `kafka-balancer stop` removes them. ``unanswered`` lists
+        those of them that failed for want of an answer."""
+        self.unanswered = []
         failures = self._clear_topics()
         failures += self._clear_rates()
         self._save()
@@ -237,6 +243,8 @@ class ThrottleManager:
                     self._forget_topic(topic)
                 else:
                     failures.append(f"topic {topic}: {err.name}")
+                    if isinstance(err, KafkaUnavailableError):
+                        self.unanswered.append(failures[-1])
         return failures
 
     def _configs_of_all(self, topics: list[str]) -> dict[str, dict[str, str]]:
@@ -301,6 +309,7 @@ class ThrottleManager:
         for b, rate in sorted(ours.items()):
             if alive is not None and b not in alive:
                 failures.append(f"broker {b}: offline")
+                self.unanswered.append(failures[-1])  # it may be back soon (restarting, or fenced while hung)
                 continue
             try:
                 found = self.port.broker_configs([b]).get(b, {})
@@ -311,4 +320,6 @@ class ThrottleManager:
                 del ours[b]
             except KafkaError as err:
                 failures.append(f"broker {b}: {err.name}")
+                if isinstance(err, KafkaUnavailableError):
+                    self.unanswered.append(failures[-1])
         return failures

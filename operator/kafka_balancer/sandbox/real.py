@@ -331,6 +331,29 @@ class RealCluster:
         self._launch(node)
         self.wait_registered({broker_id})
 
+    def stop_controller(self, *, kill: bool = False) -> None:
+        """SIGTERM (or SIGKILL) the KRaft controller and wait until it has exited: the brokers serve on
+        with the metadata they have, while nothing that needs the controller can be done."""
+        node = self.controller
+        if kill and node.process is not None and node.process.poll() is None:
+            node.process.kill()
+        self._terminate([node], timeout_s=15.0)
+
+    def start_controller(self) -> None:
+        """Start the stopped controller again and wait until every running broker is registered with it."""
+        if self.controller.process is not None and self.controller.process.poll() is None:
+            raise SandboxError("the controller is running")
+        check_ports_free([self.options.controller_port])
+        self._launch(self.controller)
+        self.wait_registered({b for b in self.brokers if self.running(b)})
+
+    def pause_broker(self, broker_id: int, *, paused: bool = True) -> None:
+        """SIGSTOP a broker (a hung JVM: its connections stay open, nothing answers), or SIGCONT it."""
+        process = self.brokers[broker_id].process
+        if process is None or process.poll() is not None:
+            raise SandboxError(f"broker {broker_id} is not running")
+        process.send_signal(signal.SIGSTOP if paused else signal.SIGCONT)
+
     def running(self, broker_id: int) -> bool:
         process = self.brokers[broker_id].process
         return process is not None and process.poll() is None
@@ -518,10 +541,11 @@ class RealCluster:
             )
 
     def _terminate(self, nodes: list[_Node], *, timeout_s: float) -> None:
-        """SIGTERM all at once, wait, SIGKILL whatever is left."""
+        """SIGTERM all at once (SIGCONT first: a paused JVM handles no signal), wait, SIGKILL whatever is left."""
         live = [n for n in nodes if n.process is not None and n.process.poll() is None]
         for node in live:
             assert node.process is not None
+            node.process.send_signal(signal.SIGCONT)
             node.process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout_s
         for node in live:
