@@ -31,7 +31,7 @@ from kafka import TopicPartitionReplica as KpTopicPartitionReplica
 from kafka.admin import KafkaAdminClient
 from kafka.admin import OffsetSpec as KpOffsetSpec
 
-from kafka_balancer.kafka import metadata_check
+from kafka_balancer.kafka import client_log, metadata_check
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.errors import TRANSIENT_PARTITION_ERRORS, UNAVAILABLE_ERRORS, error_name
 from kafka_balancer.kafka.lacking import Feature, say_lacking
@@ -62,7 +62,7 @@ from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.model.cluster import LogDir
 
 log = logging.getLogger(__name__)
-_LIBRDKAFKA_LOG = logging.getLogger("kafka_balancer.kafka.librdkafka")
+_LIBRDKAFKA_LOG = client_log.limited_logger()
 
 T = TypeVar("T")
 
@@ -218,8 +218,8 @@ class KafkaAdapter:
                 adapter._on_error(err)
 
         config["error_cb"] = on_error
-        # librdkafka's own log lines (a refused connection, every few ms) go to Python logging, not
-        # straight to stderr: the errors that matter reach the caller as KafkaErrors.
+        # librdkafka's own log lines (a refused connection, every few ms) go to Python logging, rate-limited
+        # (kafka.client_log), not straight to stderr: the errors that matter reach the caller as KafkaErrors.
         config["logger"] = _LIBRDKAFKA_LOG
         self._admin_client: AdminClient | None = AdminClient(config)
         self._kp: KafkaAdminClient | None = None

@@ -28,11 +28,13 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, Final, cast
 
+from kafka_balancer.kafka import client_log
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.port import KafkaPort, KafkaUnavailableError, PortClosedError
 
 log = logging.getLogger(__name__)
+_CLIENT_LOG = client_log.limited_logger()
 
 PortFactory = Callable[[ConnectionSpec], KafkaPort]
 
@@ -75,6 +77,7 @@ def _serve(conn: Connection, factory: PortFactory, spec: ConnectionSpec) -> None
     """The worker: one port, calls in order until told to stop or the caller goes away."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides when this worker ends
+    lines = client_log.collect_here()  # librdkafka's lines go back with each answer (kafka.client_log)
     port = factory(spec)
     try:
         while True:
@@ -86,15 +89,15 @@ def _serve(conn: Connection, factory: PortFactory, spec: ConnectionSpec) -> None
                 return
             method, args, kwargs = request
             try:
-                answer: tuple[str, Any] = ("ok", getattr(port, method)(*args, **kwargs))
+                answer: tuple[str, Any, Any] = ("ok", getattr(port, method)(*args, **kwargs), lines.take())
             except Exception as err:  # every error goes back to the caller, who raises it
-                answer = ("err", _sendable(err))
+                answer = ("err", _sendable(err), lines.take())
             try:
                 conn.send(answer)
             except (OSError, ValueError):
                 return
             except Exception as err:  # an answer that does not pickle: say so rather than hang the caller
-                conn.send(("err", RuntimeError(f"{method}: the answer cannot be sent back: {err}")))
+                conn.send(("err", RuntimeError(f"{method}: the answer cannot be sent back: {err}"), []))
     finally:
         port.close()
 
@@ -166,13 +169,15 @@ class IsolatedPort:
                         f"{method}: no answer within {self.call_timeout_s:g} s from {self.spec}; "
                         "its worker was stopped",
                     )
-                kind, value = conn.recv()
+                kind, value, logged = conn.recv()
             except (EOFError, OSError) as err:
                 code = self._end(kill=True)
                 log.error("the Kafka client process died (%s) during %s on %s", _signal_name(code), method, self.spec)
                 raise KafkaClientCrashedError(
                     f"the Kafka client process died ({_signal_name(code)}) during {method} on {self.spec}"
                 ) from err
+        for level, line in logged:
+            _CLIENT_LOG.log(level, "%s", line)
         if kind == "err":
             raise value
         return value
