@@ -83,3 +83,16 @@ def test_the_next_line_of_a_kind_says_how_many_were_left_out() -> None:
     assert passes("Connect to 127.0.0.1:9094 failed (after 0ms)") == (
         "Connect to 127.0.0.1:9094 failed (after 0ms) (2 more like it in the last 60 s)"
     )
+
+
+def test_a_cluster_that_refuses_every_connection_fails_a_request_in_seconds_not_at_its_timeout() -> None:
+    """What lets a thousand policies naming such clusters each get their status soon (issue 55): the
+    request fails once librdkafka has said every broker is down, not after its 30 s timeout."""
+    port = KafkaAdapter(ConnectionSpec(REFUSING, request_timeout_s=30))
+    try:
+        with pytest.raises(KafkaError) as raised:
+            port.describe_cluster()
+    finally:
+        port.close()
+    assert raised.value.name == "_ALL_BROKERS_DOWN", raised.value
+    assert "accepts a connection" in str(raised.value)

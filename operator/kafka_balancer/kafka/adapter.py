@@ -72,6 +72,9 @@ _UNAVAILABLE = {"_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "_AUTHENTICATIO
 _LOGIN_ERRORS = {"_AUTHENTICATION": "SASL_AUTHENTICATION_FAILED", "_SSL": "_SSL"}
 _POLL_SLICE_S = 0.1
 _REFRESH_AFTER_S = 0.5
+# Every broker refused or dropped its connection this long: the request fails now, not at its timeout (a
+# cluster that refuses connections is reported in seconds, and waited for by those who wait).
+ALL_DOWN_GRACE_S = 2.0
 _TRANSPORT_ERRORS = {"_TRANSPORT", "_ALL_BROKERS_DOWN"}
 
 
@@ -208,6 +211,7 @@ class KafkaAdapter:
         # at once that credentials or TLS are wrong, and _result turns that into the error.
         self._login_error: tuple[str, str] | None = None  # (Kafka error name, message)
         self._lost_broker = False  # librdkafka reported a broken connection since the last refresh
+        self._all_down_since: float | None = None  # librdkafka reported every broker down, and no answer came since
         config = spec.confluent_config()
         # Through a weak reference: librdkafka's handle must not keep an unclosed adapter alive.
         me = weakref.ref(self)
@@ -242,6 +246,8 @@ class KafkaAdapter:
         else:
             if name in _TRANSPORT_ERRORS:
                 self._lost_broker = True
+            if name == "_ALL_BROKERS_DOWN" and self._all_down_since is None:
+                self._all_down_since = time.monotonic()
             log.debug("librdkafka: %s", err)
 
     def _check_login(self) -> None:
@@ -256,7 +262,7 @@ class KafkaAdapter:
         refreshed = False
         while True:
             try:
-                return future.result(timeout=min(_POLL_SLICE_S, max(0.0, deadline - time.monotonic())))
+                answer = future.result(timeout=min(_POLL_SLICE_S, max(0.0, deadline - time.monotonic())))
             except KafkaException as err:
                 raise _from_confluent(err, partition) from err
             except TimeoutError as err:  # concurrent.futures timeout: the request is still pending
@@ -264,7 +270,13 @@ class KafkaAdapter:
                 now = time.monotonic()
                 if now >= deadline:
                     raise KafkaUnavailableError("REQUEST_TIMED_OUT", str(self.spec), partition) from err
-                if not refreshed and self._lost_broker and now - started >= _REFRESH_AFTER_S:
+                # librdkafka says so once, when the last connection goes; an answer since clears it.
+                down = self._all_down_since
+                if down is not None and now - max(down, started) >= ALL_DOWN_GRACE_S:
+                    raise KafkaUnavailableError(
+                        "_ALL_BROKERS_DOWN", f"no broker of {self.spec} accepts a connection", partition
+                    ) from err
+                if not refreshed and self._lost_broker and down is None and now - started >= _REFRESH_AFTER_S:
                     # A broker went away and the request still waits, typically for the controller
                     # after a failover: librdkafka learns the new one only from metadata, which it
                     # refreshes every few minutes on its own. One Metadata request lets it go on.
@@ -272,6 +284,9 @@ class KafkaAdapter:
                     self._lost_broker = False
                     with contextlib.suppress(KafkaException):
                         self._admin.list_topics(timeout=max(0.1, deadline - now))
+            else:
+                self._all_down_since = None
+                return answer
 
     def _read(self, read: Callable[[], T]) -> T:
         """Run an idempotent read, once more if the broker answering it went away mid-request.
