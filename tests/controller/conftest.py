@@ -21,11 +21,12 @@ import kubernetes
 import pytest
 from kafka_balancer.controller.rbac import allows
 from kafka_balancer.sandbox.ports import free_port
-from kube_apiserver import kube_apiserver
+from kube_apiserver import RELEASE_NAMESPACE, kube_apiserver
 from prometheus_client.parser import text_string_to_metric_families
 
 from .kube import EMULATED, KUBE_APISERVER, ApiServer, kube_server
 from .operator_process import start_operator  # noqa: F401  (the operator as its own process)
+from .tenants import served  # noqa: F401  (what the emulator served of AlterPartitionReassignments)
 
 # Read when kafka_balancer.controller.operator is imported (kopf timers are declared at import time).
 os.environ.setdefault("KAFKA_BALANCER_RECONCILE_SECONDS", "1")
@@ -35,6 +36,8 @@ os.environ["KAFKA_BALANCER_METRICS_PORT"] = "0"
 # machine (with 3 s, a reconcile on a loaded machine reported a live cluster as ClusterUnreachable).
 os.environ["KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS"] = "30"
 os.environ["KAFKA_BALANCER_METRICS_ADDRESS"] = "127.0.0.1"
+# The operator's Lease lives where the chart puts it, its release namespace (granted there only).
+os.environ.setdefault("KAFKA_BALANCER_LEASE_NAMESPACE", RELEASE_NAMESPACE)
 
 GROUP, VERSION = "kafkabalancer.io", "v1alpha1"
 # A test that runs against the emulator and the real API server: @both_api_servers.

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from kafka_balancer.sandbox.ports import free_port
+from kube_apiserver import RELEASE_NAMESPACE
 from processes import spawn, tail
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,10 +84,13 @@ def start_operator(tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
     """Start the operator as the image does; at teardown none of them, nor any child, is left.
 
     ``reconcile_seconds``: its timer (1 s: progress reaches status at every reconciliation; long: the status
-    changes only when the spec does, so a test can read a state the next tick would leave)."""
+    changes only when the spec does, so a test can read a state the next tick would leave). ``extra_env``:
+    more KAFKA_BALANCER_* settings (the Lease's, the clusters setting, ...)."""
     started: list[OperatorProcess] = []
 
-    def start(kubeconfig: Path, *, reconcile_seconds: float = 1) -> OperatorProcess:
+    def start(
+        kubeconfig: Path, extra_env: dict[str, str] | None = None, *, reconcile_seconds: float = 1
+    ) -> OperatorProcess:
         health, metrics = free_port(), free_port()
         command = [a.replace("//0.0.0.0:8080/", f"//127.0.0.1:{health}/") for a in image_command()]
         assert any(f"127.0.0.1:{health}" in a for a in command), command  # loopback only
@@ -98,7 +103,9 @@ def start_operator(tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
             KAFKA_BALANCER_RECONCILE_SECONDS=f"{reconcile_seconds:g}",
             KAFKA_BALANCER_EXECUTION_POLL_SECONDS="0.2",
             KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS="10",
+            KAFKA_BALANCER_LEASE_NAMESPACE=RELEASE_NAMESPACE,
         )
+        env.update(extra_env or {})
         log = tmp_path / f"operator-{len(started) + 1}.log"
         proc = spawn(command, env=env, log=log, new_session=True)  # killed if pytest dies
         started.append(OperatorProcess(proc, log, health, metrics))
@@ -109,6 +116,11 @@ def start_operator(tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
         if op.proc.poll() is None:
             op.proc.kill()
         op.proc.wait(timeout=30)
+    # The Kafka worker processes' fork server (kafka.isolated) ends when it sees its operator gone, and its
+    # workers with it: moments after the operator, not with it.
+    deadline = time.monotonic() + 10
+    while any(_session_members(op.pid) for op in started) and time.monotonic() < deadline:
+        time.sleep(0.1)
     left = {op.pid: _session_members(op.pid) for op in started}
     for members in left.values():
         for pid in members:

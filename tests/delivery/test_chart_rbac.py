@@ -48,6 +48,8 @@ OWNER_REFERENCE_CALLS = {ApiCall(GROUP, "balancepolicies/finalizers", "update")}
 SPARK_APPLICATION_CALLS = {
     ApiCall("sparkoperator.k8s.io", "sparkapplications", verb) for verb in ("create", "get", "delete")
 }
+# One operator acts at a time (controller/lease.py): its Lease, in the release namespace only.
+LEASE_CALLS = {ApiCall("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "patch")}
 
 
 def controller_calls(*, all_namespaces: bool = True) -> set[ApiCall]:
@@ -146,8 +148,13 @@ def test_every_call_is_allowed_and_nothing_more(
         where = namespaces if call.namespaced else [None]
         for ns in where:
             assert may(call, ns), f"{call} is not allowed in {ns or 'the cluster scope'}"
+    # The Lease: in the release namespace, nowhere else.
+    for call in LEASE_CALLS:
+        assert may(call, RELEASE_NS), f"{call} is not allowed in the release namespace"
+        assert not may(call, "kafka-a"), f"{call} allowed outside the release namespace"
     # Nothing more: every granted (group, resource, verb) is one the operator uses (Secrets by name only).
-    extra = _granted_calls(grants) - {(c.group, c.resource, c.verb) for c in expected} - {("", "secrets", "get")}
+    used = {(c.group, c.resource, c.verb) for c in expected | LEASE_CALLS}
+    extra = _granted_calls(grants) - used - {("", "secrets", "get")}
     assert not extra, f"granted but never used: {sorted(extra)}"
     assert not any(g.resource == "*" or g.verb == "*" or g.group == "*" for g in grants)
 
@@ -177,7 +184,7 @@ def test_spark_operator_access_only_with_that_engine() -> None:
     for call in SPARK_APPLICATION_CALLS:
         assert allowed(grants, call, "spark-jobs"), call
         assert not allowed(grants, call, RELEASE_NS), "SparkApplications only in spark.sparkApplication.namespace"
-    extra = _granted_calls(grants) - {(c.group, c.resource, c.verb) for c in _expected(spark=True)}
+    extra = _granted_calls(grants) - {(c.group, c.resource, c.verb) for c in _expected(spark=True) | LEASE_CALLS}
     extra -= {("", "secrets", "get")}
     assert not extra, f"granted but never used: {sorted(extra)}"
 

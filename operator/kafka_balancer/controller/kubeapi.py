@@ -88,6 +88,10 @@ class KubeApi:
     def close(self) -> None:
         self._client.close()  # type: ignore[no-untyped-call]
 
+    def coordination(self) -> kubernetes.client.CoordinationV1Api:
+        """The Lease API on this client (controller.lease; its calls are rbac.LEASE_CALLS)."""
+        return kubernetes.client.CoordinationV1Api(self._client)
+
     # ----- custom resources ---------------------------------------------------------------
     def get_group(self, namespace: str, name: str) -> dict[str, Any]:
         try:

@@ -30,6 +30,8 @@ point). Importing this module registers the handlers. Settings come from the env
 - ``KAFKA_BALANCER_PROPOSAL_MAX_BYTES`` (134217728, 128 MiB): the largest proposal (as JSON) the operator
   stores; it takes ConfigMaps of 768 KiB compressed each (tens of thousands of changed partitions). A larger one
   makes the policy Stalled/ProposalTooLarge. See :mod:`kafka_balancer.controller.proposal_store`.
+- ``KAFKA_BALANCER_LEASE_NAMESPACE`` (the pod's namespace), ``KAFKA_BALANCER_LEASE_NAME`` (kafka-balancer),
+  ``KAFKA_BALANCER_LEASE_SECONDS`` (15): the Lease only its holder acts under (:mod:`kafka_balancer.controller.lease`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,11 +51,13 @@ import urllib3
 from kafka_balancer.controller.analysis import Analyses
 from kafka_balancer.controller.group_planner import SparkGroupPlanner
 from kafka_balancer.controller.kubeapi import KubeApi
+from kafka_balancer.controller.lease import Lease, LeaseSettings
 from kafka_balancer.controller.proposal_store import DEFAULT_MAX_BYTES
 from kafka_balancer.controller.reconcile import Reconciler, ReconcilerOptions
 from kafka_balancer.controller.services import AdapterConnector, Runs
 from kafka_balancer.controller.spark_defaults import SparkDefaults
 from kafka_balancer.controller.spark_engine import SparkApplications, SparkSettings
+from kafka_balancer.controller.standby import stop_this_process, wait_for_lease
 from kafka_balancer.controller.status import READY, STALLED, ResourceGroupStatus, set_condition
 from kafka_balancer.metrics import Metrics
 from kafka_balancer.model.policy import GROUP, VERSION, PolicyError, parse_resource_group_spec
@@ -73,6 +79,7 @@ class OperatorConfig:
     spark_planning_min_groups: int = 8
     spark_defaults: SparkDefaults = field(default_factory=SparkDefaults)
     proposal_max_bytes: int = DEFAULT_MAX_BYTES
+    lease: LeaseSettings = field(default_factory=lambda: LeaseSettings("default"))
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> OperatorConfig:
@@ -90,6 +97,7 @@ class OperatorConfig:
                 spark_defaults=SparkDefaults.from_env(env),
                 spark_planning_min_groups=_min_groups(env.get("KAFKA_BALANCER_SPARK_PLANNING_MIN_GROUPS", "8")),
                 proposal_max_bytes=_positive("KAFKA_BALANCER_PROPOSAL_MAX_BYTES", env, DEFAULT_MAX_BYTES),
+                lease=LeaseSettings.from_env(env),
             )
         except ValueError as err:
             raise SystemExit(f"kafka-balancer: bad KAFKA_BALANCER_* environment setting: {err}") from None
@@ -154,8 +162,13 @@ async def startup(
     metrics = Metrics()
     memo.metrics_server = metrics.serve(config.metrics_port, config.metrics_address)
     memo.kube = await asyncio.to_thread(KubeApi.from_environment)
+    # A standby until it holds the Lease: nothing is watched, reconciled or executed before.
+    memo.lease = Lease(memo.kube.coordination(), config.lease)
+    await wait_for_lease(memo.lease, sys.argv)
     memo.runs = Runs()
     memo.locks = {}
+    own_process = threading.current_thread() is threading.main_thread()  # `kopf run`, not embedded
+    memo.lease.keep(on_lost=lambda: _lost_lease(memo, own_process=own_process))
     connector = AdapterConnector(config.kafka_timeout_seconds)
     spark = config.spark_application
     memo.analyses = Analyses(
@@ -172,11 +185,19 @@ async def startup(
         runs=memo.runs,
         metrics=metrics,
         options=ReconcilerOptions(
-            execution_poll_seconds=config.execution_poll_seconds, proposal_max_bytes=config.proposal_max_bytes
+            execution_poll_seconds=config.execution_poll_seconds,
+            proposal_max_bytes=config.proposal_max_bytes,
         ),
         analyses=memo.analyses,
+        may_act=memo.lease.holds,
     )
     logger.info("kafka-balancer operator started; metrics on %s", memo.metrics_server.url)
+
+
+def _lost_lease(memo: kopf.Memo, *, own_process: bool) -> None:
+    """The Lease is someone else's now: every execution stops submitting at once; then leave."""
+    memo.runs.let_go()
+    stop_this_process(own_process=own_process)
 
 
 @kopf.on.cleanup()
@@ -185,6 +206,8 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
         await asyncio.to_thread(memo.runs.detach_all)
     if "analyses" in memo:
         await asyncio.to_thread(memo.analyses.stop_all)
+    if "lease" in memo:
+        await asyncio.to_thread(memo.lease.release)  # after the executions let go: a standby takes over now
     if "metrics_server" in memo:
         memo.metrics_server.close()
     if "kube" in memo:
@@ -192,6 +215,8 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
 
 
 async def _reconcile(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
+    if not memo.lease.holds():
+        return  # acting on nothing: the Lease is someone else's (this process is on its way out)
     key = (body.metadata.namespace, body.metadata.name)
     lock = memo.locks.setdefault(key, asyncio.Lock())
     async with lock:  # the timer and the change handlers never reconcile one policy at the same time
@@ -203,6 +228,8 @@ async def _reconcile(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> Non
             raise kopf.TemporaryError(f"Kubernetes API: {err.status} {err.reason}", delay=10) from err
         except urllib3.exceptions.HTTPError as err:
             raise kopf.TemporaryError(f"Kubernetes API unreachable: {err}", delay=10) from err
+    if not memo.lease.holds():
+        return  # no longer this operator's to write
     data = outcome.status.model_dump(mode="json", by_alias=True, exclude={"execution_checkpoint"})
     patch.status.update(data)
     for kind, reason, message in outcome.events:

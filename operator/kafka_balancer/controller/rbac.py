@@ -14,6 +14,9 @@ the chart grants them only with ``spark.engine=sparkApplication`` and only in th
 Scope ``cluster`` means the request names no namespace (list/watch across namespaces with
 ``--all-namespaces``, and the one-policy-per-cluster check); with ``--namespace`` kopf makes the same
 list/watch calls per namespace instead.
+
+The Lease calls (:data:`LEASE_CALLS`, controller.lease) are made in the operator's own namespace only:
+the chart grants them there, in a Role of their own.
 """
 
 from __future__ import annotations
@@ -80,6 +83,14 @@ SPARK_APPLICATION_CALLS: Final = (
 )
 
 
+# One operator acts at a time (controller.lease): in the operator's own namespace only.
+LEASE_CALLS: Final = (
+    ApiCall("coordination.k8s.io", "leases", "get", "namespaced", "read the Lease only its holder acts under"),
+    ApiCall("coordination.k8s.io", "leases", "create", "namespaced", "create the Lease the first time"),
+    ApiCall("coordination.k8s.io", "leases", "patch", "namespaced", "take, renew and release the Lease"),
+)
+
+
 def _unique(calls: tuple[ApiCall, ...]) -> tuple[ApiCall, ...]:
     """One entry per (group, resource, verb, scope): kopf's and the reconciler's needs overlap."""
     seen: dict[tuple[str, str, str, str], ApiCall] = {}
@@ -96,5 +107,5 @@ def allows(group: str, resource: str, verb: str, *, namespaced: bool) -> bool:
     scope = "namespaced" if namespaced else "cluster"
     return any(
         c.group == group and c.resource == resource and c.verb == verb and c.scope == scope
-        for c in API_CALLS + SPARK_APPLICATION_CALLS
+        for c in API_CALLS + SPARK_APPLICATION_CALLS + LEASE_CALLS
     )

@@ -15,6 +15,7 @@ import datetime as dt
 import itertools
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -112,8 +113,10 @@ class Reconciler:
         metrics: Metrics,
         options: ReconcilerOptions | None = None,
         analyses: Analyses | None = None,
+        may_act: Callable[[], bool] = lambda: True,
     ) -> None:
         self.analyses = analyses
+        self.may_act = may_act  # False once this operator lost its Lease: executions stop (controller.lease)
         self.kube = kube
         self.connector = connector
         self.planner = planner
@@ -380,8 +383,9 @@ class Reconciler:
             name,
             record,
             on_save=lambda saved: self.metrics.set_throttled_brokers(metric_key, summaries.throttled_brokers(saved)),
+            may_act=self.may_act,
         )
-        port = cast(KafkaPort, DetachablePort(real_port, store.detached))
+        port = cast(KafkaPort, DetachablePort(real_port, store.attached))
         execution = f"{proposal_id}/{next(self._execution_numbers)}"  # the metrics count each run from zero
 
         def on_progress(progress: ExecProgress) -> None:

@@ -139,9 +139,12 @@ class StatusExecutionStore:
         namespace: str,
         name: str,
         record: dict[str, Any] | None,
+        *,
         on_save: Callable[[dict[str, Any]], None] | None = None,
+        may_act: Callable[[], bool] = lambda: True,
     ) -> None:
         self._kube = kube
+        self._may_act = may_act  # False once this operator lost its Lease (controller.lease)
         self._on_save = on_save
         self._namespace = namespace
         self._name = name
@@ -154,9 +157,13 @@ class StatusExecutionStore:
         with self._lock:
             return self._record
 
+    def attached(self) -> bool:
+        """Whether the execution may still act: not let go of (shutdown), and its operator holds the Lease."""
+        return not self.detached.is_set() and self._may_act()
+
     def save(self, record: dict[str, Any]) -> None:
-        if self.detached.is_set():
-            return  # the operator is going away: keep the last checkpoint for the next one to resume
+        if not self.attached():
+            return  # the operator let go of it: the last checkpoint stays for the next one to resume
         text = json.dumps(record, sort_keys=True, separators=(",", ":"))
         self._kube.patch_policy_status(self._namespace, self._name, {"executionCheckpoint": text})
         with self._lock:
@@ -172,16 +179,18 @@ class StatusExecutionStore:
 
 
 class DetachablePort:
-    """A KafkaPort that can be cut off: after ``detach()`` every call fails and nothing reaches Kafka.
+    """A KafkaPort that can be cut off: once ``attached()`` is False every call fails (PortClosedError) and
+    nothing reaches Kafka.
 
-    On operator shutdown the execution is detached, not stopped: its in-flight reassignments keep
-    running in Kafka, its throttles stay, its checkpoint stays in status, and the next operator
-    resumes it, exactly as after a crash. Stopping (cancel + clear throttles) is for pause and delete.
+    On operator shutdown, or when the operator lost its Lease, the execution is detached, not stopped:
+    its in-flight reassignments keep running in Kafka, its throttles stay, its checkpoint stays in status,
+    and the next operator resumes it, exactly as after a crash. Stopping (cancel + clear throttles) is for
+    pause and delete. Checked before every call: a process stopped past its Lease submits nothing more.
     """
 
-    def __init__(self, port: KafkaPort, detached: threading.Event) -> None:
+    def __init__(self, port: KafkaPort, attached: Callable[[], bool]) -> None:
         self._port = port
-        self._detached = detached
+        self._attached = attached
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._port, name)
@@ -189,7 +198,7 @@ class DetachablePort:
             return attr
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            if self._detached.is_set():
+            if not self._attached():
                 raise PortClosedError("OPERATOR_DETACHED", "the operator let go of this execution; the next resumes it")
             return attr(*args, **kwargs)
 
@@ -265,6 +274,13 @@ class Runs:
             run.future = future
         # A daemon: at exit the operator detaches executions (detach_all) rather than waiting on them.
         threading.Thread(target=work, name=f"execution-{key[0]}-{key[1]}", daemon=True).start()
+
+    def let_go(self) -> None:
+        """Detach every execution at once, waiting for none (the Lease is lost: see DetachablePort)."""
+        with self._lock:
+            runs = list(self._runs.values())
+        for run in runs:
+            run.detach()
 
     def detach_all(self, timeout: float = 30.0) -> None:
         """On operator shutdown: let go of every execution without stopping it (see DetachablePort)."""

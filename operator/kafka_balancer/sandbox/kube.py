@@ -35,6 +35,7 @@ import re
 import ssl
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator, Mapping
@@ -160,6 +161,10 @@ class KubeEmulator(kmock.KubernetesEmulator):
                 kind=kind, singular=kind.lower(), namespaced=True, verbs=_VERBS
             )
         self.resources["events.k8s.io/v1/events"] = kmock.ResourceInfo(kind="Event", namespaced=True, verbs=_VERBS)
+        # The operator's Lease (one operator acts at a time, controller/lease.py).
+        self.resources["coordination.k8s.io/v1/leases"] = kmock.ResourceInfo(
+            kind="Lease", singular="lease", namespaced=True, verbs=_VERBS
+        )
         self.resources["v1/namespaces"] = kmock.ResourceInfo(kind="Namespace", namespaced=False, verbs=_VERBS)
         # What the real kubectl needs beyond the resources (kube_openapi).
         self.fallback["get /openapi/v3"] << self._serve_openapi_index
@@ -413,9 +418,12 @@ class KubeClient:
         patch: Mapping[str, Any],
         *,
         subresource: str | None = None,
+        field_manager: str | None = None,
     ) -> Any:
-        """``kubectl patch --type merge [--subresource status]``."""
+        """``kubectl patch --type merge [--subresource status] [--field-manager NAME]``."""
         path = self.path(api_version, plural, namespace, name) + (f"/{subresource}" if subresource else "")
+        if field_manager:
+            path += f"?fieldManager={urllib.parse.quote(field_manager)}"
         return self._request("PATCH", path, dict(patch), "application/merge-patch+json")
 
     def resources(self, api_version: str) -> list[str]:

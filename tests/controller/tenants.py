@@ -1,0 +1,135 @@
+"""What the operator tests of issue 55 share: the real API server as several tenants use it, operator
+processes started as the image starts them, and the emulator's own record of what reached Kafka.
+
+``Submissions`` counts every AlterPartitionReassignments entry the emulated controller serves, per
+partition, and the largest number of reassignments in flight on any broker right after each (the
+per-broker limit counts a move on the brokers it adds replicas to and takes them from).
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from kafka_balancer.model import ClusterBuilder, ClusterModel
+from kafka_balancer.sandbox import operations
+from kafka_balancer.sandbox.kube import KubeClient, KubeError
+from kafka_balancer.sandbox.state import ClusterState, PartitionState
+from prometheus_client.parser import text_string_to_metric_families
+
+from .operator_process import OperatorProcess
+
+API = "kafkabalancer.io/v1alpha1"
+
+
+@dataclass
+class Submissions:
+    moves: Counter[tuple[str, int]] = field(default_factory=Counter)
+    cancels: Counter[tuple[str, int]] = field(default_factory=Counter)
+    max_in_flight: Counter[int] = field(default_factory=Counter)  # broker -> most reassignments at once
+
+    @property
+    def most_on_a_broker(self) -> int:
+        return max(self.max_in_flight.values(), default=0)
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> Submissions:
+    """What the emulator in this process served of AlterPartitionReassignments (see Submissions)."""
+    counts = Submissions()
+    original = operations.reassign
+
+    def counting(state: ClusterState, part: PartitionState, target: list[int] | None) -> str | None:
+        (counts.cancels if target is None else counts.moves)[(part.topic, part.index)] += 1
+        error = original(state, part, target)
+        for broker, n in state.reassignments_per_broker().items():
+            counts.max_in_flight[broker] = max(counts.max_in_flight[broker], n)
+        return error
+
+    # The brokers' request handlers call operations.reassign through the module: every entry of every
+    # AlterPartitionReassignments request, from any client, passes here.
+    monkeypatch.setattr(operations, "reassign", counting)
+    return counts
+
+
+def spread_model(*, brokers: int = 6, partitions: int = 12, size: float = 10e6, name: str = "spread") -> ClusterModel:
+    """Every partition on brokers 1-3, brokers 4-6 empty: a plan moves many replicas onto 4-6."""
+    builder = ClusterBuilder(cluster_name=name)
+    for b in range(1, brokers + 1):
+        builder.add_broker(b, rack=f"rack-{'abc'[(b - 1) % 3]}")
+    builder.set_topic("orders")
+    for p in range(partitions):
+        builder.add_partition("orders", p, [1 + (p + k) % 3 for k in range(3)], size_bytes=size)
+    return builder.build()
+
+
+def namespace(client: KubeClient, name: str) -> None:
+    try:
+        client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, "namespaces")
+    except KubeError as err:
+        if err.code != 409:
+            raise
+
+
+def policy(client: KubeClient, ns: str, name: str, spec: dict[str, Any]) -> None:
+    client.create(
+        {"apiVersion": API, "kind": "BalancePolicy", "metadata": {"name": name, "namespace": ns}, "spec": spec},
+        "balancepolicies",
+    )
+
+
+def approve(client: KubeClient, ns: str, name: str, proposal_id: str | None, manager: str = "kubectl-patch") -> None:
+    """``kubectl patch --type merge --field-manager MANAGER``: spec.approvedProposal set (None: withdrawn)."""
+    client.merge_patch(
+        API, "balancepolicies", ns, name, {"spec": {"approvedProposal": proposal_id}}, field_manager=manager
+    )
+
+
+def spec_patch(client: KubeClient, ns: str, name: str, spec: dict[str, Any]) -> None:
+    client.merge_patch(API, "balancepolicies", ns, name, {"spec": spec})
+
+
+def status(client: KubeClient, ns: str, name: str) -> dict[str, Any]:
+    return dict(client.get(API, "balancepolicies", ns, name).get("status") or {})
+
+
+def condition(client: KubeClient, ns: str, name: str, kind: str) -> dict[str, Any]:
+    return next((c for c in status(client, ns, name).get("conditions", []) if c["type"] == kind), {})
+
+
+def events(client: KubeClient, ns: str, name: str, reason: str | None = None) -> list[dict[str, Any]]:
+    found = [e for e in client.items("v1", "events", ns) if (e.get("involvedObject") or {}).get("name") == name]
+    return [e for e in found if reason is None or e.get("reason") == reason]
+
+
+def wait(what: str, probe: Callable[[], Any], ops: Sequence[OperatorProcess] = (), timeout: float = 60.0) -> Any:
+    """Poll ``probe`` until it is truthy; fail at once when an operator process that should run has exited."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        for op in ops:
+            if op.proc.poll() is not None:
+                pytest.fail(f"the operator exited ({op.proc.returncode}) waiting for {what}:\n{op.tail()}")
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.1)
+    logs = "\n".join(f"--- operator pid {op.pid} ---\n{op.tail()}" for op in ops)
+    pytest.fail(f"timed out after {timeout}s waiting for {what}; last probe: {last!r}\n{logs}")
+
+
+def reconciliations(op: OperatorProcess) -> float:
+    """kafka_balancer_reconciliations_total over every policy, from the operator's /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{op.metrics_port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return sum(
+        s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == "kafka_balancer_reconciliations_total"
+    )
