@@ -95,6 +95,7 @@ CONDITIONS: Final = (
             "InvalidClusterMetadata",
             "KafkaClientCrashed",
             "DuplicateCluster",
+            "ClusterNotAllowed",
             "UnsatisfiableGoal",
             "TimeBudgetReached",
             "StaleApproval",

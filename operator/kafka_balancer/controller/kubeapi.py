@@ -104,12 +104,6 @@ class KubeApi:
             raise NotFoundError(f"ResourceGroup {namespace}/{name}: unexpected answer {obj!r}")
         return obj
 
-    def list_policies(self) -> list[dict[str, Any]]:
-        """Every BalancePolicy in every namespace (for the one-policy-per-cluster rule)."""
-        result = self._custom.list_cluster_custom_object(GROUP, VERSION, POLICIES)
-        items = result.get("items", []) if isinstance(result, dict) else []
-        return [item for item in items if isinstance(item, dict)]
-
     def patch_policy_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Merge-patch the status subresource (used by the executor's checkpoint store from its thread)."""
         self._custom.patch_namespaced_custom_object_status(

@@ -32,6 +32,8 @@ point). Importing this module registers the handlers. Settings come from the env
   makes the policy Stalled/ProposalTooLarge. See :mod:`kafka_balancer.controller.proposal_store`.
 - ``KAFKA_BALANCER_LEASE_NAMESPACE`` (the pod's namespace), ``KAFKA_BALANCER_LEASE_NAME`` (kafka-balancer),
   ``KAFKA_BALANCER_LEASE_SECONDS`` (15): the Lease only its holder acts under (:mod:`kafka_balancer.controller.lease`).
+- ``KAFKA_BALANCER_CLUSTERS`` (JSON), ``KAFKA_BALANCER_UNLISTED_CLUSTERS`` (allow): which namespaces may
+  claim which Kafka clusters (:mod:`kafka_balancer.controller.claims`, docs/security.md).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ import kubernetes
 import urllib3
 
 from kafka_balancer.controller.analysis import Analyses
+from kafka_balancer.controller.claims import Claim, ClusterAccess
 from kafka_balancer.controller.group_planner import SparkGroupPlanner
 from kafka_balancer.controller.kubeapi import KubeApi
 from kafka_balancer.controller.lease import Lease, LeaseSettings
@@ -80,6 +83,7 @@ class OperatorConfig:
     spark_defaults: SparkDefaults = field(default_factory=SparkDefaults)
     proposal_max_bytes: int = DEFAULT_MAX_BYTES
     lease: LeaseSettings = field(default_factory=lambda: LeaseSettings("default"))
+    access: ClusterAccess = field(default_factory=ClusterAccess)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> OperatorConfig:
@@ -98,6 +102,7 @@ class OperatorConfig:
                 spark_planning_min_groups=_min_groups(env.get("KAFKA_BALANCER_SPARK_PLANNING_MIN_GROUPS", "8")),
                 proposal_max_bytes=_positive("KAFKA_BALANCER_PROPOSAL_MAX_BYTES", env, DEFAULT_MAX_BYTES),
                 lease=LeaseSettings.from_env(env),
+                access=ClusterAccess.from_env(env),
             )
         except ValueError as err:
             raise SystemExit(f"kafka-balancer: bad KAFKA_BALANCER_* environment setting: {err}") from None
@@ -187,6 +192,7 @@ async def startup(
         options=ReconcilerOptions(
             execution_poll_seconds=config.execution_poll_seconds,
             proposal_max_bytes=config.proposal_max_bytes,
+            access=config.access,
         ),
         analyses=memo.analyses,
         may_act=memo.lease.holds,
@@ -214,14 +220,22 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
         memo.kube.close()
 
 
-async def _reconcile(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
+@kopf.index(*POLICIES)
+def policy_claims(body: kopf.Body, **_: Any) -> dict[None, Claim]:
+    """Every policy's claim on its cluster, kept from the watch (controller.claims): no reconciliation
+    lists every policy of every namespace."""
+    return {None: Claim.of(body)}
+
+
+async def _reconcile(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, claims: kopf.Index[None, Claim]) -> None:
     if not memo.lease.holds():
         return  # acting on nothing: the Lease is someone else's (this process is on its way out)
+    known = list(claims.get(None, ()))  # a snapshot, taken on the event loop
     key = (body.metadata.namespace, body.metadata.name)
     lock = memo.locks.setdefault(key, asyncio.Lock())
     async with lock:  # the timer and the change handlers never reconcile one policy at the same time
         try:
-            outcome = await asyncio.to_thread(memo.reconciler.reconcile, dict(body))
+            outcome = await asyncio.to_thread(memo.reconciler.reconcile, dict(body), known)
         except kubernetes.client.ApiException as err:
             # Our own reads/writes failed (API server restarting, throttled): transient, retried with backoff.
             # Problems users must fix never get here: the reconciler reports them as Stalled.
@@ -239,13 +253,13 @@ async def _reconcile(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> Non
 @kopf.on.resume(*POLICIES)
 @kopf.on.create(*POLICIES)
 @kopf.on.update(*POLICIES, field="spec")
-async def policy_changed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
-    await _reconcile(body, patch, memo)
+async def policy_changed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **kwargs: Any) -> None:
+    await _reconcile(body, patch, memo, kwargs["policy_claims"])
 
 
 @kopf.timer(*POLICIES, interval=CONFIG.reconcile_seconds, initial_delay=CONFIG.reconcile_seconds, sharp=True)
-async def policy_timer(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
-    await _reconcile(body, patch, memo)
+async def policy_timer(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **kwargs: Any) -> None:
+    await _reconcile(body, patch, memo, kwargs["policy_claims"])
 
 
 @kopf.on.delete(*POLICIES)

@@ -12,8 +12,7 @@ the chart grants them only with ``spark.engine=sparkApplication`` and only in th
 :func:`allows` accepts both.
 
 Scope ``cluster`` means the request names no namespace (list/watch across namespaces with
-``--all-namespaces``, and the one-policy-per-cluster check); with ``--namespace`` kopf makes the same
-list/watch calls per namespace instead.
+``--all-namespaces``); with ``--namespace`` kopf makes the same list/watch calls per namespace instead.
 
 The Lease calls (:data:`LEASE_CALLS`, controller.lease) are made in the operator's own namespace only:
 the chart grants them there, in a Role of their own.
@@ -62,7 +61,6 @@ _KOPF: Final = (
 
 _OWN: Final = (
     ApiCall(GROUP, "resourcegroups", "get", "namespaced", "read the groups a policy names"),
-    ApiCall(GROUP, "balancepolicies", "list", "cluster", "refuse a second policy for the same Kafka cluster"),
     ApiCall(GROUP, "balancepolicies/status", "patch", "namespaced", "executor checkpoint, from its thread"),
     ApiCall("", "secrets", "get", "namespaced", "spec.cluster.credentialsSecret (SASL user, password, CA)"),
     ApiCall("", "configmaps", "get", "namespaced", "read back the stored plan before executing it"),

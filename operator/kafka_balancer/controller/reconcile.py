@@ -15,12 +15,13 @@ import datetime as dt
 import itertools
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from kafka_balancer.controller import summaries
 from kafka_balancer.controller.analysis import Analyses, EngineUnavailable, NotReady, with_measured_load
+from kafka_balancer.controller.claims import Claim, ClusterAccess, check_claim
 from kafka_balancer.controller.decision import (
     Action,
     Ask,
@@ -56,7 +57,7 @@ from kafka_balancer.controller.services import (
 )
 from kafka_balancer.controller.status import BalancePolicyStatus, LastRun, ObservedCluster, ProposalStatus, now_iso
 from kafka_balancer.controller.triggers import planning_fingerprint
-from kafka_balancer.controller.validation import Stall, parse_spec, read_credentials, read_groups, refuse_duplicate
+from kafka_balancer.controller.validation import Stall, parse_spec, read_credentials, read_groups
 from kafka_balancer.executor import ExecutionState
 from kafka_balancer.executor import Progress as ExecProgress
 from kafka_balancer.kafka.isolated import KafkaClientCrashedError
@@ -90,6 +91,7 @@ class _Ctx:
     credentials: Credentials | None
     metric_key: PolicyKey
     fingerprint: str  # of the planning inputs (triggers.planning_fingerprint)
+    claims: Sequence[Claim]  # every policy the operator knows (claims.check_claim)
     live: ClusterModel | None = None  # the cluster as read
     measured: ClusterModel | None = None  # with the analysed load, where the policy has a sample store
     racks: dict[int, str | None] = field(default_factory=dict)
@@ -100,6 +102,7 @@ class _Ctx:
 class ReconcilerOptions:
     execution_poll_seconds: float | None = None  # executor poll interval; None = the executor's default
     proposal_max_bytes: int = DEFAULT_MAX_BYTES  # the largest proposal (JSON) stored in ConfigMaps
+    access: ClusterAccess = field(default_factory=ClusterAccess)  # which namespaces may claim which clusters
 
 
 class Reconciler:
@@ -134,12 +137,14 @@ class Reconciler:
         self._executing: dict[tuple[str, str], ProposalStatus] = {}
 
     # ----- entry points -------------------------------------------------------------------
-    def reconcile(self, body: dict[str, Any]) -> Outcome:
+    def reconcile(self, body: dict[str, Any], claims: Sequence[Claim] = ()) -> Outcome:
+        """One reconciliation; ``claims``: every policy the operator knows (kopf's index), for the
+        one-policy-per-cluster rule."""
         meta = body.get("metadata", {})
         namespace, name = str(meta.get("namespace")), str(meta.get("name"))
         before = BalancePolicyStatus.model_validate(body.get("status") or {})
         self.metrics.reconciled(name, namespace)
-        ctx, seen = self._inputs(body, before)
+        ctx, seen = self._inputs(body, before, claims)
         for _ in range(len(_FIELDS) + 1):  # each observation is asked for once at most
             status, actions = next_status(ctx.spec if ctx else None, before, seen)
             ask = actions[-1] if actions and isinstance(actions[-1], Ask) else None
@@ -170,7 +175,9 @@ class Reconciler:
         self.metrics.forget(key[1], key[0], [c for c in (cluster,) if c])
 
     # ----- gathering ----------------------------------------------------------------------
-    def _inputs(self, body: dict[str, Any], before: BalancePolicyStatus) -> tuple[_Ctx | None, Seen]:
+    def _inputs(
+        self, body: dict[str, Any], before: BalancePolicyStatus, claims: Sequence[Claim]
+    ) -> tuple[_Ctx | None, Seen]:
         """The spec, its groups and Secret, and the executions of this process (a finished one is
         recorded now); what cannot be read is the decision's ``refused``."""
         meta = body["metadata"]
@@ -179,14 +186,16 @@ class Reconciler:
         now = dt.datetime.now(dt.UTC)
         try:
             spec = parse_spec(body)
+            check_claim(Claim.of(body), claims, self.options.access)
             groups = read_groups(self.kube, namespace, spec)
-            refuse_duplicate(self.kube, body, spec)
             credentials = read_credentials(self.kube, namespace, spec)
         except Stall as stall:
             return None, Seen(now, generation, refused=Problem(stall.reason, stall.message))
         key = (namespace, name)
         fingerprint = planning_fingerprint(spec, {g: s.model_dump(mode="json") for g, s in groups})
-        ctx = _Ctx(key, generation, body, spec, groups, credentials, PolicyKey(name, namespace, ""), fingerprint)
+        ctx = _Ctx(
+            key, generation, body, spec, groups, credentials, PolicyKey(name, namespace, ""), fingerprint, claims
+        )
         seen = Seen(now, generation, fingerprint)
         run = self.runs.get(key)
         view = None if run is None else _view(run, self._executing.get(key))
@@ -231,7 +240,7 @@ class Reconciler:
         finally:
             port.close()
         cluster_id = description.cluster_id or spec.cluster.bootstrap_servers
-        refuse_duplicate(self.kube, ctx.body, spec, cluster_id)
+        check_claim(Claim.of(ctx.body), ctx.claims, self.options.access, cluster_id)
         ctx.racks = {int(b): model.broker_racks[i] for i, b in enumerate(model.broker_ids.tolist())}
         try:
             check_groups(ctx.groups, topics=model.topics, racks=ctx.racks)

@@ -78,30 +78,6 @@ def read_groups(kube: KubeApi, namespace: str, spec: BalancePolicySpec) -> Group
     return groups
 
 
-def refuse_duplicate(
-    kube: KubeApi, body: dict[str, Any], spec: BalancePolicySpec, cluster_id: str | None = None
-) -> None:
-    """One policy per cluster: the oldest wins; the others are Stalled until it goes away."""
-    meta = body["metadata"]
-    mine = (str(meta.get("creationTimestamp") or ""), str(meta["namespace"]), str(meta["name"]))
-    servers = summaries.servers(spec.cluster.bootstrap_servers)
-    for other in kube.list_policies():
-        ometa = other.get("metadata", {})
-        theirs = (str(ometa.get("creationTimestamp") or ""), str(ometa.get("namespace")), str(ometa.get("name")))
-        if theirs == mine or theirs > mine or ometa.get("deletionTimestamp"):
-            continue
-        other_servers = summaries.servers(
-            str(((other.get("spec") or {}).get("cluster") or {}).get("bootstrapServers", ""))
-        )
-        other_id = ((other.get("status") or {}).get("observedCluster") or {}).get("clusterId")
-        if servers & other_servers or (cluster_id is not None and other_id == cluster_id):
-            raise Stall(
-                "DuplicateCluster",
-                f"cluster {spec.cluster.bootstrap_servers} is already balanced by BalancePolicy "
-                f"{theirs[1]}/{theirs[2]}: one policy per cluster; delete one of them",
-            )
-
-
 def read_credentials(kube: KubeApi, namespace: str, spec: BalancePolicySpec) -> Credentials | None:
     """The policy's credentials, only when its Secret names every one of the policy's bootstrap servers.
 
