@@ -8,10 +8,22 @@ recomputed one. A stale or unknown id is refused, nothing runs, and the Stalled 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kafka_balancer.controller.cron import in_maintenance_window
 from kafka_balancer.model.policy import BalancePolicySpec
+
+
+@dataclass(frozen=True)
+class Doubts:
+    """What holds a proposal back besides the spec: ``cut_short``, the planning stage the time budget
+    stopped (status.proposal.timeBudgetReached); ``review_tampered``, why the copies people review were
+    found not to be the proposal (status.proposal.reviewTampered)."""
+
+    cut_short: str | None = None
+    review_tampered: str | None = None
 
 
 @dataclass(frozen=True)
@@ -29,10 +41,11 @@ def decide(
     proposal_empty: bool,
     executed_ids: frozenset[str],
     now: dt.datetime,
-    cut_short: str | None = None,
+    doubts: Doubts | None = None,
 ) -> Decision:
-    """``executed_ids``: proposals already executed to completion (never run twice); ``cut_short``:
-    the planning stage the time budget stopped (status.proposal.timeBudgetReached)."""
+    """``executed_ids``: proposals already executed to completion (never run twice)."""
+    doubts = doubts or Doubts()
+    cut_short, review_tampered = doubts.cut_short, doubts.review_tampered
     approved = spec.approved_proposal
     if spec.paused:
         return Decision(False, "Paused", "spec.paused is true: no proposal is executed")
@@ -64,6 +77,15 @@ def decide(
                 "AwaitingApproval",
                 f"set spec.approvedProposal to '{proposal_id}' to execute the proposal in status.proposal",
             )
+        if approved == proposal_id and review_tampered is not None:
+            # The approval may rest on copies that said something else: it counts once given again.
+            return Decision(
+                False,
+                "ProposalTampered",
+                f"{review_tampered}; the copies are restored: review them, then withdraw spec.approvedProposal and "
+                f"set it to '{proposal_id}' again",
+                stalled=True,
+            )
         if approved != proposal_id:
             return Decision(
                 False,
@@ -76,3 +98,20 @@ def decide(
         return Decision(False, "OutsideMaintenanceWindow", "waiting for the next execution.maintenanceWindows window")
     why = "approved" if spec.mode == "Manual" else "mode Auto"
     return Decision(True, "Approved", f"proposal {proposal_id} executes ({why})")
+
+
+def approver(body: Mapping[str, Any]) -> str | None:
+    """Who set spec.approvedProposal, from the object's managedFields: the field manager (kubectl-patch,
+    kubectl-client-side-apply, a GitOps tool's name, ...), its operation and time, the newest entry that
+    owns the field. The API server's audit log names the user behind that request."""
+    entries = ((body.get("metadata") or {}).get("managedFields")) or []
+    owners = [
+        e
+        for e in entries
+        if isinstance(e, Mapping) and "f:approvedProposal" in (((e.get("fieldsV1") or {}).get("f:spec")) or {})
+    ]
+    if not owners:
+        return None
+    newest = max(owners, key=lambda e: str(e.get("time") or ""))
+    manager = str(newest.get("manager") or "unknown")[:120]
+    return f"{manager} ({newest.get('operation', 'Update')} at {newest.get('time', 'an unknown time')})"

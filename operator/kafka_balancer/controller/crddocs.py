@@ -101,6 +101,7 @@ CONDITIONS: Final = (
             "StaleApproval",
             "UnknownProposal",
             "ProposalLost",
+            "ProposalTampered",
             "ProposalTooLarge",
             "ConfigMapConflict",
             "AnalysisFailed",

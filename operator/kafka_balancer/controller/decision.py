@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from kafka_balancer.controller import summaries
-from kafka_balancer.controller.approval import decide
+from kafka_balancer.controller.approval import Doubts, decide
 from kafka_balancer.controller.status import (
     EXECUTING,
     PROPOSAL_READY,
@@ -106,6 +106,9 @@ class Seen:
     measured: bool = False  # the imbalance was asked for (it may still be None: not computed)
     proposal: ProposalStatus | Problem | None = None  # made by this reconciliation
     started: RunView | Problem | None = None
+    # (proposal id, why) when this process found the copies people review of that proposal tampered: kept
+    # here too, for a reconciliation that starts from a body older than the status that says so.
+    review_tampered: tuple[str, str] | None = None
 
 
 # ----- what the reconciler does ------------------------------------------------------------------------
@@ -379,13 +382,17 @@ def _deciding(nxt: _Next) -> bool:
     assert proposal is not None  # _pending ran before
     executed = summaries.executed_ids(status)
     empty = proposal.moves + proposal.leader_changes == 0
+    if seen.review_tampered is not None and seen.review_tampered[0] == proposal.id and not proposal.review_tampered:
+        proposal.review_tampered = seen.review_tampered[1]
+    if proposal.review_tampered is not None and spec.approved_proposal != proposal.id:
+        proposal.review_tampered = None  # the approval given on the tampered copies is withdrawn
     decision = decide(
         spec,
         proposal.id,
         proposal_empty=empty,
         executed_ids=executed,
         now=seen.now,
-        cut_short=proposal.time_budget_reached,
+        doubts=Doubts(proposal.time_budget_reached, proposal.review_tampered),
     )
     status.conditions = set_condition(
         status.conditions,
@@ -400,12 +407,19 @@ def _deciding(nxt: _Next) -> bool:
     if decision.execute:
         if seen.started is None:
             return nxt.ask("start")
-        if isinstance(seen.started, Problem) and seen.started.reason == "ProposalLost":
+        if isinstance(seen.started, Problem) and seen.started.reason in ("ProposalLost", "ProposalTampered"):
             return _replace_lost(nxt, seen.started)
         if isinstance(seen.started, Problem):
             return nxt.stalled(seen.started)
+        if seen.started.proposal is not None:
+            status.proposal = proposal = seen.started.proposal  # with who approved it
+        approved = f" (approved by {proposal.approved_by})" if proposal.approved_by else ""
         nxt.actions.append(
-            Event("Normal", "ExecutionStarted", f"executing proposal {proposal.id}: {summaries.describe(proposal)}")
+            Event(
+                "Normal",
+                "ExecutionStarted",
+                f"executing proposal {proposal.id}{approved}: {summaries.describe(proposal)}",
+            )
         )
         _report_running(nxt, seen.started, stopping=seen.started.stop_reason)
         return True
@@ -432,7 +446,10 @@ def _replace_lost(nxt: _Next, lost: Problem) -> bool:
     assert status.proposal is not None
     message = f"proposal {status.proposal.id}: {lost.message}; proposal {seen.proposal.id} replaces it"
     status.proposal = seen.proposal
-    nxt.actions.append(Event("Warning", "ProposalLost", message))
+    if lost.reason == "ProposalTampered" and nxt.spec.mode == "Manual":
+        # What the approver read was not the proposal: the approval counts once given again (approval.decide).
+        status.proposal.review_tampered = lost.message
+    nxt.actions.append(Event("Warning", lost.reason, message))
     status.state = "ProposalReady"
     return True
 

@@ -55,6 +55,16 @@ class ProposalLost(Exception):  # noqa: N818 - reported as Stalled/ProposalLost
     """The stored proposal is missing, incomplete or not the one that was reviewed."""
 
 
+class ProposalTampered(ProposalLost):
+    """What people review next to the proposal (plan.json, summary.json, any other key) is not the verified
+    proposal: what a reviewer read is not what would run."""
+
+
+# The keys of the first ConfigMap: the proposal's id, its number of parts, and the review copies.
+REVIEW_KEYS: Final = ("summary.json", "plan.json")
+DATA_KEYS: Final = frozenset({"proposal-id", "parts", *REVIEW_KEYS})
+
+
 def config_map_name(policy: str, part: int = 1) -> str:
     return f"{policy}-proposal" if part == 1 else f"{policy}-proposal-{part}"
 
@@ -162,7 +172,23 @@ class ProposalStore:
             raise ProposalLost(f"ConfigMap {namespace}/{name}: {err}") from None
         if proposal.id != expected_id:
             raise ProposalLost(f"ConfigMap {namespace}/{name} holds proposal {proposal.id}, not {expected_id}")
+        _check_copies(first.data, proposal, f"ConfigMap {namespace}/{name}")
         return proposal
+
+
+def _check_copies(data: dict[str, str], proposal: Proposal, where: str) -> None:
+    """What people read next to the proposal is the proposal: each review copy there is exactly the one made
+    from it (a copy left out for size may be absent), and nothing else is there to read."""
+    made = _copies(proposal)
+    unknown = sorted(set(data) - DATA_KEYS)
+    if unknown:
+        raise ProposalTampered(f"{where} has data the operator did not write: {', '.join(unknown)}")
+    for key in REVIEW_KEYS:
+        if key in data and data[key] != made.get(key):
+            raise ProposalTampered(
+                f"{where}: {key} differs from the verified proposal {proposal.id}: what a reviewer read there is "
+                "not what would run"
+            )
 
 
 def _copies(proposal: Proposal) -> dict[str, str]:

@@ -21,6 +21,7 @@ from typing import Any, Literal, cast
 
 from kafka_balancer.controller import summaries
 from kafka_balancer.controller.analysis import Analyses, EngineUnavailable, NotReady, with_measured_load
+from kafka_balancer.controller.approval import approver
 from kafka_balancer.controller.claims import Claim, ClusterAccess, check_claim
 from kafka_balancer.controller.decision import (
     Action,
@@ -43,6 +44,7 @@ from kafka_balancer.controller.proposal_store import (
     Owner,
     ProposalLost,
     ProposalStore,
+    ProposalTampered,
     ProposalTooLarge,
 )
 from kafka_balancer.controller.services import (
@@ -135,6 +137,8 @@ class Reconciler:
         # The proposal each running execution of this process executes, for the same reason: a
         # reconciliation from an older body must not write a status without it.
         self._executing: dict[tuple[str, str], ProposalStatus] = {}
+        # Proposals whose review copies this process found tampered (decision.Seen.review_tampered), likewise.
+        self._tampered: dict[tuple[str, str], tuple[str, str]] = {}
 
     # ----- entry points -------------------------------------------------------------------
     def reconcile(self, body: dict[str, Any], claims: Sequence[Claim] = ()) -> Outcome:
@@ -154,6 +158,11 @@ class Reconciler:
         else:
             raise RuntimeError(f"reconciliation of {namespace}/{name} kept asking for {actions[-1]}")
         events = self._carry_out(ctx, actions, name, namespace)
+        tampered = status.proposal.review_tampered if status.proposal is not None else None
+        if status.proposal is not None and tampered is not None:
+            self._tampered[(namespace, name)] = (status.proposal.id, tampered)
+        else:
+            self._tampered.pop((namespace, name), None)
         self.metrics.set_state(name, namespace, status.state)
         return Outcome(status, events + summaries.transitions(before, status))
 
@@ -163,6 +172,7 @@ class Reconciler:
         key = (str(meta.get("namespace")), str(meta.get("name")))
         self._finished.pop(key, None)
         self._executing.pop(key, None)
+        self._tampered.pop(key, None)
         if self.analyses is not None:
             self.analyses.stop(key)
         run = self.runs.get(key)
@@ -196,7 +206,7 @@ class Reconciler:
         ctx = _Ctx(
             key, generation, body, spec, groups, credentials, PolicyKey(name, namespace, ""), fingerprint, claims
         )
-        seen = Seen(now, generation, fingerprint)
+        seen = Seen(now, generation, fingerprint, review_tampered=self._tampered.get(key))
         run = self.runs.get(key)
         view = None if run is None else _view(run, self._executing.get(key))
         if run is not None and run.done:
@@ -368,6 +378,8 @@ class Reconciler:
         """The reviewed proposal, exactly as stored when it was proposed (never recomputed)."""
         try:
             return self.proposals.load(ctx.key[0], proposal.config_map, proposal.id)
+        except ProposalTampered as err:
+            raise Stall("ProposalTampered", f"status.proposal.configMap: {err}") from None
         except ProposalLost as err:
             raise Stall("ProposalLost", f"status.proposal.configMap: {err}") from None
 
@@ -384,6 +396,9 @@ class Reconciler:
         proposal = self._stored(ctx, reviewed)
         proposal_id = proposal.id
         namespace, name = ctx.key
+        if reviewed.approved_by is None:
+            who = approver(ctx.body) if ctx.spec.mode == "Manual" else "mode Auto"
+            reviewed = reviewed.model_copy(update={"approved_by": who})
         metric_key = ctx.metric_key
         real_port = self._connect(ctx.spec, ctx.credentials)  # its own connection: the execution outlives this call
         store = StatusExecutionStore(

@@ -122,6 +122,13 @@ class ProposalStatus(StatusModel):
     stored copy of the approved proposal could not be read back whole)."""
     fingerprint: str = ""
     """Hash of the planning inputs (cluster, groups, goals, operation, analysis) it was made from."""
+    review_tampered: str | None = None
+    """Set when the copies people review (plan.json, summary.json) were found to differ from the verified
+    proposal: they are restored, and an approval given meanwhile does not count (Stalled/ProposalTampered)
+    until spec.approvedProposal is withdrawn and given again."""
+    approved_by: str | None = None
+    """Who approved it: the field manager that set spec.approvedProposal (kubectl, a GitOps tool, ...) and
+    when (the API server's audit log names the user behind it), recorded when its execution starts."""
 
 
 class Progress(StatusModel):
