@@ -478,6 +478,14 @@ def _report_running(nxt: _Next, run: RunView, *, stopping: str | None) -> None:
                 + ", ".join(newly_stuck)
             )
             nxt.actions.append(Event("Warning", "MovesStuck", message))
+        before = set(nxt.before.progress.taken_over if nxt.before.progress else ())
+        taken = sorted(set(run.progress.taken_over) - before)
+        if taken:
+            message = (
+                f"proposal {run.proposal_id}: another tool reassigned {len(taken)} partition(s) this execution was "
+                f"moving, to other replicas; left to it: " + ", ".join(taken)
+            )
+            nxt.actions.append(Event("Warning", "MovesTakenOver", message))
         status.progress = run.progress
     why = f"stopping: {stopping}" if stopping else f"executing proposal {run.proposal_id}"
     nxt.stopping = stopping

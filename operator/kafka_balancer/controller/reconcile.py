@@ -392,7 +392,8 @@ class Reconciler:
         return self._start(ctx, status.proposal, record)
 
     def _start(self, ctx: _Ctx, reviewed: ProposalStatus, record: dict[str, Any] | None) -> RunView:
-        """Execute the proposal in status, as stored when it was proposed (from ``record``: resumed)."""
+        """Execute the proposal in status, as stored when it was proposed (from ``record``: resumed; else
+        from the checkpoint the last run left, whose throttles it adopts: executor.engine)."""
         proposal = self._stored(ctx, reviewed)
         proposal_id = proposal.id
         namespace, name = ctx.key
@@ -400,6 +401,8 @@ class Reconciler:
             who = approver(ctx.body) if ctx.spec.mode == "Manual" else "mode Auto"
             reviewed = reviewed.model_copy(update={"approved_by": who})
         metric_key = ctx.metric_key
+        if record is None:
+            record = inherited(ctx.body, proposal_id)
         real_port = self._connect(ctx.spec, ctx.credentials)  # its own connection: the execution outlives this call
         store = StatusExecutionStore(
             self.kube,
@@ -497,6 +500,22 @@ _FIELDS: dict[str, str] = {
     "proposal": "proposal",
     "start": "started",
 }
+
+
+def inherited(body: dict[str, Any], proposal_id: str) -> dict[str, Any] | None:
+    """The checkpoint the last run left in status, for a new run of ``proposal_id``: it continues it when
+    unfinished and of the same proposal, and adopts what it could not remove (throttles) otherwise. An
+    unfinished one of another proposal (its operator stopped, the proposal changed since) is taken as
+    abandoned: its moves in flight end on their own in Kafka, its throttles are the new run's to remove."""
+    text = (body.get("status") or {}).get("executionCheckpoint")
+    if not text:
+        return None
+    record: dict[str, Any] = json.loads(text)
+    state = ExecutionState(str(record.get("state", ExecutionState.PENDING.value)))
+    if not state.finished and (record.get("context") or {}).get("proposalId") != proposal_id:
+        record = {**record, "state": ExecutionState.FAILED.value, "inFlight": []}
+        record["reason"] = f"abandoned unfinished; proposal {proposal_id} replaces it"
+    return record
 
 
 def kafka_stall(spec: BalancePolicySpec, err: KafkaError) -> Stall:

@@ -150,6 +150,11 @@ class Progress(StatusModel):
     """Moves in flight that copied nothing for `spec.execution.stuckAfterSeconds`."""
     stuck: list[str] = Field(default_factory=list, max_length=STUCK_LISTED)
     """The first of them (`topic-partition`, sorted), at most 20: the status stays small."""
+    waiting: str = ""
+    """What the execution waits for while the cluster cannot answer (its controller down, a broker hung),
+    and since when; empty while it answers. Waited for up to 600 s, then the execution stops, resumable."""
+    taken_over: list[str] = Field(default_factory=list, max_length=STUCK_LISTED)
+    """Moves another tool re-targeted while in flight (`topic-partition`, at most 20): left to it."""
 
 
 class LastRun(StatusModel):

@@ -73,6 +73,8 @@ def progress(progress: ExecProgress) -> Progress:
         eta_seconds=None if progress.eta_seconds is None else int(progress.eta_seconds),
         stuck_moves=len(progress.stuck),
         stuck=list(progress.stuck[:STUCK_LISTED]),
+        waiting=progress.waiting[:1000],
+        taken_over=list(progress.taken_over[:STUCK_LISTED]),
     )
 
 
