@@ -78,7 +78,7 @@ CONDITIONS: Final = (
         "Reconciling",
         "an execution the spec withdrew is being stopped (its moves in flight cancelled, its throttles removed); "
         "False while samples are collected and while an execution runs, so kstatus reads the policy as Current",
-        ("Paused", "ApprovalWithdrawn", "SpecChanged", "`Reconciled` when False"),
+        ("Paused", "ApprovalWithdrawn", "SpecChanged", "the Stalled reason", "`Reconciled` when False"),
     ),
     (
         "Stalled",

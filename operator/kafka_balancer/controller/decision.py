@@ -194,7 +194,9 @@ def next_status(
     next_.observed_generation = seen.generation
     if spec is None or seen.refused is not None:
         actions: list[Action] = []
-        _conclude(next_, actions, stall=seen.refused or Problem("InvalidSpec", "no spec"), stopping=None)
+        problem = seen.refused or Problem("InvalidSpec", "no spec")
+        stopping = _refused_run(next_, actions, seen, problem)
+        _conclude(next_, actions, stall=problem, stopping=stopping)
         return next_, actions
     nxt = _Next(spec, status, seen, next_)
     for situation in SITUATIONS:
@@ -203,6 +205,50 @@ def next_status(
     if not (nxt.actions and isinstance(nxt.actions[-1], Ask)):
         _conclude(nxt.status, nxt.actions, stall=nxt.stall, stopping=nxt.stopping)
     return nxt.status, nxt.actions
+
+
+def stop_reason(spec: BalancePolicySpec, proposal_id: str) -> str | None:
+    """Why the spec withdraws a running execution of ``proposal_id`` (paused, approval withdrawn, DryRun),
+    or None. The planning inputs changing is the other reason (SpecChanged): see _executing."""
+    if spec.paused:
+        return "Paused"
+    if spec.mode == "DryRun" or (spec.mode == "Manual" and spec.approved_proposal != proposal_id):
+        return "ApprovalWithdrawn"
+    return None
+
+
+def _refused_run(status: BalancePolicyStatus, actions: list[Action], seen: Seen, problem: Problem) -> str | None:
+    """The spec, its groups or its Secret cannot be used (Stalled) while an execution of this process runs:
+    it no longer describes that execution (another cluster, credentials no longer bound to it, a spec
+    that does not parse), so the execution stops and cleans up, with the connection and credentials it
+    started with (nothing reaches a server the policy names now). It is reported until it has ended.
+    Returns why it is being stopped (the Stalled reason, Reconciling's), or None."""
+    run, last = seen.run, seen.finished
+    if last is not None:
+        status.last_run = last
+        status.progress = seen.progress or status.progress
+        kind: Literal["Normal", "Warning"] = "Normal" if last.result == "Completed" else "Warning"
+        message = f"proposal {last.proposal_id}: {last.message or last.result.lower()}"
+        actions.append(Event(kind, f"Execution{last.result}", message))
+        status.conditions = set_condition(
+            status.conditions, EXECUTING, False, reason=last.result, message=last.message, generation=seen.generation
+        )
+    elif run is not None and not run.done:
+        actions.append(StopRun(f"Stalled: {problem.reason}"))
+        if run.progress is not None:
+            status.progress = run.progress
+        status.conditions = set_condition(
+            status.conditions,
+            EXECUTING,
+            True,
+            reason="Executing",
+            message=f"stopping: the policy is Stalled ({problem.reason})",
+            generation=seen.generation,
+        )
+        return problem.reason
+    elif seen.last_finished is not None:
+        status.last_run = seen.last_finished
+    return None
 
 
 def _executing(nxt: _Next) -> bool:
@@ -221,13 +267,8 @@ def _executing(nxt: _Next) -> bool:
             # This process wrote the newest run, which the body it started from may not show yet.
             nxt.status.last_run = seen.last_finished
         return False
-    withdrawn = spec.mode == "DryRun" or (spec.mode == "Manual" and spec.approved_proposal != run.proposal_id)
-    stop = None
-    if spec.paused:
-        stop = "Paused"
-    elif withdrawn:
-        stop = "ApprovalWithdrawn"
-    elif nxt.status.proposal is not None and seen.fingerprint != nxt.status.proposal.fingerprint:
+    stop = stop_reason(spec, run.proposal_id)
+    if stop is None and nxt.status.proposal is not None and seen.fingerprint != nxt.status.proposal.fingerprint:
         stop = "SpecChanged"
     if stop is not None:
         nxt.actions.append(StopRun(stop))

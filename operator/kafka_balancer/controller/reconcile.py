@@ -35,6 +35,7 @@ from kafka_balancer.controller.decision import (
     Seen,
     StopRun,
     next_status,
+    stop_reason,
 )
 from kafka_balancer.controller.kubeapi import Credentials, KubeApi, owner_reference
 from kafka_balancer.controller.observations import cordons, export, observe
@@ -157,7 +158,7 @@ class Reconciler:
             seen = self._observe(ctx, ask, seen, status)
         else:
             raise RuntimeError(f"reconciliation of {namespace}/{name} kept asking for {actions[-1]}")
-        events = self._carry_out(ctx, actions, name, namespace)
+        events = self._carry_out((namespace, name), actions)
         tampered = status.proposal.review_tampered if status.proposal is not None else None
         if status.proposal is not None and tampered is not None:
             self._tampered[(namespace, name)] = (status.proposal.id, tampered)
@@ -193,28 +194,31 @@ class Reconciler:
         meta = body["metadata"]
         namespace, name = str(meta["namespace"]), str(meta["name"])
         generation = int(meta.get("generation") or 1)
-        now = dt.datetime.now(dt.UTC)
+        key = (namespace, name)
+        seen = Seen(dt.datetime.now(dt.UTC), generation, review_tampered=self._tampered.get(key))
+        seen = self._runs_seen(key, seen, before)
         try:
             spec = parse_spec(body)
             check_claim(Claim.of(body), claims, self.options.access)
             groups = read_groups(self.kube, namespace, spec)
             credentials = read_credentials(self.kube, namespace, spec)
         except Stall as stall:
-            return None, Seen(now, generation, refused=Problem(stall.reason, stall.message))
-        key = (namespace, name)
+            # The execution running goes on being reported (and is stopped: decision.next_status).
+            return None, dataclasses.replace(seen, refused=Problem(stall.reason, stall.message))
         fingerprint = planning_fingerprint(spec, {g: s.model_dump(mode="json") for g, s in groups})
         ctx = _Ctx(
             key, generation, body, spec, groups, credentials, PolicyKey(name, namespace, ""), fingerprint, claims
         )
-        seen = Seen(now, generation, fingerprint, review_tampered=self._tampered.get(key))
+        return ctx, dataclasses.replace(seen, fingerprint=fingerprint)
+
+    def _runs_seen(self, key: tuple[str, str], seen: Seen, before: BalancePolicyStatus) -> Seen:
+        """The execution of this process for the policy: running, or just finished (recorded now)."""
         run = self.runs.get(key)
         view = None if run is None else _view(run, self._executing.get(key))
         if run is not None and run.done:
             finished, progress = self._finish(key, run, before)
-            return ctx, dataclasses.replace(
-                seen, run=view, finished=finished, progress=progress, last_finished=finished
-            )
-        return ctx, dataclasses.replace(seen, run=view, last_finished=self._finished.get(key))
+            return dataclasses.replace(seen, run=view, finished=finished, progress=progress, last_finished=finished)
+        return dataclasses.replace(seen, run=view, last_finished=self._finished.get(key))
 
     def _observe(self, ctx: _Ctx, ask: Ask, seen: Seen, status: BalancePolicyStatus) -> Seen:
         """Make the observation the decision asked for; a Stall is the decision's Problem."""
@@ -412,6 +416,9 @@ class Reconciler:
             on_save=lambda saved: self.metrics.set_throttled_brokers(metric_key, summaries.throttled_brokers(saved)),
             may_act=self.may_act,
         )
+        withdrawn = stop_reason(ctx.spec, proposal_id)
+        if withdrawn is not None:
+            store.request_stop()  # resumed while withdrawn (paused meanwhile): it only winds down
         port = cast(KafkaPort, DetachablePort(real_port, store.attached))
         execution = f"{proposal_id}/{next(self._execution_numbers)}"  # the metrics count each run from zero
 
@@ -474,20 +481,18 @@ class Reconciler:
         self.metrics.execution_finished(PolicyKey(key[1], key[0], cluster or ""), outcome)
         return last, summaries.progress(progress) if progress is not None else None
 
-    def _carry_out(
-        self, ctx: _Ctx | None, actions: list[Action], name: str, namespace: str
-    ) -> list[tuple[str, str, str]]:
+    def _carry_out(self, key: tuple[str, str], actions: list[Action]) -> list[tuple[str, str, str]]:
         """The decision's actions; returns its events."""
         events: list[tuple[str, str, str]] = []
         for action in actions:
-            if isinstance(action, StopRun) and ctx is not None:
-                run = self.runs.get(ctx.key)
+            if isinstance(action, StopRun):
+                run = self.runs.get(key)
                 if run is not None:
                     run.stop(action.reason)
             elif isinstance(action, Event):
                 events.append((action.type, action.reason, action.message))
             elif isinstance(action, CountError):
-                self.metrics.error(name, namespace, action.reason)
+                self.metrics.error(key[1], key[0], action.reason)
         return events
 
 
