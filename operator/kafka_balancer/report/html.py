@@ -6,12 +6,14 @@ ticket or opened from a CI artefact without network access.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Mapping
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.log_dir_usage import DirLimits
@@ -232,6 +234,39 @@ def render_report(
     )
 
 
+_KINDS: Final = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _regular_target(target: Path) -> Path:
+    """The regular file (or new path) to write for ``target``: OSError naming why not. A symbolic link is
+    followed only to a file this user owns: the link stays, and nobody else's file is replaced."""
+    try:
+        found = target.lstat()
+    except FileNotFoundError:
+        return target
+    if stat.S_ISLNK(found.st_mode):
+        real = target.resolve()
+        try:
+            found = real.stat()
+        except FileNotFoundError:
+            raise OSError(errno.ENOENT, f"a symbolic link to {real}, which does not exist") from None
+        if found.st_uid != os.geteuid():
+            raise OSError(errno.EPERM, f"a symbolic link to {real}, owned by uid {found.st_uid}, not this user")
+        target = real
+    kind = next((name for test, name in _KINDS if test(found.st_mode)), None)
+    if kind is not None or not stat.S_ISREG(found.st_mode):
+        raise OSError(
+            errno.EINVAL, f"not a regular file ({kind or 'a special file'}); name a regular file or a new path"
+        )
+    return target
+
+
 def write_report(
     path: str | os.PathLike[str],
     before: ClusterModel,
@@ -241,8 +276,11 @@ def write_report(
     title: str = "kafka-balancer report",
     limits: DirLimits | None = None,
 ) -> Path:
-    """Write the report atomically (a reader never sees half a file); returns the path written."""
-    target = Path(path)
+    """Write the report atomically (a reader never sees half a file); returns the path written.
+
+    The rename puts a regular file where the path was, so only a regular file or a new path is written
+    over, or what a symbolic link names when this user owns it (see :func:`_regular_target`)."""
+    target = _regular_target(Path(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     text = render_report(before, after, summary, title=title, limits=limits)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
