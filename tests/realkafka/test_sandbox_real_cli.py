@@ -138,3 +138,16 @@ def test_a_cluster_id_that_begins_with_a_dash_formats(tmp_path: Path) -> None:
     )
     RealCluster(options).prepare()
     assert "cluster.id=-aW7HGSu1RaSINLrkUW6JA" in (tmp_path / "controller" / "metadata" / "meta.properties").read_text()
+
+
+def test_a_data_dir_that_would_add_lines_to_server_properties_is_refused(tmp_path: Path) -> None:
+    """Before: a --data-dir with a line break wrote extra lines into every server.properties (issue 55)."""
+    base = free_port_range(3)
+    cases = {"a\nlisteners=PLAINTEXT://0.0.0.0:1": r"'\n'", "a,b": "','", "a\\b": r"'\\'", "a\tb": r"'\t'"}
+    for name, shown in cases.items():
+        data_dir = tmp_path / name
+        refused = cli("sandbox", "--real", "--brokers", "2", "--port-base", str(base), "--data-dir", str(data_dir))
+        assert refused.returncode == 2, refused
+        assert refused.stderr.count("\n") == 1, refused.stderr
+        assert f"--data-dir {str(data_dir)!r}: {shown} cannot be written into server.properties" in refused.stderr
+        assert not data_dir.exists()

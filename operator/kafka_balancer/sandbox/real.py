@@ -111,6 +111,8 @@ class RealClusterOptions:
             raise SandboxError(f"--log-dirs must be between 1 and 16, got {self.log_dirs}")
         if not 128 <= self.heap_mb <= 65536:
             raise SandboxError(f"--heap-mb must be between 128 and 65536, got {self.heap_mb}")
+        if self.data_dir is not None:
+            _check_properties_path(self.data_dir, "--data-dir")
         try:  # N brokers and the controller, above the privileged ports
             check_port_range(self.port_base, self.brokers + 1, "--port-base", lowest=1024)
         except ValueError as err:
@@ -151,6 +153,18 @@ def has_local_tiered_storage(libs: Path) -> bool:
             if _LOCAL_TIERED_STORAGE in archive.namelist():
                 return True
     return False
+
+
+def _check_properties_path(path: Path, option: str) -> None:
+    """A path written into server.properties (log.dirs) must stay one value of one line: no line break
+    or other control character (it would add lines of its own), no comma (log.dirs separates
+    directories with it), no backslash (an escape in a properties file)."""
+    bad = sorted({c for c in str(path) if not c.isprintable() or c in ",\\"})
+    if bad:
+        shown = ", ".join(repr(c) for c in bad)
+        raise SandboxError(
+            f"{option} {str(path)!r}: {shown} cannot be written into server.properties; choose another path"
+        )
 
 
 def kafka_libs(configured: Path | None = None, version: str | None = None) -> Path:
