@@ -40,6 +40,7 @@ from kafka_balancer.sandbox.state import ClusterState, PartitionState
 from .conftest import both_api_servers
 from .kube import ApiServer
 from .operator_process import OperatorProcess
+from .tenants import wait
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -123,19 +124,6 @@ def _install(client: KubeClient, kafka: EmulatedCluster) -> None:
 
 
 # ----- the test -------------------------------------------------------------------------------------
-def _wait(what: str, probe: Callable[[], Any], ops: list[OperatorProcess], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        for op in ops:
-            if op.proc.poll() is not None:
-                pytest.fail(f"the operator exited ({op.proc.returncode}) waiting for {what}:\n{op.tail()}")
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.1)
-    logs = "\n".join(f"--- operator pid {op.pid} ---\n{op.tail()}" for op in ops)
-    pytest.fail(f"timed out after {timeout}s waiting for {what}; last probe: {last!r}\n{logs}")
 
 
 def _throttles(kafka: EmulatedCluster) -> dict[str, dict[str, str]]:
@@ -176,7 +164,7 @@ def test_operator_killed_mid_execution_is_resumed_by_a_new_process(
         return dict(json.loads(text)) if text else {}
 
     first = start_operator(kubeconfig)
-    proposal = _wait(
+    proposal = wait(
         "a proposal in status", lambda: status().get("state") == "ProposalReady" and status()["proposal"], [first]
     )
     assert not submissions.moves, "Manual mode: nothing runs before approval"
@@ -188,7 +176,7 @@ def test_operator_killed_mid_execution_is_resumed_by_a_new_process(
         running = s.get("state") == "Executing" and 0 < progress.get("partitionsDone", 0) < progress["partitionsTotal"]
         return s if running and record.get("inFlight") else None
 
-    before = _wait("some moves done and some in flight", midway, [first])
+    before = wait("some moves done and some in flight", midway, [first])
     assert not before.get("lastRun"), "the first run of this proposal has not ended"
 
     # SIGKILL at a moment when Kafka has moves in flight. The emulator's lock is held from the check
@@ -228,7 +216,7 @@ def test_operator_killed_mid_execution_is_resumed_by_a_new_process(
 
     second = start_operator(kubeconfig)
     # Once the new operator has listed Kafka's reassignments, the held moves copy on.
-    _wait(
+    wait(
         "the new operator to list the reassignments",
         lambda: kafka.request_count(LIST_PARTITION_REASSIGNMENTS) > killed_at,
         [second],
@@ -240,7 +228,7 @@ def test_operator_killed_mid_execution_is_resumed_by_a_new_process(
         s = status()
         return s if s.get("state") == "Completed" and (s.get("lastRun") or {}).get("result") == "Completed" else None
 
-    final = _wait("the resumed execution to complete", completed, [second], timeout=90)
+    final = wait("the resumed execution to complete", completed, [second], timeout=90)
     assert final["lastRun"]["proposalId"] == proposal["id"]
     assert final["progress"]["percent"] == 100.0
     # Bytes are counted once too: what moved before the kill comes from the checkpoint.
