@@ -118,7 +118,7 @@ def start_operator(tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
         op.proc.wait(timeout=30)
     # The Kafka worker processes' fork server (kafka.isolated) ends when it sees its operator gone, and its
     # workers with it: moments after the operator, not with it.
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120  # a deadline poll: moments when idle, longer on a loaded machine
     while any(_session_members(op.pid) for op in started) and time.monotonic() < deadline:
         time.sleep(0.1)
     left = {op.pid: _session_members(op.pid) for op in started}
