@@ -13,13 +13,15 @@ traceback: an unexpected exception is a defect, and its one line names its type.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NoReturn, Protocol, cast
 
 from kafka_balancer.interrupts import interruption
+from kafka_balancer.kafka.client_log import LOGGER_NAME as LIBRDKAFKA_LOGGER
 
 EXIT_FAILED = 1  # the cluster or the machine failed (unreachable, a port taken), or a defect
 EXIT_INVALID = 2  # bad input: nothing was changed
@@ -88,10 +90,9 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(args_list).parse_args(args_list)
-    # The adapter names every Kafka failure in its error; librdkafka's own log lines would repeat it.
-    logging.getLogger("kafka_balancer.kafka.librdkafka").disabled = True
     try:
-        return int(args._run(args))
+        with _librdkafka_lines_off():
+            return int(args._run(args))
     except KeyboardInterrupt:
         print(f"{args.command}: interrupted", file=sys.stderr)
         return 130
@@ -105,6 +106,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             reason = f"{cluster}: {reason}"
         print(f"{args.command}: {_one_line(reason)}", file=sys.stderr)
         return code
+
+
+@contextlib.contextmanager
+def _librdkafka_lines_off() -> Iterator[None]:
+    """The adapter names every Kafka failure in its error; librdkafka's own log lines would repeat it.
+    Off for the command only: a process that runs a command in-process (the tests) keeps its logging."""
+    logger = logging.getLogger(LIBRDKAFKA_LOGGER)
+    was_disabled, logger.disabled = logger.disabled, True
+    try:
+        yield
+    finally:
+        logger.disabled = was_disabled
 
 
 def _failure(err: Exception) -> tuple[int, str]:
