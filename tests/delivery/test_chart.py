@@ -65,10 +65,21 @@ def test_lint_passes_with_defaults_and_all_features() -> None:
 def test_default_render_is_valid_kubernetes() -> None:
     objects = manifests(render())
     kinds = _validate_all(objects)
-    assert kinds == {"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service"}
-    # Off by default: no PVC, no monitoring objects, no Secret access, no Spark operator access.
+    assert kinds == {
+        "Deployment",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Service",
+    }
+    # Off by default: no PVC, no monitoring objects, no Secret access, no Spark operator access. The one
+    # Role is the Lease's, in the release namespace (one operator acts at a time).
     assert not by_kind(objects, "PersistentVolumeClaim")
-    assert not by_kind(objects, "Role")
+    assert [(r["metadata"]["namespace"], r["metadata"]["name"]) for r in by_kind(objects, "Role")] == [
+        ("kafka-balancer", "kb-kafka-balancer-lease")
+    ]
     for obj in objects:
         for label in RECOMMENDED_LABELS:
             assert label in obj["metadata"]["labels"], f"{obj['kind']} lacks label {label}"
@@ -77,9 +88,9 @@ def test_default_render_is_valid_kubernetes() -> None:
 def test_every_optional_feature_renders_valid_manifests() -> None:
     objects = manifests(render(ALL_FEATURES, api_versions=(MONITORING_API,)))
     kinds = _validate_all(objects)
+    # Named namespaces: Roles only, no cluster-wide grant at all (the claims on clusters come from the watch).
     assert kinds == {
-        "Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-        "Service", "PersistentVolumeClaim", "ConfigMap",
+        "Deployment", "ServiceAccount", "Role", "RoleBinding", "Service", "PersistentVolumeClaim", "ConfigMap",
     }  # fmt: skip
     for kind in MONITORING_KINDS:
         _check_monitoring_object(one(objects, kind))

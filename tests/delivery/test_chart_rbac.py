@@ -48,8 +48,13 @@ OWNER_REFERENCE_CALLS = {ApiCall(GROUP, "balancepolicies/finalizers", "update")}
 SPARK_APPLICATION_CALLS = {
     ApiCall("sparkoperator.k8s.io", "sparkapplications", verb) for verb in ("create", "get", "delete")
 }
-# One operator acts at a time (controller/lease.py): its Lease, in the release namespace only.
-LEASE_CALLS = {ApiCall("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "patch")}
+# One operator acts at a time (controller/lease.py): its one Lease, named like the release (the Deployment's
+# KAFKA_BALANCER_LEASE_NAME), in the release namespace only. RBAC cannot limit create by name.
+LEASE = "kb-kafka-balancer"
+LEASE_CALLS = {
+    ApiCall("coordination.k8s.io", "leases", "create"),
+    *(ApiCall("coordination.k8s.io", "leases", verb, name=LEASE) for verb in ("get", "patch")),
+}
 
 
 def controller_calls(*, all_namespaces: bool = True) -> set[ApiCall]:
@@ -148,10 +153,13 @@ def test_every_call_is_allowed_and_nothing_more(
         where = namespaces if call.namespaced else [None]
         for ns in where:
             assert may(call, ns), f"{call} is not allowed in {ns or 'the cluster scope'}"
-    # The Lease: in the release namespace, nowhere else.
+    # The Lease: in the release namespace, nowhere else; no other Lease there (another controller's).
     for call in LEASE_CALLS:
         assert may(call, RELEASE_NS), f"{call} is not allowed in the release namespace"
         assert not may(call, "kafka-a"), f"{call} allowed outside the release namespace"
+        if call.name:
+            other = ApiCall(call.group, call.resource, call.verb, name="another-controller")
+            assert not may(other, RELEASE_NS), f"{other} allowed: only the operator's own Lease"
     # Nothing more: every granted (group, resource, verb) is one the operator uses (Secrets by name only).
     used = {(c.group, c.resource, c.verb) for c in expected | LEASE_CALLS}
     extra = _granted_calls(grants) - used - {("", "secrets", "get")}

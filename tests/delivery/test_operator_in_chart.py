@@ -184,15 +184,23 @@ def test_operator_runs_as_the_chart_starts_it_within_its_rbac(
     made = kube.calls("operator")  # API discovery names no resource: open to every authenticated client
     refused = sorted({(c.resource, c.verb, c.namespace, c.name) for c in made if c.code == 403}, key=str)
     assert not refused, f"the API server refused the operator (resource, verb, namespace, name): {refused}"
-    calls = {(c.group, c.resource, c.verb, c.namespace, c.name if c.resource == "secrets" else None) for c in made}
+    by_name = {"secrets", "leases"}  # granted by name (the Lease: get and patch)
+    calls = {(c.group, c.resource, c.verb, c.namespace, c.name if c.resource in by_name else None) for c in made}
     assert ("kafkabalancer.io", "balancepolicies/status", "patch", POLICY_NS, None) in calls
     assert ("", "configmaps", "create", POLICY_NS, None) in calls
     assert ("", "secrets", "get", POLICY_NS, SECRET) in calls
+    # One operator acts at a time: it read its Lease (named like the release) in its own namespace first.
+    lease = env["KAFKA_BALANCER_LEASE_NAME"]
+    assert ("coordination.k8s.io", "leases", "get", RELEASE_NS, lease) in calls
     denied = [
         call for call in sorted(calls, key=json.dumps) if not allowed(grants, ApiCall(*call[:3], name=call[4]), call[3])
     ]
     assert not denied, f"the chart's RBAC denies calls the operator made (group, resource, verb, namespace): {denied}"
-    assert {call[3] for call in calls} <= {POLICY_NS, None}, "the operator reached outside its watched namespace"
+    # Its watched namespace, and its own namespace for its Lease only.
+    outside = {call for call in calls if call[3] not in {POLICY_NS, None}}
+    assert {call[1:4] for call in outside} <= {("leases", verb, RELEASE_NS) for verb in ("get", "create", "patch")}, (
+        f"the operator reached outside its watched namespace: {sorted(outside, key=str)}"
+    )
     # rbac.secrets grants that Secret and nothing else: not another name, not elsewhere, never a list.
     assert not allowed(grants, ApiCall("", "secrets", "get", name="other"), POLICY_NS)
     assert not allowed(grants, ApiCall("", "secrets", "get", name=SECRET), RELEASE_NS)
