@@ -240,6 +240,8 @@ class RealKafka:
                 self.cluster.pause_broker(b, paused=False)  # harmless when it is not paused
             else:
                 self.cluster.start_broker(b)
+        # Every broker registered and unfenced: one a test hung or whose controller it restarted may not be yet.
+        self.cluster.wait_registered(set(self.broker_ids))
         raw_client.set_cluster_default(self.bootstrap_servers, "min.insync.replicas", "1")
         groups = [g.group_id for g in self.admin.list_consumer_groups().result(timeout=30).valid]
         if groups:

@@ -88,10 +88,10 @@ class RealClusterOptions:
     cluster_id: str | None = None  # for a fresh data directory; default: a random one
     broker_configs: Mapping[str, str] = field(default_factory=dict)  # extra server.properties of every broker
     # A start is given up when the JVMs of the brokers it waits for have used start_cpu_s CPU seconds each
-    # (a broker takes about 5 to start: more means it spins on something), or after start_timeout_s (it
-    # waits on something that never comes). Wall time alone cannot tell a stuck start from one a busy
-    # machine starves: 6 brokers and their controller used 34 CPU seconds to start, in 17 s on a quiet
-    # 2-core machine and in 209 s at load average 64-92.
+    # while it waits (a broker takes about 5 to start: more means it spins on something), or after
+    # start_timeout_s (it waits on something that never comes). Wall time alone cannot tell a stuck start
+    # from one a busy machine starves: 6 brokers and their controller used 34 CPU seconds to start, in
+    # 17 s on a quiet 2-core machine and in 209 s at load average 64-92.
     start_timeout_s: float = 600.0
     start_cpu_s: float = 30.0
     # The local address every node listens on and advertises (a test node's pods reach the brokers on
@@ -378,19 +378,22 @@ class RealCluster:
 
     def wait_registered(self, broker_ids: set[int]) -> None:
         """Wait until DescribeCluster lists ``broker_ids``; fail at once when a JVM exits, and when the
-        start takes too much CPU or time (``RealClusterOptions.start_cpu_s``, ``start_timeout_s``).
+        wait takes too much CPU or time (``RealClusterOptions.start_cpu_s``, ``start_timeout_s``): the CPU
+        the brokers use from now on, not what they used before (a restarted controller's brokers have run
+        for the whole session).
 
         The brokers' ports are polled first: a Kafka client pointed at brokers still starting logs
         every refused connection."""
         o = self.options
         deadline = time.monotonic() + o.start_timeout_s
         cpu_budget = o.start_cpu_s * len(broker_ids)
+        cpu_before = sum(_cpu_seconds(self.brokers[b].process) for b in broker_ids)
         adapter: KafkaAdapter | None = None
         registered: set[int] = set()
         try:
             while not broker_ids <= registered:
                 self._check_alive()
-                used = sum(_cpu_seconds(self.brokers[b].process) for b in broker_ids)
+                used = sum(_cpu_seconds(self.brokers[b].process) for b in broker_ids) - cpu_before
                 if time.monotonic() > deadline or used > cpu_budget:
                     missing = sorted(broker_ids - registered)
                     tails = "; ".join(f"broker {b}: {self.brokers[b].log_tail(2)}" for b in missing)
