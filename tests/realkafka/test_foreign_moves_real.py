@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
@@ -18,9 +19,19 @@ from kafka_balancer.kafka.port import TopicPartition
 from kafka_targets import no_throttle_left
 from real_kafka import RealKafka
 
-from realkafka.workflow import cli, execute, finish, in_flight, snapshot_and_plan, state_record, targets
+from realkafka.workflow import cli, execute, finish, snapshot_and_plan, state_record, targets
 
 RECORD = 10_000
+# Slow enough that a move takes tens of seconds (Kafka lets a throttled follower fetch up to 1 MiB,
+# replica.fetch.max.bytes, per quota window of 11 s before it holds back: a 3 MB replica needs three),
+# against the milliseconds between seeing our move in Kafka and re-targeting it.
+THROTTLE = "5KB/s"
+
+
+def _copying(work: Path) -> list[list[Any]]:
+    """The moves in flight that add a replica (only those take the throttle's time): [topic, partition,
+    bytes, original, target, ...]."""
+    return [m for m in state_record(work).get("inFlight", []) if set(m[4]) - set(m[3])]
 
 
 def test_a_move_another_tool_retargets_is_taken_over_and_left_to_it_when_the_run_stops(
@@ -30,12 +41,20 @@ def test_a_move_another_tool_retargets_is_taken_over_and_left_to_it_when_the_run
     written = real_kafka.produce("orders", partitions=range(6), records_per_partition=300, record_bytes=RECORD)
     proposal = snapshot_and_plan(real_kafka, tmp_path)
     before = real_kafka.partitions()
-    proc = execute(real_kafka, tmp_path, "--throttle", "300KB/s", "--concurrent-moves-per-broker", "2")
+    proc = execute(real_kafka, tmp_path, "--throttle", THROTTLE, "--concurrent-moves-per-broker", "2")
     adapter = KafkaAdapter(ConnectionSpec(real_kafka.bootstrap_servers))
     try:
-        real_kafka.wait_until(lambda: in_flight(tmp_path, completed_at_least=0), "a move in flight", timeout_s=120)
-        topic, partition, _bytes, original, target, *_ = state_record(tmp_path)["inFlight"][0]
+        real_kafka.wait_until(lambda: bool(_copying(tmp_path)), "a move copying data in flight", timeout_s=120)
+        topic, partition, _bytes, original, target, *_ = _copying(tmp_path)[0]
         tp = TopicPartition(topic, partition)
+
+        # The executor records a move in flight before it submits it: re-targeting it before Kafka lists
+        # ours would only have ours replace theirs. So: ours in Kafka first.
+        def ours_submitted() -> bool:
+            running = adapter.list_reassignments().get(tp)
+            return running is not None and set(running.target) == set(target)
+
+        real_kafka.wait_until(ours_submitted, f"{tp} reassigned to {target} in Kafka", timeout_s=60)
         # The other tool's target: the original replicas with one of them swapped for a broker of neither list.
         spare = next(b for b in real_kafka.broker_ids if b not in original and b not in target)
         theirs = [*original[:-1], spare]
