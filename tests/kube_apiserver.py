@@ -58,6 +58,9 @@ BIN = REPO / "build" / "kube" / "bin"
 CRDS = REPO / "crds"
 API_VERSION = "kafkabalancer.io/v1alpha1"
 RELEASE_NAMESPACE = "kafka-balancer"  # where the chart is installed
+# The operator's Lease as the chart names it for the tests' release "kb" (its fullname, the Deployment's
+# KAFKA_BALANCER_LEASE_NAME): the chart grants get and patch on that Lease only.
+LEASE_NAME = "kb-kafka-balancer"
 POLICY_NAMESPACE = "kafka"  # where the tests' policies live
 CREDENTIALS_SECRET = "kafka-balancer-credentials"
 # The chart as the README installs it: the operator may read one Secret, in the policies' namespace.

@@ -21,7 +21,7 @@ import kubernetes
 import pytest
 from kafka_balancer.controller.rbac import allows
 from kafka_balancer.sandbox.ports import free_port
-from kube_apiserver import RELEASE_NAMESPACE, kube_apiserver
+from kube_apiserver import LEASE_NAME, RELEASE_NAMESPACE, kube_apiserver
 from prometheus_client.parser import text_string_to_metric_families
 
 from .kube import EMULATED, KUBE_APISERVER, ApiServer, kube_server
@@ -36,8 +36,9 @@ os.environ["KAFKA_BALANCER_METRICS_PORT"] = "0"
 # machine (with 3 s, a reconcile on a loaded machine reported a live cluster as ClusterUnreachable).
 os.environ["KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS"] = "30"
 os.environ["KAFKA_BALANCER_METRICS_ADDRESS"] = "127.0.0.1"
-# The operator's Lease lives where the chart puts it, its release namespace (granted there only).
+# The operator's Lease is the one the chart names, in its release namespace (granted there only).
 os.environ.setdefault("KAFKA_BALANCER_LEASE_NAMESPACE", RELEASE_NAMESPACE)
+os.environ.setdefault("KAFKA_BALANCER_LEASE_NAME", LEASE_NAME)
 
 GROUP, VERSION = "kafkabalancer.io", "v1alpha1"
 # A test that runs against the emulator and the real API server: @both_api_servers.

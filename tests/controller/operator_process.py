@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from kafka_balancer.sandbox.ports import free_port
-from kube_apiserver import RELEASE_NAMESPACE
+from kube_apiserver import LEASE_NAME, RELEASE_NAMESPACE
 from processes import spawn, tail
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,6 +104,7 @@ def start_operator(tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
             KAFKA_BALANCER_EXECUTION_POLL_SECONDS="0.2",
             KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS="10",
             KAFKA_BALANCER_LEASE_NAMESPACE=RELEASE_NAMESPACE,
+            KAFKA_BALANCER_LEASE_NAME=LEASE_NAME,
         )
         env.update(extra_env or {})
         log = tmp_path / f"operator-{len(started) + 1}.log"

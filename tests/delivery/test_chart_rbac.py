@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_apiserver import Call, kube_apiserver
+from kube_apiserver import LEASE_NAME, Call, kube_apiserver
 
 from .chart import ALL_FEATURES, REPO, manifests, render
 from .rbac import ApiCall, Grant, allowed, calls_in_source, grants_for
@@ -50,10 +50,9 @@ SPARK_APPLICATION_CALLS = {
 }
 # One operator acts at a time (controller/lease.py): its one Lease, named like the release (the Deployment's
 # KAFKA_BALANCER_LEASE_NAME), in the release namespace only. RBAC cannot limit create by name.
-LEASE = "kb-kafka-balancer"
 LEASE_CALLS = {
     ApiCall("coordination.k8s.io", "leases", "create"),
-    *(ApiCall("coordination.k8s.io", "leases", verb, name=LEASE) for verb in ("get", "patch")),
+    *(ApiCall("coordination.k8s.io", "leases", verb, name=LEASE_NAME) for verb in ("get", "patch")),
 }
 
 
@@ -153,7 +152,11 @@ def test_every_call_is_allowed_and_nothing_more(
         where = namespaces if call.namespaced else [None]
         for ns in where:
             assert may(call, ns), f"{call} is not allowed in {ns or 'the cluster scope'}"
-    # The Lease: in the release namespace, nowhere else; no other Lease there (another controller's).
+    # The Lease: the one the Deployment names, in the release namespace, nowhere else; no other Lease there
+    # (another controller's).
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    env = {e["name"]: e.get("value") for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert (env["KAFKA_BALANCER_LEASE_NAMESPACE"], env["KAFKA_BALANCER_LEASE_NAME"]) == (RELEASE_NS, LEASE_NAME)
     for call in LEASE_CALLS:
         assert may(call, RELEASE_NS), f"{call} is not allowed in the release namespace"
         assert not may(call, "kafka-a"), f"{call} allowed outside the release namespace"
