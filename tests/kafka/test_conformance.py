@@ -247,7 +247,9 @@ def test_reassignment_under_throttle_keeps_every_original_replica_until_it_ends(
         model = adapter.read_cluster(with_sizes=False)
         part = model.partition(model.partition_index("orders", 0))
         if tp in adapter.list_reassignments():
-            assert set(part.replicas) == {1, 2, 3, 4}
+            # The controller lists the move before every broker's metadata shows broker 4 (seen on 3.9.2:
+            # replicas still {1, 2, 3} right after the submission); an original replica never leaves early.
+            assert {1, 2, 3} <= set(part.replicas) <= {1, 2, 3, 4}
             assert {1, 2, 3} <= set(part.isr)
             return False
         return True
