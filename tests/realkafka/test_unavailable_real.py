@@ -20,6 +20,7 @@ import contextlib
 import json
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -105,17 +106,32 @@ def _intact(kafka: RealKafka, written: dict[str, dict[int, Written]]) -> None:
         assert kafka.read_back(topic, sorted(partitions)) == partitions, topic
 
 
+def _run_through(kafka: RealKafka, work: Path, fault: Callable[[subprocess.Popen[bytes], Watch], None]) -> None:
+    """Fill, plan and execute; once moves are in flight, ``fault(proc, watch)`` (which undoes what it does,
+    also when it fails); then the run ends Completed, nothing left behind, every record intact."""
+    written = _fill(kafka)
+    proposal = snapshot_and_plan(kafka, work)
+    before = kafka.partitions()
+    watch = watch_for(kafka, MIN_ISR)
+    proc = execute(kafka, work, *SCALED)
+    try:
+        _watched(kafka, proc, watch, until=lambda: in_flight(work))
+        fault(proc, watch)
+        _watched(kafka, proc, watch)
+        assert finish(proc) == 0, (work / "execute.log").read_text()[-5000:]
+    finally:
+        _end(proc)
+    _no_failure_logged(work / "execute.log")
+    assert not watch.violations, watch.violations
+    _nothing_left(kafka, work, proposal, before)
+    _intact(kafka, written)
+
+
 @pytest.mark.parametrize("outage", ["short", "long"])
 def test_a_controller_down_is_waited_for_and_the_run_completes(
     real_kafka: RealKafka, tmp_path: Path, outage: str
 ) -> None:
-    written = _fill(real_kafka)
-    proposal = snapshot_and_plan(real_kafka, tmp_path)
-    before = real_kafka.partitions()
-    watch = watch_for(real_kafka, MIN_ISR)
-    proc = execute(real_kafka, tmp_path, *SCALED)
-    try:
-        _watched(real_kafka, proc, watch, until=lambda: in_flight(tmp_path))
+    def controller_down(proc: subprocess.Popen[bytes], _watch: Watch) -> None:
         real_kafka.stop_controller()
         try:
             real_kafka.wait_until(lambda: _waiting(tmp_path, proc), "the run to wait for the cluster", timeout_s=60)
@@ -125,26 +141,14 @@ def test_a_controller_down_is_waited_for_and_the_run_completes(
                 assert proc.poll() is None, (tmp_path / "execute.log").read_text()[-3000:]
         finally:
             real_kafka.start_controller()
-        _watched(real_kafka, proc, watch)
-        assert finish(proc) == 0, (tmp_path / "execute.log").read_text()[-5000:]
-    finally:
-        _end(proc)
-    _no_failure_logged(tmp_path / "execute.log")
-    assert not watch.violations, watch.violations
-    _nothing_left(real_kafka, tmp_path, proposal, before)
-    _intact(real_kafka, written)
+
+    _run_through(real_kafka, tmp_path, controller_down)
 
 
 def test_a_broker_hung_past_its_session_is_waited_for_and_the_run_completes(
     real_kafka: RealKafka, tmp_path: Path
 ) -> None:
-    written = _fill(real_kafka)
-    proposal = snapshot_and_plan(real_kafka, tmp_path)
-    before = real_kafka.partitions()
-    watch = watch_for(real_kafka, MIN_ISR)
-    proc = execute(real_kafka, tmp_path, *SCALED)
-    try:
-        _watched(real_kafka, proc, watch, until=lambda: in_flight(tmp_path))
+    def broker_hung(proc: subprocess.Popen[bytes], watch: Watch) -> None:
         watch.faulted.add(3)
         real_kafka.pause_broker(3)
         try:
@@ -153,14 +157,8 @@ def test_a_broker_hung_past_its_session_is_waited_for_and_the_run_completes(
             assert proc.poll() is None, (tmp_path / "execute.log").read_text()[-3000:]
         finally:
             real_kafka.pause_broker(3, paused=False)
-        _watched(real_kafka, proc, watch)
-        assert finish(proc) == 0, (tmp_path / "execute.log").read_text()[-5000:]
-    finally:
-        _end(proc)
-    _no_failure_logged(tmp_path / "execute.log")
-    assert not watch.violations, watch.violations
-    _nothing_left(real_kafka, tmp_path, proposal, before)
-    _intact(real_kafka, written)
+
+    _run_through(real_kafka, tmp_path, broker_hung)
 
 
 def test_a_run_after_a_failed_one_removes_the_throttles_that_one_left(real_kafka: RealKafka, tmp_path: Path) -> None:
