@@ -24,6 +24,8 @@ BENCHMARKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("strong_skew_limits", ("bench.strong_skew_limits",)),
     ("strong_skew_draws_small", ("bench.strong_skew_draws", "--size", "small")),
     ("strong_skew_draws_mid", ("bench.strong_skew_draws", "--size", "mid", "--seed", "11", "--draws", "60")),
+    ("strong_skew_shapes_325k", ("bench.strong_skew_shapes", "--replicas", "325000", "--draws", "6", "--seed", "1")),
+    ("strong_skew_shapes_1.3m", ("bench.strong_skew_shapes", "--replicas", "1300000", "--draws", "3", "--seed", "2")),
     ("small_plans", ("bench.small_plans",)),
     ("executor_pipe", ("bench.executor_pipe", "--waves")),
     ("analysis_day", ("bench.analysis_day",)),

@@ -5,17 +5,20 @@ planner on them.
     .venv/bin/python -m bench.strong_skew --brokers 270 --new-brokers 18 --topics 20000 --partitions 433000
     .venv/bin/python -m bench.strong_skew --max-replicas 8000 --max-seconds 600
 
-Topics have Zipf-like partition counts; each partition has replication factor 2 or 3 (half each), its
-replicas spread over the racks and, within a rack, on a broker drawn with a Zipf-like preference, so
-that the busiest broker holds about ``--busiest`` times the average replicas, bytes and traffic; the
-new brokers start empty. Every broker has the same disk and network capacity, such that the cluster's
-total network-in is ``--network-fill`` of what capacityThreshold allows (disk and network-out
-``--disk-fill``); no partition carries more than 10% of one broker's limit. The policy is the default
-one (maxReplicasPerBroker 4,000 unless ``--max-replicas``). Prints one JSON line: the cluster's shape,
-the plan's time, what it moved against the disk-only lower bound (``bytesOverBound``) and against the
-bound that also counts what the replica-count and per-topic bands force off and onto each broker
-(``bytesOverGoalsBound``, bench.synthetic.goals_lower_bound), the goals left out of band and how far
-the per-topic ones are, or the refusal.
+Topics have Zipf-like partition counts; each partition has replication factor 2 or 3 (half each, or
+``--rf3-share`` of rf 3), its replicas spread over the racks and, within a rack, on a broker drawn with
+a Zipf-like preference, so that the busiest broker holds about ``--busiest`` times the average
+replicas, bytes and traffic (``--placement``: how racks and brokers are drawn, see PLACEMENTS; the
+default "turns" is issue 36's); the new brokers start empty. ``--traffic``: a topic's traffic tied to
+its partition count or independent of it (TRAFFIC). Every broker has the same disk and network
+capacity, such that the cluster's total network-in is ``--network-fill`` of what capacityThreshold
+allows (disk and network-out ``--disk-fill``); no partition carries more than 10% of one broker's
+limit. The policy is the default one (maxReplicasPerBroker 4,000 unless ``--max-replicas``). Prints
+one JSON line: the cluster's shape, the plan's time, what it moved against the disk-only lower bound
+(``bytesOverBound``) and against the bound that also counts what the replica-count and per-topic
+bands force off and onto each broker (``bytesOverGoalsBound``, bench.synthetic.goals_lower_bound),
+the goals left out of band and how far the per-topic ones are, or the refusal. Many shapes of this
+generator at the headline sizes: bench.strong_skew_shapes.
 """
 
 from __future__ import annotations
@@ -36,6 +39,19 @@ from bench.synthetic import broker_disk, disk_lower_bound, goals_lower_bound, pl
 THRESHOLD = 0.8  # the default capacityThreshold
 LARGEST_SHARE = 0.1  # of one broker's limit, at most, for one partition's load
 
+# How a partition's replicas are placed (``Shape.placement``):
+# - "turns": replica k in the rack after replica k-1's (the first drawn at random), a broker inside it
+#   by a Zipf-like weight over the whole cluster's brokers, shuffled (issue 36's clusters);
+# - "broker-first": each replica on a broker drawn by that cluster-wide weight among the racks the
+#   partition has no replica in yet, so the skew lies across racks as much as inside them;
+# - "rack-first": distinct racks drawn at random, then a broker inside each by a Zipf-like weight of
+#   its own rack, so every rack holds the same share and the skew lives inside every rack.
+PLACEMENTS = ("turns", "broker-first", "rack-first")
+# A topic's traffic (``Shape.traffic``): "tied" draws each partition's (log-normal per topic), so a
+# topic's traffic grows with its partitions; "independent" draws each topic's total (log-normal) and
+# shares it among its partitions, so some small topics are hot and some big ones cold.
+TRAFFIC = ("tied", "independent")
+
 
 @dataclasses.dataclass(frozen=True)
 class Shape:
@@ -48,6 +64,9 @@ class Shape:
     network_fill: float = 0.71
     disk_fill: float = 0.6
     seed: int = 1
+    placement: str = "turns"  # PLACEMENTS
+    traffic: str = "tied"  # TRAFFIC
+    rf3_share: float = 0.5  # partitions of replication factor 3 (the rest 2)
 
 
 def strong_skew_cluster(shape: Shape) -> ClusterModel:
@@ -58,12 +77,20 @@ def strong_skew_cluster(shape: Shape) -> ClusterModel:
     weight = np.zeros(shape.brokers)
     weight[:old] = rng.permutation(_zipf_weights(old, rack_of[:old], shape.busiest))
     counts = _zipf_counts(rng, shape.topics, shape.partitions)
-    part_rf = rng.choice(np.array([2, 3]), size=shape.partitions)
+    if shape.rf3_share == 0.5:  # issue 36's draw, kept so that its clusters stay the same
+        part_rf = rng.choice(np.array([2, 3]), size=shape.partitions)
+    else:
+        part_rf = np.where(rng.random(shape.partitions) < shape.rf3_share, 3, 2)
     topic_of = np.repeat(np.arange(shape.topics), counts).astype(np.int32)
     partition_id = (np.arange(shape.partitions) - np.repeat(np.cumsum(counts) - counts, counts)).astype(np.int32)
-    replicas = place_replicas(rng, weight, rack_of, part_rf)
+    if shape.placement == "turns":
+        replicas = place_replicas(rng, weight, rack_of, part_rf)
+    else:
+        replicas = _place(rng, shape, rack_of, part_rf)
     # Traffic per topic (lognormal), retention 6 h to 3 days, consumers reading 0.5 to 3 times.
     bytes_in = rng.lognormal(13.0, 1.5, shape.topics)[topic_of] * rng.lognormal(0.0, 0.3, shape.partitions)
+    if shape.traffic == "independent":  # the topic's total, shared among its partitions
+        bytes_in *= shape.partitions / shape.topics / counts[topic_of]
     size = bytes_in * rng.uniform(6 * 3600, 3 * 86400, shape.topics)[topic_of]
     model = ClusterModel(
         broker_ids=np.arange(shape.brokers, dtype=np.int32),
@@ -104,6 +131,47 @@ def _zipf_weights(n: int, racks: np.ndarray, busiest: float) -> np.ndarray:
         low, high = (mid, high) if ratio(mid) < busiest else (low, mid)
     weights: np.ndarray = ranks**-low
     return weights
+
+
+def _place(rng: np.random.Generator, shape: Shape, rack_of: np.ndarray, part_rf: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
+    """Each partition's replicas (-1 padded) by ``shape.placement`` (see PLACEMENTS), one per rack; the
+    new brokers (the last ``shape.new_brokers``) get none."""
+    old = shape.brokers - shape.new_brokers
+    count, width = part_rf.size, int(part_rf.max())
+    replicas = np.full((count, width), -1, dtype=np.int32)
+    weight = np.zeros(shape.brokers)
+    if shape.placement == "rack-first":
+        racks = np.argsort(rng.random((count, shape.racks)), axis=1)[:, :width]
+        for r in range(shape.racks):
+            members = np.flatnonzero(rack_of[:old] == r)
+            weight[members] = rng.permutation(_zipf_weights(members.size, np.zeros(members.size, int), shape.busiest))
+        for k in range(width):
+            for r in range(shape.racks):
+                rows = np.flatnonzero(racks[:, k] == r)
+                members = np.flatnonzero((rack_of == r) & (weight > 0))
+                replicas[rows, k] = _drawn(rng, members, weight[members], rows.size)
+    else:
+        weight[:old] = rng.permutation(_zipf_weights(old, np.zeros(old, int), shape.busiest))
+        brokers = np.flatnonzero(weight > 0)
+        used = np.zeros((count, shape.racks), dtype=np.bool_)
+        for k in range(width):
+            rows = np.arange(count)
+            while rows.size:  # redraw the replicas that landed in a rack the partition has already
+                pick = _drawn(rng, brokers, weight[brokers], rows.size)
+                ok = ~used[rows, rack_of[pick]]
+                replicas[rows[ok], k] = pick[ok]
+                used[rows[ok], rack_of[pick[ok]]] = True
+                rows = rows[~ok]
+    replicas[np.arange(width)[None, :] >= part_rf[:, None]] = -1
+    return replicas
+
+
+def _drawn(rng: np.random.Generator, members: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:  # type: ignore[type-arg]
+    """``n`` of ``members`` drawn with probability proportional to ``weight``."""
+    cum = np.cumsum(weight)
+    pick = np.searchsorted(cum, rng.random(n) * cum[-1], side="right")
+    out: np.ndarray = members[np.minimum(pick, members.size - 1)]  # type: ignore[type-arg]
+    return out
 
 
 def _zipf_counts(rng: np.random.Generator, topics: int, partitions: int) -> np.ndarray:
@@ -175,10 +243,10 @@ def run(shape: Shape, options: PlannerOptions) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="bench.strong_skew")
-    defaults = Shape()
+    defaults, choices = Shape(), {"placement": PLACEMENTS, "traffic": TRAFFIC}
     for field in dataclasses.fields(Shape):
-        flag = "--" + field.name.replace("_", "-")
-        parser.add_argument(flag, type=type(getattr(defaults, field.name)), default=getattr(defaults, field.name))
+        flag, default = "--" + field.name.replace("_", "-"), getattr(defaults, field.name)
+        parser.add_argument(flag, type=type(default), default=default, choices=choices.get(field.name))
     parser.add_argument("--max-replicas", type=int, default=4000)
     parser.add_argument("--max-seconds", type=float, default=60.0)
     args = parser.parse_args()
