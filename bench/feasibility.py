@@ -37,7 +37,8 @@ import numpy as np
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.cluster import NO_BROKER
 from kafka_balancer.planner import PlannerOptions, PlanningError, plan
-from kafka_balancer.planner.base.state import State, partition_loads, resolve_groups
+from kafka_balancer.planner.base.resource_groups import resolve_groups
+from kafka_balancer.planner.base.state import State, partition_loads
 from kafka_balancer.planner.catalogue import CATALOGUE
 
 from bench.random_operations import OPERATIONS, random_case

@@ -12,16 +12,11 @@ from hypothesis import strategies as st
 from kafka_balancer.model.cluster import NO_BROKER
 from kafka_balancer.planner import OperationOptions, PlannerOptions
 from kafka_balancer.planner.base.arrays import RADIX_FROM, cells, first_of_each, ranks, stable_order
-from kafka_balancer.planner.base.checks import (
-    Bands,
-    Moves,
-    accept_together,
-    compute_bands,
-    fits_together,
-    fits_with_each,
-)
-from kafka_balancer.planner.base.state import State, resolve_groups
-from kafka_balancer.planner.distribution import topic_chains, topic_swaps
+from kafka_balancer.planner.base.resource_groups import resolve_groups
+from kafka_balancer.planner.base.round_bands import Bands, compute_bands
+from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.base.together import Moves, accept_together, fits_together, fits_with_each
+from kafka_balancer.planner.distribution import partners, topic_chains
 
 from bench.synthetic import skewed_cluster
 
@@ -239,12 +234,12 @@ def test_the_per_topic_totals_on_active_brokers_follow_every_move() -> None:
 @given(st.floats(min_value=0.0, max_value=1.0), st.integers(min_value=0, max_value=2**32 - 1))
 def test_the_nearest_swap_partners_are_a_stable_sort_of_the_window(share: float, seed: int) -> None:
     rng = np.random.default_rng(seed)
-    width = 2 * topic_swaps.WINDOW
+    width = 2 * partners.WINDOW
     ok = rng.random((50, width)) < share
     idx = rng.integers(0, 10**6, size=(50, width))
-    distance = np.where(ok, np.abs(np.arange(-topic_swaps.WINDOW, topic_swaps.WINDOW)), width)
-    near = np.argsort(distance, axis=1, kind="stable")[:, : topic_swaps.PARTNERS]
-    got_idx, got_ok = topic_swaps._nearest(ok, idx)
+    distance = np.where(ok, np.abs(np.arange(-partners.WINDOW, partners.WINDOW)), width)
+    near = np.argsort(distance, axis=1, kind="stable")[:, : partners.PARTNERS]
+    got_idx, got_ok = partners.nearest(ok, idx)
     assert np.array_equal(got_idx, np.take_along_axis(idx, near, axis=1))
     assert np.array_equal(got_ok, np.take_along_axis(ok, near, axis=1))
 
@@ -266,14 +261,14 @@ def test_a_swap_window_holds_the_partners_nearest_in_size_of_other_topics(
     keys = np.sort(rng.integers(0, segments, size=entries) + rng.random(entries))
     topics = np.where(rng.random(entries) < dominant, 0, rng.integers(1, 6, size=entries)).astype(np.int64)
     none = np.zeros(0, dtype=np.int64)
-    index = topic_swaps.PartnerIndex(none, none, keys, none, np.zeros(0), topics, topic_swaps._topic_runs(topics))
+    index = partners.PartnerIndex(none, none, keys, none, np.zeros(0), topics, partners._topic_runs(topics))
     offers = 30
     own = rng.integers(0, 6, size=offers).astype(np.int64)
     where = rng.integers(0, segments, size=offers)
     query = where + rng.random(offers)
     bounds = np.searchsorted(keys, where), np.searchsorted(keys, where + 1)
-    idx, ok = topic_swaps._window(index, own, query, bounds)
-    w = topic_swaps.WINDOW
+    idx, ok = partners._window(index, own, query, bounds)
+    w = partners.WINDOW
     for i in range(offers):
         others = np.flatnonzero((topics != own[i]) & (np.floor(keys) == where[i]))
         pos = np.searchsorted(keys, query[i])

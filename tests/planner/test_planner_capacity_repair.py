@@ -10,9 +10,10 @@ import numpy as np
 from checks import broker_loads, disk_over_limit, one_rack_per_broker, placement_after
 from kafka_balancer.model import ClusterBuilder
 from kafka_balancer.planner import OperationOptions, PlannerOptions, plan
-from kafka_balancer.planner.base.checks import compute_bands
 from kafka_balancer.planner.base.measures import goal_violation
-from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.base.resource_groups import resolve_groups
+from kafka_balancer.planner.base.round_bands import compute_bands
+from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import Q_DISK, Q_LEADERS, Q_REPLICAS
 from kafka_balancer.planner.hard.capacity import enforce_capacity
 

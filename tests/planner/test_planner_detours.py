@@ -8,8 +8,9 @@ from checks import placement_after
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.build import ClusterBuilder
 from kafka_balancer.planner import GroupOptions, PlannerOptions, evaluate, plan
-from kafka_balancer.planner.base.checks import compute_bands
-from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.base.resource_groups import resolve_groups
+from kafka_balancer.planner.base.round_bands import compute_bands
+from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import Q_DISK
 from kafka_balancer.planner.finishing import detours
 from kafka_balancer.planner.groups import merge, plan_group, split

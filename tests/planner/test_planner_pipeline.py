@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from kafka_balancer.planner import OperationOptions, PlannerOptions, Trace, plan
-from kafka_balancer.planner.pipeline import FINISHING, STAGES
+from kafka_balancer.planner.pipeline.distribution import FINISHING
+from kafka_balancer.planner.pipeline.stages import STAGES
 
 from bench.synthetic import skewed_cluster
 

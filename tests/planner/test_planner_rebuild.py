@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.planner import GroupOptions, OperationOptions, PlannerOptions, pipeline, plan
-from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.base.resource_groups import resolve_groups
+from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.finishing import rebuild
 from kafka_balancer.planner.groups import merge, plan_group, split
 

@@ -10,8 +10,10 @@ import pytest
 from checks import one_rack_per_broker
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.planner import PlannerOptions, evaluate, plan
-from kafka_balancer.planner.base.checks import Pair, compute_bands
-from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.base.pair_checks import Pair
+from kafka_balancer.planner.base.resource_groups import resolve_groups
+from kafka_balancer.planner.base.round_bands import compute_bands
+from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import CATALOGUE, Q_DISK, Q_REPLICAS
 from kafka_balancer.planner.distribution.swaps import leader_trade
 from kafka_balancer.planner.finishing import substitute, tighten

@@ -17,9 +17,11 @@ from kafka_balancer.model.summary import ProposalSummary
 from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
 from kafka_balancer.planner.base.budget import RESERVE_SHARE, Budget
 from kafka_balancer.planner.base.measures import goal_violation
-from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.base.resource_groups import resolve_groups
+from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.finishing import rebuild
-from kafka_balancer.planner.pipeline import FINISHING, STAGES
+from kafka_balancer.planner.pipeline.distribution import FINISHING
+from kafka_balancer.planner.pipeline.stages import STAGES
 
 from bench.synthetic import skewed_cluster, with_disk_capacity
 

@@ -6,8 +6,9 @@ import numpy as np
 from checks import one_rack_per_broker
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.planner import PlannerOptions, evaluate, plan
-from kafka_balancer.planner.base.checks import compute_bands
-from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.base.resource_groups import resolve_groups
+from kafka_balancer.planner.base.round_bands import compute_bands
+from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import Q_REPLICAS
 from kafka_balancer.planner.distribution.topic_chains import leader_chains
 from kafka_balancer.planner.finishing.revert import revert_moves

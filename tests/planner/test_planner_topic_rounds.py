@@ -10,8 +10,10 @@ import numpy as np
 from checks import one_rack_per_broker
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.planner import GroupOptions, PlannerOptions, plan
-from kafka_balancer.planner.base.checks import DROP_PASSES, accept_together, compute_bands
-from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.base.resource_groups import resolve_groups
+from kafka_balancer.planner.base.round_bands import compute_bands
+from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.base.together import DROP_PASSES, accept_together
 from kafka_balancer.planner.catalogue import CATALOGUE, Q_REPLICAS
 from kafka_balancer.planner.distribution.topic_swaps import most_needed
 from kafka_balancer.planner.distribution.topic_targets import _tie_break

@@ -18,10 +18,12 @@ from kafka_balancer.model.cluster import NO_BROKER, ClusterModel
 from kafka_balancer.model.plan import PartitionTarget
 from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner.base.arrays import Ints
-from kafka_balancer.planner.base.state import State, resolve_groups
+from kafka_balancer.planner.base.resource_groups import resolve_groups
+from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.log_dirs.placement import place_log_dirs
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
-from kafka_balancer.planner.pipeline import plan, shape_only
+from kafka_balancer.planner.pipeline import plan
+from kafka_balancer.planner.pipeline.stages import shape_only
 from kafka_balancer.planner.proposal import build_proposal
 
 

@@ -29,7 +29,8 @@ from kafka_balancer.planner.base.measures import (
     named_dirs,
     quantity_stats,
 )
-from kafka_balancer.planner.base.state import State, arrived_replicas, resolve_groups
+from kafka_balancer.planner.base.resource_groups import resolve_groups
+from kafka_balancer.planner.base.state import State, arrived_replicas
 from kafka_balancer.planner.catalogue import CATALOGUE
 from kafka_balancer.planner.options import PlannerOptions
 

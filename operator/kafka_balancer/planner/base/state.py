@@ -15,7 +15,6 @@ import dataclasses
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Final, Unpack
 
 import numpy as np
@@ -26,6 +25,7 @@ from kafka_balancer.planner.base.arrays import Ints, stable_order
 from kafka_balancer.planner.base.budget import Budget
 from kafka_balancer.planner.base.leader_racks import leader_tiers, preferred_tier
 from kafka_balancer.planner.base.log_dirs import build_layout, dir_disk_limits
+from kafka_balancer.planner.base.resource_groups import Groups
 from kafka_balancer.planner.base.scope import Scope, ScopeChanges
 from kafka_balancer.planner.catalogue import CATALOGUE, CORDONED_LOG_DIRS, LOG_DIR_CAPACITY, Catalogue
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
@@ -53,10 +53,6 @@ def check_size(model: ClusterModel) -> None:
         )
 
 
-UNGROUPED: Final = "(ungrouped)"
-WHOLE_CLUSTER: Final = "cluster"
-
-
 def arrived_replicas(rep: Ints, orig: Ints) -> BoolArray:
     """(P, width): replicas of ``rep`` on a broker that did not hold their partition in ``orig``."""
     held = np.zeros(rep.shape, dtype=np.bool_)
@@ -74,51 +70,6 @@ def partition_loads(model: ClusterModel, rf: Ints, catalogue: Catalogue = CATALO
     for q, quantity in enumerate(catalogue.quantities):
         lead[:, q], follow[:, q] = quantity.load(model, rf)
     return lead, follow
-
-
-@dataclass
-class Groups:
-    """Resource groups resolved to indices: ``broker[b]`` and ``partition[p]`` are group indices."""
-
-    names: list[str]
-    broker: Ints
-    partition: Ints
-    topic: Ints
-    # Groups the options balance (groupsToBalance) and that have brokers at all; a stage may balance
-    # fewer (Scope.groups).
-    balanced: BoolArray
-    # Groups with at least one broker (a group without brokers confines nothing: topics in no group
-    # while every broker is in one).
-    has_brokers: BoolArray
-
-
-def resolve_groups(model: ClusterModel, options: PlannerOptions) -> Groups:
-    nb, nt = model.num_brokers, len(model.topics)
-    if not options.resource_groups:
-        names = [WHOLE_CLUSTER]
-        broker = np.zeros(nb, dtype=np.int32)
-        topic = np.zeros(nt, dtype=np.int32)
-    else:
-        names = [g.name for g in options.resource_groups] + [UNGROUPED]
-        rest = len(names) - 1
-        broker = np.full(nb, rest, dtype=np.int32)
-        known = {int(b): i for i, b in enumerate(model.broker_ids.tolist())}
-        for gi, group in enumerate(options.resource_groups):
-            for b in group.broker_ids:
-                if b in known:
-                    broker[known[b]] = gi
-        topic = np.full(nt, rest, dtype=np.int32)
-        for ti, name in enumerate(model.topics):
-            for gi, group in enumerate(options.resource_groups):
-                if group.matches(name):
-                    topic[ti] = gi
-                    break
-    partition = topic[model.partition_topic] if model.num_partitions else np.zeros(0, dtype=np.int32)
-    has_brokers = np.bincount(broker, minlength=len(names)) > 0
-    balanced = has_brokers.copy()
-    if options.groups_to_balance:
-        balanced &= np.array([n in options.groups_to_balance for n in names])
-    return Groups(names, broker, partition.astype(np.int32), topic, balanced, has_brokers)
 
 
 class State:

@@ -4,7 +4,7 @@ Each round pairs brokers that must give (over the band, or above average when ot
 with brokers that must take, in amounts that just reach the band edge (plus a small margin), so
 the bytes moved stay near the lower bound. For each pair it first moves leadership (free) when
 the goal depends on leaders, then replicas chosen to fit the gap; all items of a pair move in one
-vectorised step after the cumulative checks of :mod:`kafka_balancer.planner.base.checks`.
+vectorised step after the cumulative checks of :mod:`kafka_balancer.planner.base.pair_checks`.
 """
 
 from __future__ import annotations
@@ -17,17 +17,10 @@ import numpy as np
 from kafka_balancer.model.cluster import BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import leader_candidates, replica_candidates
-from kafka_balancer.planner.base.checks import (
-    Bands,
-    Pair,
-    PairCheck,
-    compute_bands,
-    fit_order,
-    take,
-    topic_ok,
-    topic_penalty,
-)
+from kafka_balancer.planner.base.pair_checks import Pair, PairCheck, take
+from kafka_balancer.planner.base.round_bands import Bands, compute_bands
 from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.base.topic_spread import fit_order, topic_ok, topic_penalty
 from kafka_balancer.planner.catalogue import Exchange
 from kafka_balancer.planner.distribution.count_exchange import replica_count_exchange
 from kafka_balancer.planner.distribution.leaders import leader_pass

@@ -20,8 +20,9 @@ import numpy as np
 from kafka_balancer.model.cluster import FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import replica_candidates
-from kafka_balancer.planner.base.checks import Pair, PairCheck, topic_ok
+from kafka_balancer.planner.base.pair_checks import Pair, PairCheck
 from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.base.topic_spread import topic_ok
 
 # Exchanges per (giver, taker) pair and round; each re-reads the loads the last one changed.
 EXCHANGES_PER_PAIR: Final = 8

@@ -5,7 +5,7 @@ the few partitions they share, so pairing brokers one by one stalls on large clu
 looks at every partition led by a giving broker at once: each may hand its leadership to the
 follower whose broker has most room; the items are then capped per source by what it must give
 and per destination by what it may take, and accepted together under
-:func:`~kafka_balancer.planner.base.checks.accept_together` (no broker gets further from any guarded
+:func:`~kafka_balancer.planner.base.together.accept_together` (no broker gets further from any guarded
 band). The pair-by-pair rounds then finish the job.
 """
 
@@ -17,8 +17,10 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
-from kafka_balancer.planner.base.checks import Bands, accept_together, within_budget
+from kafka_balancer.planner.base.round_bands import Bands
 from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.base.together import accept_together
+from kafka_balancer.planner.base.topic_spread import within_budget
 from kafka_balancer.planner.catalogue import Q_LEADERS
 
 # A receiving broker is filled this share of the way from the band's lower edge towards the

@@ -16,7 +16,8 @@ import numpy as np
 from kafka_balancer.model.cluster import BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import leader_candidates, replica_candidates
-from kafka_balancer.planner.base.checks import Pair, PairCheck, topic_ok
+from kafka_balancer.planner.base.pair_checks import Pair, PairCheck
+from kafka_balancer.planner.base.topic_spread import topic_ok
 
 # Swaps per (source, destination) pair and round; each one re-reads the loads it changed.
 SWAPS_PER_PAIR: Final = 8

@@ -25,9 +25,11 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
 from kafka_balancer.planner.base.arrays import Ints, stable_order
-from kafka_balancer.planner.base.checks import Bands, Moves, count_ok, fits_together, fits_with_each, leader_band
 from kafka_balancer.planner.base.measures import topic_brokers
+from kafka_balancer.planner.base.round_bands import Bands
 from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.base.together import Moves, fits_together, fits_with_each
+from kafka_balancer.planner.base.topic_spread import count_ok, leader_band
 
 # Edges per path (a breadth-first search visits each broker once, so a long limit costs little).
 MAX_DEPTH: Final = 8

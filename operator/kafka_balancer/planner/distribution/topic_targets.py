@@ -11,8 +11,8 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints, cells, ranks
-from kafka_balancer.planner.base.checks import Bands
 from kafka_balancer.planner.base.measures import topic_brokers
+from kafka_balancer.planner.base.round_bands import Bands
 from kafka_balancer.planner.base.state import State
 
 # Emptiest brokers (for the topic) per rack that an offered replica may go to; a topic with more

@@ -16,19 +16,18 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
 from kafka_balancer.planner.base.arrays import Ints, cells, ranks
-from kafka_balancer.planner.base.checks import Bands, accept_together, compute_bands
+from kafka_balancer.planner.base.round_bands import Bands, compute_bands
 from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.base.together import accept_together
 from kafka_balancer.planner.catalogue import Q_DISK, Q_LEADERS, Q_REPLICAS, TOPIC_LEADER_GOAL
+from kafka_balancer.planner.distribution.partners import PartnerIndex, leader_index, replica_index
 from kafka_balancer.planner.distribution.topic_chains import leader_chains
 from kafka_balancer.planner.distribution.topic_swaps import (
     MAX_OFFERS,
     SIZE_CAP,
     Offers,
-    PartnerIndex,
-    leader_index,
     leader_swaps,
     most_needed,
-    replica_index,
     replica_swaps,
 )
 from kafka_balancer.planner.distribution.topic_targets import Targets, TopicSpread, receivers, topic_spread

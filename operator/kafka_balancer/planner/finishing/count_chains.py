@@ -20,8 +20,10 @@ import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints, stable_order
-from kafka_balancer.planner.base.checks import Bands, count_ok, fits_together, leader_band
+from kafka_balancer.planner.base.round_bands import Bands
 from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.base.together import fits_together
+from kafka_balancer.planner.base.topic_spread import count_ok, leader_band
 from kafka_balancer.planner.catalogue import Q_LEADERS
 
 MAX_DEPTH: Final = 6

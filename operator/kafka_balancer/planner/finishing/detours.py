@@ -28,8 +28,8 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import rack_ok
-from kafka_balancer.planner.base.checks import Bands, band_distance, compute_bands
 from kafka_balancer.planner.base.measures import bands, count_distance, topic_brokers
+from kafka_balancer.planner.base.round_bands import Bands, band_distance, compute_bands
 from kafka_balancer.planner.base.state import Checkpoint, State, arrived_replicas, only_group
 from kafka_balancer.planner.catalogue import LEADER_COUNT_GOAL, Q_DISK, Q_LEADERS, TOPIC_LEADER_GOAL
 from kafka_balancer.planner.distribution.balance import balance_goal

@@ -17,8 +17,10 @@ import numpy as np
 from kafka_balancer.model.cluster import BoolArray
 from kafka_balancer.planner.base.arrays import Ints, row_any
 from kafka_balancer.planner.base.candidates import rack_ok
-from kafka_balancer.planner.base.checks import Bands, accept_together, compute_bands, within_budget
+from kafka_balancer.planner.base.round_bands import Bands, compute_bands
 from kafka_balancer.planner.base.state import State, arrived_replicas
+from kafka_balancer.planner.base.together import accept_together
+from kafka_balancer.planner.base.topic_spread import within_budget
 from kafka_balancer.planner.catalogue import TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
 
 ROUNDS: Final = 6

@@ -27,8 +27,10 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints, first_of_each, row_any
 from kafka_balancer.planner.base.candidates import rack_ok
-from kafka_balancer.planner.base.checks import Bands, accept_together, compute_bands, within_budget
+from kafka_balancer.planner.base.round_bands import Bands, compute_bands
 from kafka_balancer.planner.base.state import State, arrived_replicas
+from kafka_balancer.planner.base.together import accept_together
+from kafka_balancer.planner.base.topic_spread import within_budget
 from kafka_balancer.planner.catalogue import Q_DISK, Q_REPLICAS, TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
 from kafka_balancer.planner.finishing.revert import moved_replicas
 
@@ -37,7 +39,7 @@ ROUNDS: Final = 4
 TRIES: Final = 4
 # From afar, every broker's replicas of the topic are candidates, so more are tried (with one turn of
 # stand-ins from afar, mixed-rf seed 8: 8 tries ended at 1.184x the disk-only bound, 16 at 1.180, 32
-# at 1.179). With two turns (pipeline.FAR_TURNS), scale row 3 (320k replicas): 8 tries 1.300x in
+# at 1.179). With two turns (pipeline.distribution.FAR_TURNS), scale row 3 (320k replicas): 8 tries 1.300x in
 # 4.9 s, 12 tries 1.297x in 5.3 s, 16 tries 1.296x in 5.5 s; bench.strong_skew at 1.3M replicas
 # 1.149x with each.
 FAR_TRIES: Final = 12

@@ -19,7 +19,8 @@ import numpy as np
 
 from kafka_balancer.model.cluster import FloatArray
 from kafka_balancer.planner.base.arrays import Ints
-from kafka_balancer.planner.base.checks import Pair, compute_bands
+from kafka_balancer.planner.base.pair_checks import Pair
+from kafka_balancer.planner.base.round_bands import compute_bands
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import LEADER_COUNT_GOAL, Q_LEADERS
 from kafka_balancer.planner.distribution.balance import balance_goal

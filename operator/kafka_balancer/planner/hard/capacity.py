@@ -18,16 +18,10 @@ from kafka_balancer.model.cluster import FloatArray
 from kafka_balancer.planner.base import measures
 from kafka_balancer.planner.base.arrays import Ints, ranks
 from kafka_balancer.planner.base.candidates import leader_candidates, replica_candidates
-from kafka_balancer.planner.base.checks import (
-    EVENS_TOPIC,
-    Pair,
-    compute_bands,
-    fit_order,
-    limits_check,
-    take,
-    topic_penalty,
-)
+from kafka_balancer.planner.base.pair_checks import Pair, limits_check, take
+from kafka_balancer.planner.base.round_bands import compute_bands
 from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.base.topic_spread import EVENS_TOPIC, fit_order, topic_penalty
 from kafka_balancer.planner.catalogue import Q_LEADERS, Q_REPLICAS, TOPIC_REPLICA_GOAL
 from kafka_balancer.planner.hard.evacuate import ids_text
 from kafka_balancer.planner.hard.ladder import descent_repair
