@@ -276,3 +276,44 @@ def test_throttle_lists_read_from_lagging_metadata_are_still_removed_whole(emula
     assert result.state is ExecutionState.COMPLETED, result.reason
     assert port.stale_reads > 0
     assert leftover_throttles(cluster) == {}
+
+
+class _LaggingReplicaReads:
+    """The real client, except that the next reads of the cluster after a reassignment answer as before
+    it: a broker's copy of the metadata may lag the controller's (seen on real Kafka at load average 16:
+    a reorder whose reassignment was gone, read back in its old order)."""
+
+    def __init__(self, port: KafkaAdapter, lagging_reads: int) -> None:
+        self._port = port
+        self._lagging_reads = lagging_reads
+        self._before: Any = None
+        self._left = 0
+        self.stale_reads = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._port, name)
+
+    def alter_reassignments(self, targets: Mapping[TopicPartition, Sequence[int] | None]) -> Any:
+        self._before = self._port.read_cluster(with_sizes=False)
+        self._left = self._lagging_reads
+        return self._port.alter_reassignments(targets)
+
+    def read_cluster(self, *, with_sizes: bool = True) -> Any:
+        if self._left > 0:
+            self._left -= 1
+            self.stale_reads += 1
+            return self._before
+        return self._port.read_cluster(with_sizes=with_sizes)
+
+
+def test_a_reorder_read_back_from_lagging_metadata_is_read_again_not_given_up(emulator, connect) -> None:
+    model = cluster_model(brokers=3, used=3, partitions={"orders": 6}, size=1e6)
+    cluster = emulator(model)
+    port = _LaggingReplicaReads(connect(cluster), lagging_reads=2)
+    current = assignment(cluster)[("orders", 0)][0]
+    rotated = (*current[1:], current[0])
+    plan = ReassignmentPlan.of([PartitionTarget("orders", 0, rotated)])  # the same replicas, another order
+    result = Executor(port, plan, MemoryExecutionStore(), ExecutorOptions(), clock=cluster).run()  # type: ignore[arg-type]
+    assert result.state is ExecutionState.COMPLETED, result.reason
+    assert port.stale_reads == 2
+    assert tuple(assignment(cluster)[("orders", 0)][0]) == rotated

@@ -683,7 +683,7 @@ class Executor:
                     states[task.index] = TaskState.DEAD
                     self.record.dead_reasons[str(task.tp)] = f"reorder refused: {error}"
         self._wait_reassignments_gone([t.tp for t in reorders])
-        cluster = self._read_cluster()
+        cluster = self._reordered_cluster(reorders)
         for task in reorders:
             if states[task.index] is TaskState.PENDING:
                 current = partition_replicas(cluster, task.tp)
@@ -696,6 +696,26 @@ class Executor:
                     self.record.dead_reasons[str(task.tp)] = f"reorder did not apply; replicas are {list(current)}"
         self._save()
         return cluster
+
+    def _reordered_cluster(self, reorders: list[Task]) -> ClusterModel:
+        """The cluster once its metadata shows the pending reorders. A broker answers from its own copy
+        of the metadata, which may lag the controller after the reassignment is gone (seen on real Kafka
+        at load average 16: the old order read back): a partition with the target's replicas in another
+        order is read again, until stuck_after_seconds."""
+        deadline = self.clock.now() + self.options.stuck_after_seconds
+        while True:
+            cluster = self._read_cluster()
+            lagging = [
+                t
+                for t in reorders
+                if self.record.tasks[t.index] is TaskState.PENDING
+                and (current := partition_replicas(cluster, t.tp)) is not None
+                and current != t.target
+                and set(current) == set(t.target)
+            ]
+            if not lagging or self.clock.now() >= deadline:
+                return cluster
+            self.clock.sleep(self.options.poll_interval_seconds)
 
     def _elections_needed(self, cluster: ClusterModel) -> list[TopicPartition]:
         """The plan's moved partitions not led by their preferred replica, and the proposal's other leader changes."""
