@@ -15,7 +15,6 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kafka.protocol.admin.cluster import DescribeClusterResponse
 from kafka.protocol.metadata.metadata import MetadataResponse
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.model import ClusterBuilder
@@ -150,22 +149,7 @@ def _answers(cluster: EmulatedCluster, shape: Callable[[Topics, Brokers], None])
 
     def describe_cluster(call: Call) -> Any:
         _, brokers = rewritten(call)
-        return DescribeClusterResponse(
-            version=call.version,
-            throttle_time_ms=0,
-            error_code=0,
-            error_message=None,
-            endpoint_type=1,
-            cluster_id=call.state.cluster_id,
-            controller_id=call.state.controller_id,
-            brokers=[
-                DescribeClusterResponse.DescribeClusterBroker(
-                    broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack, is_fenced=False
-                )
-                for b in brokers
-            ],
-            authorized_operations=None,
-        )
+        return apis_cluster.describe_cluster_response(call, [(b.node_id, b.host, b.port, b.rack) for b in brokers])
 
     return metadata, describe_cluster
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 from kafka.protocol.admin.cluster import DescribeClusterResponse
@@ -174,21 +175,25 @@ def metadata(call: Call) -> Any:
 
 
 def describe_cluster(call: Call) -> Any:
-    state = call.state
+    live = sorted((b for b in call.state.brokers.values() if b.alive), key=lambda b: b.id)
+    return describe_cluster_response(call, [(b.id, call.host, b.port, b.rack) for b in live])
+
+
+def describe_cluster_response(call: Call, brokers: Sequence[tuple[int, str, int, str | None]]) -> Any:
+    """A DescribeCluster answer listing ``brokers`` as (id, host, port, rack), none fenced."""
     return DescribeClusterResponse(
         version=call.version,
         throttle_time_ms=0,
         error_code=0,
         error_message=None,
         endpoint_type=1,
-        cluster_id=state.cluster_id,
-        controller_id=state.controller_id,
+        cluster_id=call.state.cluster_id,
+        controller_id=call.state.controller_id,
         brokers=[
             DescribeClusterResponse.DescribeClusterBroker(
-                broker_id=b.id, host=call.host, port=b.port, rack=b.rack, is_fenced=False
+                broker_id=broker_id, host=host, port=port, rack=rack, is_fenced=False
             )
-            for b in sorted(state.brokers.values(), key=lambda b: b.id)
-            if b.alive
+            for broker_id, host, port, rack in brokers
         ],
         authorized_operations=None,
     )
