@@ -12,6 +12,7 @@ a client that trusts the metadata goes on and asks the brokers about what it was
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -165,6 +166,31 @@ def hostile_server(name: str) -> Iterator[EmulatedCluster]:
             api = router.apis[key]
             router.register(Api(key, api.request, api.response, api.min_version, api.max_version, handler))
         yield cluster
+
+
+@contextlib.contextmanager
+def unanswering_clusters(count: int) -> Iterator[list[str]]:
+    """``count`` one-broker clusters (their bootstrap servers) that accept connections and answer
+    ApiVersions but never Metadata, as a hung broker does: a client waits out its whole request timeout.
+    On leaving, the held requests are answered and the clusters closed."""
+    builder = ClusterBuilder(cluster_name="unanswering")
+    builder.add_broker(1, rack=None)
+    release = threading.Event()
+    with contextlib.ExitStack() as stack:
+        servers = []
+        for _ in range(count):
+            cluster = stack.enter_context(EmulatedCluster.start(builder.build()))
+            router = cluster._router
+            api = router.apis[METADATA]
+
+            def held(call: Call, answer: Callable[[Call], Any] = api.handler) -> Any:
+                release.wait()
+                return answer(call)
+
+            router.register(Api(METADATA, api.request, api.response, api.min_version, api.max_version, held))
+            servers.append(cluster.bootstrap_servers)
+        stack.callback(release.set)  # first thing on leaving: the held handlers return, the brokers close
+        yield servers
 
 
 class UncheckedAdapter(KafkaAdapter):

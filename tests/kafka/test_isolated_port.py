@@ -10,12 +10,17 @@ knows yet.
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from hostile_kafka import INT32_MAX, UncheckedAdapter, hostile_server
+from hostile_kafka import INT32_MAX, UncheckedAdapter, hostile_server, unanswering_clusters
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.isolated import IsolatedPort, KafkaClientCrashedError
 from kafka_balancer.kafka.port import InvalidMetadataError, KafkaUnavailableError, TopicPartition
@@ -82,3 +87,44 @@ def test_a_call_that_gets_no_answer_is_bounded_and_its_worker_stopped(silent_ser
         assert port._process is None, "the worker that did not answer is gone"
     finally:
         port.close()
+
+
+_CALLER = """
+import sys, threading, time
+from kafka_balancer.kafka.connection import ConnectionSpec
+from kafka_balancer.kafka.isolated import IsolatedPort
+port = IsolatedPort(ConnectionSpec(sys.argv[1], request_timeout_s=120))
+threading.Thread(target=port.read_cluster, daemon=True).start()  # waits on Metadata that never comes
+while port._process is None or port._process.pid is None:
+    time.sleep(0.01)
+print(port._process.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"  # exited, not reaped
+    except OSError:
+        return True
+
+
+def test_a_worker_inside_a_call_ends_when_its_caller_is_killed() -> None:
+    """Before, a worker waiting on a silent cluster outlived its killed caller until the call gave up
+    (here 120 s, ten request timeouts by default), and the fork server with it."""
+    with unanswering_clusters(1) as (servers,):
+        caller = subprocess.Popen([sys.executable, "-c", _CALLER, servers], stdout=subprocess.PIPE, text=True)
+        try:
+            assert caller.stdout is not None
+            worker = int(caller.stdout.readline())
+            assert not _gone(worker)
+        finally:
+            caller.kill()
+            caller.wait()
+        deadline = time.monotonic() + 60  # a deadline poll: milliseconds now, 120 s and more before
+        while not _gone(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        alive = not _gone(worker)
+        if alive:
+            os.kill(worker, signal.SIGKILL)
+        assert not alive, f"worker {worker} outlived its killed caller by 60 s"

@@ -13,15 +13,16 @@ each call is a message to it and its answer back.
   several requests, and a server that answers each just in time must not hold the caller for ever)
   has its worker killed and fails with REQUEST_TIMED_OUT. Both are :class:`KafkaUnavailableError`:
   callers wait and retry as for a cluster that is down.
-- Closing the port ends its worker; a worker also dies with the process that forked it.
+- Closing the port ends its worker; a worker also ends the moment its caller does, even mid-call.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import multiprocessing
+import os
+import select
 import signal
 import threading
 from collections.abc import Callable
@@ -41,7 +42,6 @@ PortFactory = Callable[[ConnectionSpec], KafkaPort]
 # Forked from a server process that imported the client libraries once (a worker starts in milliseconds).
 _CONTEXT: Final = multiprocessing.get_context("forkserver")
 _CONTEXT.set_forkserver_preload(["kafka_balancer.kafka.adapter", "kafka_balancer.kafka.isolated"])
-_PR_SET_PDEATHSIG: Final = 1
 _CLOSE_WAIT_S: Final = 5.0
 MIN_CALL_TIMEOUT_S: Final = 60.0
 
@@ -56,10 +56,24 @@ class KafkaClientCrashedError(KafkaUnavailableError):
         return (type(self), (self.message, self.name, self.partition))
 
 
-def _die_with_parent() -> None:
-    """SIGKILL when the forking server exits (it exits with the process that started it)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+def _exit_with(caller: int) -> None:
+    """End this worker the moment the process it serves ends, even in the middle of a call.
+
+    Its parent is the fork server, which lives as long as any worker does (each holds the server's
+    lifeline), so the parent's death signal never comes; and a worker inside a call to a silent cluster
+    reads its pipe's end of file only when the call gives up, ten request timeouts later. So a thread
+    waits on the caller's pidfd (readable when it exits) and ends the process there; nothing is left to
+    answer, and the kernel closes its connections."""
+
+    def watch(fd: int) -> None:
+        select.select([fd], [], [])
+        os._exit(0)
+
+    try:
+        fd = os.pidfd_open(caller)
+    except ProcessLookupError:
+        os._exit(0)  # gone already
+    threading.Thread(target=watch, args=(fd,), name="caller-watch", daemon=True).start()
 
 
 def _sendable(err: BaseException) -> BaseException:
@@ -73,9 +87,9 @@ def _sendable(err: BaseException) -> BaseException:
     return err
 
 
-def _serve(conn: Connection, factory: PortFactory, spec: ConnectionSpec) -> None:
+def _serve(conn: Connection, factory: PortFactory, spec: ConnectionSpec, caller: int) -> None:
     """The worker: one port, calls in order until told to stop or the caller goes away."""
-    _die_with_parent()
+    _exit_with(caller)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides when this worker ends
     lines = client_log.collect_here()  # librdkafka's lines go back with each answer (kafka.client_log)
     port = factory(spec)
@@ -146,7 +160,7 @@ class IsolatedPort:
     def _start(self) -> Connection:
         mine, theirs = _CONTEXT.Pipe()
         process = _CONTEXT.Process(
-            target=_serve, args=(theirs, self._factory, self.spec), name="kafka-client", daemon=True
+            target=_serve, args=(theirs, self._factory, self.spec, os.getpid()), name="kafka-client", daemon=True
         )
         process.start()
         theirs.close()
