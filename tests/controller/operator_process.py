@@ -81,7 +81,14 @@ def _session_members(sid: int) -> list[int]:
 
 @pytest.fixture
 def start_operator(tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
-    """Start the operator as the image does; at teardown none of them, nor any child, is left.
+    """Start the operator as the image does (:func:`operators`)."""
+    with operators(tmp_path) as start:
+        yield start
+
+
+@contextlib.contextmanager
+def operators(tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
+    """Start the operator as the image does; on leaving none of them, nor any child, is left.
 
     ``reconcile_seconds``: its timer (1 s: progress reaches status at every reconciliation; long: the status
     changes only when the spec does, so a test can read a state the next tick would leave). ``extra_env``:
@@ -112,7 +119,13 @@ def start_operator(tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
         started.append(OperatorProcess(proc, log, health, metrics))
         return started[-1]
 
-    yield start
+    try:
+        yield start
+    finally:
+        _stop_all(started)
+
+
+def _stop_all(started: list[OperatorProcess]) -> None:
     for op in started:
         if op.proc.poll() is None:
             op.proc.kill()
@@ -122,9 +135,18 @@ def start_operator(tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
     deadline = time.monotonic() + 120  # a deadline poll: moments when idle, longer on a loaded machine
     while any(_session_members(op.pid) for op in started) and time.monotonic() < deadline:
         time.sleep(0.1)
-    left = {op.pid: _session_members(op.pid) for op in started}
+    left = {op.pid: {pid: _described(pid) for pid in _session_members(op.pid)} for op in started}
     for members in left.values():
         for pid in members:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    assert not any(left.values()), f"processes left behind by the operators (session: pids): {left}"
+    assert not any(left.values()), f"processes left behind by the operators (session: pid: what): {left}"
+
+
+def _described(pid: int) -> str:
+    """``ppid=N state=S: command line`` of a process, for a failure message."""
+    with contextlib.suppress(OSError):
+        fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+        command = (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        return f"ppid={fields[1]} state={fields[0]}: {command.strip()[:300]}"
+    return "gone"

@@ -8,8 +8,12 @@ point). Importing this module registers the handlers. Settings come from the env
 - ``KAFKA_BALANCER_EXECUTION_POLL_SECONDS`` (executor default): how often executions poll Kafka
 - ``KAFKA_BALANCER_SAMPLE_STORE`` (unset): sample store for policies without ``spec.analysis.samples``;
   with neither, a policy plans from the sizes the cluster reports, without measured rates
-- ``KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS`` (30): Kafka request timeout (an unreachable cluster is
-  reported as Stalled/ClusterUnreachable after it)
+- ``KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS`` (30): Kafka request timeout (a cluster that accepts connections
+  and does not answer is reported as Stalled/ClusterUnreachable after it)
+- ``KAFKA_BALANCER_CONNECT_TIMEOUT_SECONDS`` (10): how long a reconciliation waits for a cluster's bootstrap
+  servers to accept a TCP connection before it is Stalled/ClusterUnreachable, without a Kafka client
+- ``KAFKA_BALANCER_RECONCILE_CONCURRENCY`` (8): reconciliations talking to Kafka at once, shared fairly
+  between namespaces (:mod:`kafka_balancer.controller.admission`)
 - ``KAFKA_BALANCER_SPARK_APPLICATION`` (unset): JSON settings of the SparkApplications the operator
   submits for policies with ``spec.analysis.engine.type: sparkApplication`` (the chart's
   ``spark.sparkApplication`` values): ``image`` (required), ``serviceAccountName``, ``volumeClaim`` and
@@ -50,18 +54,20 @@ import kopf
 import kubernetes
 import urllib3
 
+from kafka_balancer.controller.admission import FairSlots, Lanes, contact
 from kafka_balancer.controller.analysis import Analyses
 from kafka_balancer.controller.claims import Claim, ClusterAccess
 from kafka_balancer.controller.group_planner import SparkGroupPlanner
 from kafka_balancer.controller.kubeapi import KubeApi
 from kafka_balancer.controller.lease import Lease, LeaseSettings
 from kafka_balancer.controller.proposal_store import DEFAULT_MAX_BYTES
-from kafka_balancer.controller.reconcile import Reconciler, ReconcilerOptions
+from kafka_balancer.controller.reconcile import Outcome, Reconciler, ReconcilerOptions
 from kafka_balancer.controller.services import AdapterConnector, Runs
 from kafka_balancer.controller.spark_defaults import SparkDefaults
 from kafka_balancer.controller.spark_engine import SparkApplications, SparkSettings
 from kafka_balancer.controller.standby import stop_this_process, wait_for_lease
 from kafka_balancer.controller.status import READY, STALLED, ResourceGroupStatus, set_condition
+from kafka_balancer.kafka.reachability import unreachable
 from kafka_balancer.metrics import Metrics
 from kafka_balancer.model.policy import GROUP, VERSION, PolicyError, parse_resource_group_spec
 
@@ -77,6 +83,8 @@ class OperatorConfig:
     reconcile_seconds: float = 30.0
     execution_poll_seconds: float | None = None
     kafka_timeout_seconds: float = 30.0
+    connect_timeout_seconds: float = 10.0
+    reconcile_concurrency: int = 8
     sample_store: str | None = None
     spark_application: SparkSettings | None = None
     spark_planning_min_groups: int = 8
@@ -96,6 +104,8 @@ class OperatorConfig:
                 reconcile_seconds=float(env.get("KAFKA_BALANCER_RECONCILE_SECONDS", "30")),
                 execution_poll_seconds=float(poll) if poll else None,
                 kafka_timeout_seconds=float(env.get("KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS", "30")),
+                connect_timeout_seconds=float(env.get("KAFKA_BALANCER_CONNECT_TIMEOUT_SECONDS", "10")),
+                reconcile_concurrency=_positive("KAFKA_BALANCER_RECONCILE_CONCURRENCY", env, 8),
                 sample_store=env.get("KAFKA_BALANCER_SAMPLE_STORE") or None,
                 spark_application=SparkSettings.from_env(env),
                 spark_defaults=SparkDefaults.from_env(env),
@@ -172,6 +182,8 @@ async def startup(
     await wait_for_lease(memo.lease, sys.argv)
     memo.runs = Runs()
     memo.locks = {}
+    memo.lanes = Lanes(FairSlots(config.reconcile_concurrency))
+    memo.config = config
     own_process = threading.current_thread() is threading.main_thread()  # `kopf run`, not embedded
     memo.lease.keep(on_lost=lambda: _lost_lease(memo, own_process=own_process))
     connector = AdapterConnector(config.kafka_timeout_seconds)
@@ -214,6 +226,8 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
         await asyncio.to_thread(memo.analyses.stop_all)
     if "lease" in memo:
         await asyncio.to_thread(memo.lease.release)  # after the executions let go: a standby takes over now
+    if "lanes" in memo:
+        memo.lanes.close()
     if "metrics_server" in memo:
         memo.metrics_server.close()
     if "kube" in memo:
@@ -235,7 +249,7 @@ async def _reconcile(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, claims
     lock = memo.locks.setdefault(key, asyncio.Lock())
     async with lock:  # the timer and the change handlers never reconcile one policy at the same time
         try:
-            outcome = await asyncio.to_thread(memo.reconciler.reconcile, dict(body), known)
+            outcome = await _in_its_lane(body, memo, known)
         except kubernetes.client.ApiException as err:
             # Our own reads/writes failed (API server restarting, throttled): transient, retried with backoff.
             # Problems users must fix never get here: the reconciler reports them as Stalled.
@@ -248,6 +262,22 @@ async def _reconcile(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, claims
     patch.status.update(data)
     for kind, reason, message in outcome.events:
         kopf.event(body, type=kind, reason=reason, message=message[:1000])
+
+
+async def _in_its_lane(body: kopf.Body, memo: kopf.Memo, known: list[Claim]) -> Outcome:
+    """Reconcile in the lane controller.admission gives it: express while its execution runs here, no
+    Kafka client for a cluster that accepts no connection, else in its namespace's fair share of slots."""
+    reconciler: Reconciler = memo.reconciler
+    lanes: Lanes = memo.lanes
+    namespace, name = str(body.metadata.namespace), str(body.metadata.name)
+    run = memo.runs.get((namespace, name))
+    if run is not None and not run.done:
+        return await lanes.kube_only(lambda: reconciler.reconcile(dict(body), known))
+    servers = contact(body, known, memo.config.access)
+    why = None if servers is None else await unreachable(servers, memo.config.connect_timeout_seconds)
+    if why is not None:
+        return await lanes.kube_only(lambda: reconciler.reconcile(dict(body), known, unreachable=why))
+    return await lanes.with_kafka(namespace, lambda: reconciler.reconcile(dict(body), known))
 
 
 @kopf.on.resume(*POLICIES)

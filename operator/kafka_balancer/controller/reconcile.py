@@ -99,6 +99,7 @@ class _Ctx:
     measured: ClusterModel | None = None  # with the analysed load, where the policy has a sample store
     racks: dict[int, str | None] = field(default_factory=dict)
     options: PlannerOptions | Exception | None = None  # the spec as planner options, made once
+    unreachable: str | None = None  # why no bootstrap server accepted a connection (controller.admission)
 
 
 @dataclass(frozen=True)
@@ -142,14 +143,19 @@ class Reconciler:
         self._tampered: dict[tuple[str, str], tuple[str, str]] = {}
 
     # ----- entry points -------------------------------------------------------------------
-    def reconcile(self, body: dict[str, Any], claims: Sequence[Claim] = ()) -> Outcome:
+    def reconcile(
+        self, body: dict[str, Any], claims: Sequence[Claim] = (), *, unreachable: str | None = None
+    ) -> Outcome:
         """One reconciliation; ``claims``: every policy the operator knows (kopf's index), for the
-        one-policy-per-cluster rule."""
+        one-policy-per-cluster rule; ``unreachable``: why the cluster's servers accepted no connection
+        just now (no Kafka client is made for it then)."""
         meta = body.get("metadata", {})
         namespace, name = str(meta.get("namespace")), str(meta.get("name"))
         before = BalancePolicyStatus.model_validate(body.get("status") or {})
         self.metrics.reconciled(name, namespace)
         ctx, seen = self._inputs(body, before, claims)
+        if ctx is not None:
+            ctx.unreachable = unreachable
         for _ in range(len(_FIELDS) + 1):  # each observation is asked for once at most
             status, actions = next_status(ctx.spec if ctx else None, before, seen)
             ask = actions[-1] if actions and isinstance(actions[-1], Ask) else None
@@ -244,6 +250,11 @@ class Reconciler:
 
     def _cluster(self, ctx: _Ctx) -> ClusterSeen:
         spec = ctx.spec
+        if ctx.unreachable is not None:
+            raise Stall(
+                "ClusterUnreachable",
+                f"spec.cluster.bootstrapServers {spec.cluster.bootstrap_servers}: {ctx.unreachable}",
+            )
         port = self._connect(spec, ctx.credentials)
         try:
             model = port.read_cluster(with_sizes=True)

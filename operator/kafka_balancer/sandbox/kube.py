@@ -398,6 +398,10 @@ class KubeClient:
         found: dict[str, Any] = self._request("GET", self.path(api_version, plural, namespace, name))
         return found
 
+    def delete(self, api_version: str, plural: str, namespace: str | None, name: str) -> Any:
+        """``kubectl delete --wait=false``: marks the object deleted; its finalizers still run."""
+        return self._request("DELETE", self.path(api_version, plural, namespace, name))
+
     def items(self, api_version: str, plural: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """The objects of one resource, in ``namespace`` or (None) in every namespace."""
         items: list[dict[str, Any]] = self._request("GET", self.path(api_version, plural, namespace)).get("items") or []
