@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from kafka_balancer.model.errors import ModelError
@@ -49,11 +50,17 @@ class GroupSpec:
     # The assignor the group uses now (Kafka protocol name), when known.
     assignor: str | None = None
 
-    def member(self, member_id: str) -> Member:
+    @cached_property
+    def _by_id(self) -> dict[str, Member]:
+        # The sticky assignors look every member up by id: a scan of the members each time made one
+        # run quadratic in the members (20 s of 30 s at 5,000 members over 1,000 partitions).
+        by_id: dict[str, Member] = {}
         for m in self.members:
-            if m.id == member_id:
-                return m
-        raise KeyError(member_id)
+            by_id.setdefault(m.id, m)
+        return by_id
+
+    def member(self, member_id: str) -> Member:
+        return self._by_id[member_id]
 
     def current(self) -> Assignment:
         return {m.id: list(m.owned) for m in self.members}
