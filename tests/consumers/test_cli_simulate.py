@@ -84,3 +84,20 @@ def test_simulate_refuses_a_group_too_large_to_simulate_before_allocating(tmp_pa
     assert "1,000,000,000 partitions in total" in done.stderr
     assert "above the 1,000,000" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_simulate_refuses_more_work_than_a_simulation_may_take(tmp_path: Path) -> None:
+    # The review's 20,000 members (issue 55), every one simulated leaving: 20,002 runs of each assignor,
+    # hours of CPU. Refused before any assignor runs, in one line naming the members, the leavers, the
+    # partitions and the limit, with the exit status of bad input.
+    path = tmp_path / "G.json"
+    group = {"topics": {"t0": 1000}, "members": [{"id": f"C{i}", "topics": ["t0"]} for i in range(20_000)]}
+    path.write_text(json.dumps(group), encoding="utf-8")
+    done = run_cli("consumers", "simulate", "--group", str(path), "--max-leavers", "0")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"consumers: simulate: --group {path}: group: field 'members' has 20,000 members; 20,000 of them leaving "
+        "over 1,000 partitions is 2,020,202,000 partition-rounds of work, above the 60,000,000 a simulation may "
+        'take (docs/consumers.md, "Limits"); simulate fewer leavers (--max-leavers)'
+    ]
+    assert done.stdout == ""

@@ -118,7 +118,10 @@ def _simulate(args: argparse.Namespace) -> int:
         raise CommandError(f"simulate: --group {args.group}: {err}") from None
     for warning in claimed_twice(spec):
         print(f"consumers: warning: --group {args.group}: {warning}", file=sys.stderr)
-    result = simulate(spec, new_member=args.new_member, max_leavers=args.max_leavers)
+    try:
+        result = simulate(spec, new_member=args.new_member, max_leavers=args.max_leavers)
+    except ModelError as err:
+        raise CommandError(f"simulate: --group {args.group}: {err}") from None
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
