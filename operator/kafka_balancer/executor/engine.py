@@ -30,6 +30,7 @@ from kafka_balancer.executor.safety import (
     below_min_isr,
     move_blocker,
     offline_partitions,
+    offline_target,
     partition_replicas,
 )
 from kafka_balancer.executor.scheduler import foreign_counts, pick_moves, strategy_named
@@ -151,7 +152,9 @@ class Executor:
         # Submitted moves whose AlterPartitionReassignments got no answer: whether Kafka took them shows
         # at the next poll (in flight with our target, or not at all: then they are submitted again).
         self._unconfirmed: set[int] = set()
-        # Pending moves blocked for stuckAfterSeconds by a target broker the metadata does not list.
+        # Pending moves waiting on a target broker the metadata does not list: (broker, since when), and
+        # once that lasts stuckAfterSeconds, the reason shown for them (they are stuck).
+        self._missing_since: dict[int, tuple[int, float]] = {}
         self._missing_target: dict[int, str] = {}
 
     # ----- public ------------------------------------------------------------------------
@@ -358,16 +361,15 @@ class Executor:
             if lists is not None and not lists.fits(task):
                 return False  # its topic's throttle lists are full: it waits for a move of the topic to end
             why = move_blocker(task, cluster, ongoing)
+            self._note_missing_target(task, offline_target(task, cluster), now)
             if why is None:
                 self._blocked_since.pop(task.index, None)
-                self._missing_target.pop(task.index, None)
                 committed += task.bytes_to_move
                 if lists is not None:
                     lists.add(task)
                 return True
             self.blocked[task.index] = why
-            since = self._blocked_since.setdefault(task.index, now)
-            self._note_missing_target(task, why, now - since)
+            self._blocked_since.setdefault(task.index, now)
             return False
 
         # Every reassignment in flight on the cluster counts against the brokers' limits, ours or not:
@@ -409,14 +411,28 @@ class Executor:
                 changed = True
         return changed
 
-    def _note_missing_target(self, task: Task, why: str, blocked_for: float) -> None:
-        """A move held back for stuckAfterSeconds by a target broker the metadata does not list (down, or
-        never started) is said to be stuck, with that reason: it waits for the broker, never for ever unsaid."""
-        stuck_after = self.options.stuck_after_seconds
-        if task.index in self._missing_target or not why.startswith("target broker") or blocked_for < stuck_after:
+    def _note_missing_target(self, task: Task, broker: int | None, now: float) -> None:
+        """A pending move whose target ``broker`` the metadata has not listed for stuckAfterSeconds (down,
+        never started, removed) is stuck: listed as such, with the broker and how long it has been missing
+        as its reason, refreshed every poll. It goes on waiting for the broker (blocked_after_seconds may
+        give it up); it leaves the stuck moves when the broker registers."""
+        if broker is None:
+            self._missing_since.pop(task.index, None)
+            self._missing_target.pop(task.index, None)
             return
-        self._missing_target[task.index] = f"{why} for {blocked_for:.0f} s (stuckAfterSeconds {stuck_after:g})"
-        log.warning("%s: %s", task.tp, self._missing_target[task.index])
+        missing, since = self._missing_since.get(task.index, (None, now))
+        if missing != broker:
+            self._missing_target.pop(task.index, None)
+            self._missing_since[task.index] = (broker, since := now)
+        stuck_after = self.options.stuck_after_seconds
+        if now - since < stuck_after:
+            return
+        if task.index not in self._missing_target:
+            log.warning("%s: target broker %d missing from the metadata for %gs: stuck", task.tp, broker, stuck_after)
+        self._missing_target[task.index] = (
+            f"target broker {broker} has been missing from the metadata for {now - since:.0f} s "
+            f"(stuckAfterSeconds {stuck_after:g})"
+        )
 
     def _read_dirs(self, tasks: list[Task]) -> View:
         """Where the named-directory replicas of ``tasks`` are (DescribeLogDirs); {} when none is named or
@@ -876,13 +892,19 @@ class Executor:
                 for t in self.tasks
                 if states[t.index] is TaskState.DEAD
             },
-            stuck=sorted(str(self.tasks[i].tp) for i in self.stuck | set(self._missing_target)),
+            stuck=list(self._stuck_names()),
             election_failures=dict(self._election_failures),
             progress=self.progress(),
             submitted=self.submitted,
             tasks=[(t, states[t.index]) for t in self.tasks],
             taken_over=self._taken_over_partitions(),
         )
+
+    def _stuck_names(self) -> tuple[str, ...]:
+        """In flight with no progress for stuckAfterSeconds, or pending as long on a missing target broker
+        (a move given up or done since is no longer stuck)."""
+        waiting = {i for i in self._missing_target if self.record.tasks[i] is TaskState.PENDING}
+        return tuple(sorted(str(self.tasks[i].tp) for i in self.stuck | waiting))
 
     def _taken_over_partitions(self) -> list[str]:
         return sorted(tp for tp, why in self.record.dead_reasons.items() if why.startswith(TAKEN_OVER))
@@ -938,7 +960,7 @@ class Executor:
             eta_seconds=eta(self._bytes_total - moved - dead_bytes, rate),
             elapsed_seconds=now - self._started,
             brokers=broker_progress(self.tasks, states, self.in_flight, self._copied),
-            stuck=tuple(sorted(str(self.tasks[i].tp) for i in self.stuck | set(self._missing_target))),
+            stuck=self._stuck_names(),
             blocked={str(self.tasks[i].tp): self._missing_target.get(i, w) for i, w in sorted(self.blocked.items())},
             waiting=self.patience.describe(),
             taken_over=tuple(self._taken_over_partitions()),

@@ -47,6 +47,13 @@ def alive_brokers(cluster: ClusterModel) -> set[int]:
     return {int(b) for b, up in zip(cluster.broker_ids.tolist(), cluster.broker_alive.tolist(), strict=True) if up}
 
 
+def offline_target(task: Task, cluster: ClusterModel) -> int | None:
+    """The first broker the move adds a replica to (or moves one on) that is not alive, if any. Kafka's
+    metadata lists live brokers only: such a broker is down, or not registered (never started, removed)."""
+    alive = alive_brokers(cluster)
+    return next((b for b in (*task.adding, *(d.broker for d in task.between_dirs)) if b not in alive), None)
+
+
 def move_blocker(
     task: Task,
     cluster: ClusterModel,
@@ -62,11 +69,9 @@ def move_blocker(
     if task.tp in ongoing:
         return "another reassignment of this partition is in progress"
     p = cluster.partition_index(task.tp.topic, task.tp.partition)
-    alive = alive_brokers(cluster)
-    offline = [b for b in (*task.adding, *(d.broker for d in task.between_dirs)) if b not in alive]
-    if offline:
-        # Down, or not registered yet: a broker that is down and holds nothing is not in the metadata.
-        return f"target broker {offline[0]} is offline"
+    offline = offline_target(task, cluster)
+    if offline is not None:
+        return f"target broker {offline} is offline"
     replicas, isr = cluster.replica_ids(p), cluster.isr_ids(p)
     min_isr = int(cluster.topic_min_isr[int(cluster.partition_topic[p])])
     # At min ISR, one in-sync follower falling behind under the copy load fails acks=all producers.
