@@ -158,7 +158,7 @@ class Metrics:
         )
         self.exec_stuck = Gauge(
             f"{PREFIX}execution_stuck_moves",
-            "Reassignments in flight that copied nothing for stuckAfterSeconds.",
+            "Reassignments that copied nothing, or waited for a missing target broker, for stuckAfterSeconds.",
             _PC,
             registry=r,
         )

@@ -7,6 +7,7 @@ import datetime as dt
 import json
 from typing import Any
 
+from kafka_balancer.controller import summaries
 from kafka_balancer.controller.decision import (
     Ask,
     ClusterSeen,
@@ -31,6 +32,7 @@ from kafka_balancer.controller.status import (
     ProposalStatus,
     condition,
 )
+from kafka_balancer.executor import ExecutionState, Progress
 from kafka_balancer.model.policy import BalancePolicySpec, parse_balance_policy_spec
 
 NOW = dt.datetime(2026, 11, 16, 3, 0, tzinfo=dt.UTC)
@@ -194,3 +196,45 @@ def test_an_unfinished_execution_in_status_is_resumed_unless_this_process_finish
     status, actions = next_status(_spec(mode="Auto"), before, _seen(cluster=CLUSTER, last_finished=ended))
     assert actions == [Ask("analysis")]
     assert status.last_run == ended
+
+
+def test_a_move_stuck_on_a_missing_target_broker_is_announced_with_the_broker_and_how_long() -> None:
+    # issue 55: one move copies nothing, another waits for broker 9, which the metadata has not listed for
+    # stuckAfterSeconds; the MovesStuck event names both, the waiting one with the executor's reason.
+    missing = "target broker 9 has been missing from the metadata for 1830 s (stuckAfterSeconds 1800)"
+    progress = Progress(
+        state=ExecutionState.MOVING_REPLICAS,
+        partitions_total=3,
+        partitions_done=0,
+        partitions_in_progress=1,
+        partitions_dead=0,
+        partitions_aborted=0,
+        bytes_total=300.0,
+        bytes_moved=0.0,
+        leaders_total=0,
+        leaders_done=0,
+        rate_bytes_per_sec=0.0,
+        eta_seconds=None,
+        elapsed_seconds=1900.0,
+        stuck=("orders-0", "orders-1"),
+        blocked={"orders-1": missing, "orders-2": "ISR size 2 is at or below min.insync.replicas=2"},
+    )
+    run = RunView(
+        "0123456789abcdef",
+        done=False,
+        progress=summaries.progress(progress),
+        stuck_reasons=summaries.stuck_reasons(progress),
+    )
+    before = BalancePolicyStatus(proposal=_proposal())
+    status, actions = next_status(_spec(mode="Auto"), before, _seen(run=run))
+    assert status.progress is not None
+    assert status.progress.stuck_moves == 2
+    assert status.progress.stuck == ["orders-0", "orders-1"]
+    stuck = [a for a in actions if isinstance(a, Event) and a.reason == "MovesStuck"]
+    assert [(e.type, e.message) for e in stuck] == [
+        (
+            "Warning",
+            "proposal 0123456789abcdef: 2 move(s) copied nothing, or waited for a target broker missing from the "
+            f"metadata, for spec.execution.stuckAfterSeconds (1800s): orders-0, orders-1 ({missing})",
+        )
+    ]

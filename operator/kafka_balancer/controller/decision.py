@@ -64,6 +64,8 @@ class RunView:
     stop_reason: str | None = None
     progress: Progress | None = None
     proposal: ProposalStatus | None = None  # the proposal it executes, as status held it when it started
+    # Why a stuck move is stuck, when it is not that it copies nothing (summaries.stuck_reasons).
+    stuck_reasons: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -513,10 +515,13 @@ def _report_running(nxt: _Next, run: RunView, *, stopping: str | None) -> None:
     if run.progress is not None:
         newly_stuck = sorted(set(run.progress.stuck) - set(nxt.before.progress.stuck if nxt.before.progress else ()))
         if newly_stuck:
+            named = (
+                f"{name} ({run.stuck_reasons[name]})" if name in run.stuck_reasons else name for name in newly_stuck
+            )
             message = (
-                f"proposal {run.proposal_id}: {run.progress.stuck_moves} move(s) copied nothing for "
-                f"spec.execution.stuckAfterSeconds ({nxt.spec.execution.stuck_after_seconds}s): "
-                + ", ".join(newly_stuck)
+                f"proposal {run.proposal_id}: {run.progress.stuck_moves} move(s) copied nothing, or waited for a "
+                f"target broker missing from the metadata, for spec.execution.stuckAfterSeconds "
+                f"({nxt.spec.execution.stuck_after_seconds}s): " + ", ".join(named)
             )
             nxt.actions.append(Event("Warning", "MovesStuck", message))
         before = set(nxt.before.progress.taken_over if nxt.before.progress else ())

@@ -545,5 +545,9 @@ def kafka_stall(spec: BalancePolicySpec, err: KafkaError) -> Stall:
 
 
 def _view(run: Run, proposal: ProposalStatus | None) -> RunView:
-    progress = None if run.progress is None else summaries.progress(run.progress)
-    return RunView(run.proposal_id, run.done, run.stop_reason, progress, proposal)
+    if run.progress is None:
+        return RunView(run.proposal_id, run.done, run.stop_reason, None, proposal)
+    progress = summaries.progress(run.progress)
+    return RunView(
+        run.proposal_id, run.done, run.stop_reason, progress, proposal, summaries.stuck_reasons(run.progress)
+    )

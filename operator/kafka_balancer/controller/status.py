@@ -147,7 +147,8 @@ class Progress(StatusModel):
     eta_seconds: int | None = None
     """Estimated seconds left at the current rate."""
     stuck_moves: int = 0
-    """Moves in flight that copied nothing for `spec.execution.stuckAfterSeconds`."""
+    """Moves in flight that copied nothing, or pending moves whose target broker was missing from the
+    cluster metadata, for `spec.execution.stuckAfterSeconds`."""
     stuck: list[str] = Field(default_factory=list, max_length=STUCK_LISTED)
     """The first of them (`topic-partition`, sorted), at most 20: the status stays small."""
     waiting: str = ""

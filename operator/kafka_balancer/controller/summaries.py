@@ -78,6 +78,12 @@ def progress(progress: ExecProgress) -> Progress:
     )
 
 
+def stuck_reasons(progress: ExecProgress) -> dict[str, str]:
+    """Stuck moves that wait (for a target broker missing from the metadata) rather than copy nothing,
+    each with the executor's reason: the broker and how long it has been missing."""
+    return {name: progress.blocked[name] for name in progress.stuck if name in progress.blocked}
+
+
 def group_rows(summary: ProposalSummary, spec: BalancePolicySpec) -> list[GroupImbalance]:
     """Per-group max/avg of the watched resource, before and after, from the planner's summary."""
     resource = spec.triggers.on_imbalance.resource if spec.triggers.on_imbalance else "disk"
