@@ -562,14 +562,23 @@ def band_violations(layout: Layout, rep: Ints, goal: str) -> list[Violation]:
 
 
 def distances(model: ClusterModel, options: PlannerOptions, placement: Placement) -> dict[str, float]:
-    """Per distribution goal, the summed out-of-band distance over every band (0 when it holds)."""
+    """Per distribution goal, the out-of-band distance summed over every band (0 when it holds): a
+    broker goal's relative to its band's average ("relative to the group average", docs/goals.md,
+    Balancedness), so that a plan moving a dead broker's load onto the others is judged against the
+    averages it leaves; a per-topic goal's in replicas (or leaderships)."""
     layout = Layout(model, options)
     rep = replica_array(layout, placement)
     return {
-        goal: sum(float(b.distance().sum()) for b in bands(layout, rep, goal))
+        goal: sum(float(b.distance().sum()) / _scale(goal, b) for b in bands(layout, rep, goal))
         for goal in options.distribution_goals
         if goal not in DIRECTORY_GOALS
     }
+
+
+def _scale(goal: str, band: Band) -> float:
+    """What a band's distance is measured in: its average for a broker goal, one item for a per-topic one."""
+    avg = float(band.values.mean()) if band.values.size else 0.0
+    return avg if goal in BROKER_GOALS and avg > 0 else 1.0
 
 
 def answers_for(options: PlannerOptions, violation: Violation) -> bool:

@@ -95,9 +95,9 @@ def _check_every_invariant(case: tuple[ClusterModel, OperationOptions]) -> None:
         for key, replicas in placement.items():
             if replicas[0] == demoted:
                 assert all(b == demoted or b in dead for b in replicas), f"{key}: still led by demoted broker"
-    if op.type == "rebalance" and not dead and not was.hard().violations:
+    if op.type == "rebalance" and not was.hard().violations:
         # (A hard goal broken before, e.g. two replicas in one rack, must be fixed first, whatever it costs.)
-        _nothing_gets_worse(model, options, proposal)
+        _nothing_gets_worse(model, options, proposal, dead)
     again = plan(model, options)
     assert again.id == proposal.id
     assert again.plan == proposal.plan
@@ -159,14 +159,19 @@ def test_near_full_disks_end_under_their_limits_or_fail_with_the_reason(
         assert used <= limits[broker] * (1 + 1e-9), (broker, used, limits[broker])
 
 
-def _nothing_gets_worse(model: ClusterModel, options: PlannerOptions, proposal: Proposal) -> None:
-    """Each goal's out-of-band distance, the planner's and the independent one, does not grow."""
+def _nothing_gets_worse(model: ClusterModel, options: PlannerOptions, proposal: Proposal, dead: set[int]) -> None:
+    """Each goal's out-of-band distance, the planner's and the independent one, does not grow, except
+    one the summary says the hard goals' stages left worse: only the replicas leaving a ``dead``
+    broker can, here (issue 56: a rebalance with a dead broker left the per-topic spread worse)."""
+    excused = set(proposal.summary.get("goalsWorsenedByHardGoals", []))
+    assert not excused or dead, excused
     for goal, stats in proposal.summary["goals"].items():
-        assert stats["violationAfter"] <= stats["violationBefore"] + 1e-6, (goal, stats)
-        assert stats["holdsAfter"] or not stats["holdsBefore"], goal
+        if goal not in excused:
+            assert stats["violationAfter"] <= stats["violationBefore"] + 1e-6, (goal, stats)
+            assert stats["holdsAfter"] or not stats["holdsBefore"], goal
     before = {(p.topic, p.partition): p.replicas for p in model.partitions()}
     now, then = distances(model, options, placement_after(model, proposal.plan)), distances(model, options, before)
-    for goal in now:
+    for goal in set(now) - excused:
         assert now[goal] <= then[goal] + 1e-6 * max(1.0, then[goal]), (goal, then[goal], now[goal])
 
 

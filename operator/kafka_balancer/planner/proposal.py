@@ -190,10 +190,18 @@ def _log_dirs(st: State, named: BoolArray, p: int) -> tuple[str, ...]:
 
 
 def build_proposal(
-    model: ClusterModel, options: PlannerOptions, before: State, st: State, cut_short: str | None = None
+    model: ClusterModel,
+    options: PlannerOptions,
+    before: State,
+    st: State,
+    cut_short: str | None = None,
+    *,
+    worsened_by_hard_goals: tuple[str, ...] = (),
 ) -> Proposal:
     """The proposal taking the placement of ``before`` to that of ``st`` (summary and id included);
-    ``cut_short``: the stage the time budget (``options.max_planning_seconds``) cut short, if any."""
+    ``cut_short``: the stage the time budget (``options.max_planning_seconds``) cut short, if any;
+    ``worsened_by_hard_goals``: the distribution goals that end worse than they started although
+    guarded from the start (the hard goals' stages left them so)."""
     layout = before.dir_layout
     if layout is not None:
         before.dirs = snapshot_dirs(layout, model)
@@ -225,6 +233,8 @@ def build_proposal(
     }
     if cut_short is not None:
         summary["timeBudgetReached"] = {"seconds": options.max_planning_seconds, "stage": cut_short}
+    if worsened_by_hard_goals:
+        summary["goalsWorsenedByHardGoals"] = list(worsened_by_hard_goals)
     if options.prefers_leader_racks:
         summary["preferredLeaderRacks"] = _leader_racks_summary(ev_before, ev_after, options)
     if layout is not None:
