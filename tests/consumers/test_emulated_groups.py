@@ -3,6 +3,7 @@ then analysed: the published Range and RoundRobin cases, lag, recommendations an
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -11,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_balancer.analysis.consumer_groups import analyze, collect, metric_samples, most_imbalanced
+from kafka_balancer.analysis.consumer_groups import analyze, collect, metric_samples, most_imbalanced, skipped
+from kafka_balancer.consumers.group import MAX_GROUP_PARTITIONS
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
-from kafka_balancer.kafka.port import TopicPartition
+from kafka_balancer.kafka.port import ConsumerGroupInfo, ConsumerGroupMember, TopicPartition
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.sandbox import EmulatedCluster, GroupSeed, MemberSeed
 
@@ -136,6 +138,30 @@ def test_analysis_matches_the_published_cases(cluster: EmulatedCluster) -> None:
     assert samples[("kafka_balancer_consumer_group_imbalance_ratio", (("group", "orders-range"),))] == 1.5
 
 
+def test_a_group_above_the_limits_is_skipped_and_named_while_the_others_are_reported(
+    cluster: EmulatedCluster,
+) -> None:
+    """What `kafka-balancer consumers` analyses: the live groups, plus one too large to simulate (a
+    million-partition topic on the emulator would cost minutes of metadata, so it joins the input
+    read from the cluster, as `collect` would return it)."""
+    port = KafkaAdapter(ConnectionSpec(cluster.bootstrap_servers))
+    try:
+        live = collect(port)
+    finally:
+        port.close()
+    huge = ConsumerGroupInfo(
+        "huge", "Stable", "consumer", "range", (ConsumerGroupMember("C0", "client-C0", "/127.0.0.1", ("big",), {}),)
+    )
+    data = dataclasses.replace(
+        live, groups=(*live.groups, huge), partitions={**live.partitions, "big": MAX_GROUP_PARTITIONS + 1}
+    )
+    assert {r["group"] for r in analyze(data)} == {"orders-range", "mixed-roundrobin"}
+    assert skipped(data) == {
+        "huge": "group: field 'topics' has 1,000,001 partitions in total, above the 1,000,000 a simulation "
+        'can hold (docs/consumers.md, "Limits")'
+    }
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     """The installed console script, as a user runs it."""
     script = Path(sys.executable).parent / "kafka-balancer"
@@ -165,6 +191,7 @@ def test_consumers_cli_table_and_json(cluster: EmulatedCluster, tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     doc: dict[str, Any] = json.loads(done.stdout)
     assert [g["group"] for g in doc["groups"]] == ["mixed-roundrobin"]
+    assert doc["skipped"] == []  # every group is within the simulation limits
     # Each report carries the group as a G.json what-if document: the offline command reproduces it.
     group_file = tmp_path / "mixed.json"
     group_file.write_text(json.dumps(doc["groups"][0]["input"]), encoding="utf-8")

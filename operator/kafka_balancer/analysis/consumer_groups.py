@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from kafka_balancer.consumers import ASSIGNOR_NAMES, parse_group, simulate
+from kafka_balancer.consumers.simulate import DEFAULT_MAX_LEAVERS, check_work
 from kafka_balancer.kafka.port import ConsumerGroupInfo, KafkaPort, TopicPartition
 from kafka_balancer.model.cluster import ClusterModel
+from kafka_balancer.model.errors import ModelError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -119,11 +121,33 @@ def analyze_document(group_id: str, state: str, doc: dict[str, Any]) -> dict[str
     }
 
 
-def _documents(data: GroupsInput) -> Iterator[tuple[str, str, dict[str, Any]]]:
+def refusal(doc: dict[str, Any]) -> str | None:
+    """Why the group's simulation is refused (above a limit of docs/consumers.md, "Limits"), or None.
+    Checked before any assignor runs, so one oversized group costs no more than reading it."""
+    try:
+        check_work(parse_group(doc), DEFAULT_MAX_LEAVERS)
+    except ModelError as err:
+        return str(err)
+    return None
+
+
+def _screened(data: GroupsInput) -> Iterator[tuple[str, str, dict[str, Any], str | None]]:
     for info in sorted(data.groups, key=lambda g: g.group_id):
         doc = group_document(info, data.partitions, data.rates)
         if doc is not None:
-            yield info.group_id, info.state, doc
+            yield info.group_id, info.state, doc, refusal(doc)
+
+
+def _documents(data: GroupsInput) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """The groups to analyse: those with members whose simulation is within the limits."""
+    for group_id, state, doc, refused in _screened(data):
+        if refused is None:
+            yield group_id, state, doc
+
+
+def skipped(data: GroupsInput) -> dict[str, str]:
+    """Group -> why it is left out of the reports: its simulation is above the limits."""
+    return {group_id: refused for group_id, _s, _d, refused in _screened(data) if refused is not None}
 
 
 def analyze_python(data: GroupsInput) -> list[dict[str, Any]]:
@@ -157,7 +181,8 @@ def analyze_spark(data: GroupsInput, spark: SparkSession) -> list[dict[str, Any]
 def analyze(
     data: GroupsInput, *, spark: SparkSession | None = None, spark_threshold: int = DEFAULT_SPARK_THRESHOLD
 ) -> list[dict[str, Any]]:
-    """Reports for every group with members; on Spark when a session is given and groups are many."""
+    """Reports for every group with members within the simulation limits (the others: ``skipped``); on
+    Spark when a session is given and groups are many."""
     if spark is not None and len(data.groups) >= spark_threshold:
         return analyze_spark(data, spark)
     return analyze_python(data)

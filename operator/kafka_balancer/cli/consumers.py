@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_balancer.cli import CommandError
+from kafka_balancer.cli import EXIT_INVALID, CommandError
 from kafka_balancer.cli.arguments import integer, number
 from kafka_balancer.cli.files import load_snapshot, read_json
 
@@ -183,7 +183,7 @@ def render_simulation(result: dict[str, Any]) -> str:
 
 # ----- live cluster -------------------------------------------------------------------------------
 def _live(args: argparse.Namespace) -> int:
-    from kafka_balancer.analysis.consumer_groups import collect, most_imbalanced  # noqa: PLC0415
+    from kafka_balancer.analysis.consumer_groups import collect, most_imbalanced, skipped  # noqa: PLC0415
 
     if args.group is not None:
         raise CommandError(f"--group {args.group} is for the offline what-if: `consumers simulate --group`")
@@ -198,12 +198,19 @@ def _live(args: argparse.Namespace) -> int:
     finally:
         port.close()
     reports = _analyze(data, args)
+    refused = skipped(data)
     top = most_imbalanced(reports, args.top)
+    # The other groups are still reported; each refused one gets one line and the status says the
+    # report is incomplete.
+    for group, reason in refused.items():
+        print(f"consumers: group {group!r} skipped: {reason}", file=sys.stderr)
+    status = EXIT_INVALID if refused else 0
     if args.json:
         by_group = {r["group"]: r for r in reports}
-        json.dump({"groups": [by_group[t["group"]] for t in top]}, sys.stdout, indent=2)
+        skipped_list = [{"group": g, "reason": r} for g, r in refused.items()]
+        json.dump({"groups": [by_group[t["group"]] for t in top], "skipped": skipped_list}, sys.stdout, indent=2)
         print()
-        return 0
+        return status
     rows = [
         [
             r["group"],
@@ -220,8 +227,9 @@ def _live(args: argparse.Namespace) -> int:
         for r in (next(x for x in reports if x["group"] == t["group"]) for t in top)
     ]
     header = ["GROUP", "STATE", "ASSIGNOR", "MEMBERS", "PARTITIONS", "MAX/MIN", "IMBALANCE", "LAG", "LAG-IMB"]
-    print(render_table([*header, "RECOMMENDED"], rows) if rows else "no consumer groups with members")
-    return 0
+    if rows or not refused:
+        print(render_table([*header, "RECOMMENDED"], rows) if rows else "no consumer groups with members")
+    return status
 
 
 def _analyze(data: GroupsInput, args: argparse.Namespace) -> list[dict[str, Any]]:
