@@ -101,3 +101,14 @@ def test_simulate_refuses_more_work_than_a_simulation_may_take(tmp_path: Path) -
         'take (docs/consumers.md, "Limits"); simulate fewer leavers (--max-leavers)'
     ]
     assert done.stdout == ""
+
+
+def test_simulate_refuses_a_new_member_id_already_in_the_group(tmp_path: Path) -> None:
+    path = tmp_path / "G.json"
+    path.write_text(json.dumps(ISSUE_EXAMPLE), encoding="utf-8")
+    done = run_cli("consumers", "simulate", "--group", str(path), "--new-member", "C1")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == (
+        "consumers: simulate: --new-member C1: new member id 'C1' is already a member; pick another\n"
+    )

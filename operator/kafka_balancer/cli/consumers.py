@@ -122,6 +122,8 @@ def _simulate(args: argparse.Namespace) -> int:
         result = simulate(spec, new_member=args.new_member, max_leavers=args.max_leavers)
     except ModelError as err:
         raise CommandError(f"simulate: --group {args.group}: {err}") from None
+    except ValueError as err:  # the only other input simulate refuses: a newcomer id already taken
+        raise CommandError(f"simulate: --new-member {args.new_member}: {err}") from None
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
