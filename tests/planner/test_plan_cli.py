@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from dead_broker import left_worse_by_the_hard_goals
 from kafka_balancer.model import ReassignmentPlan, dumps_snapshot, snapshot_to_dict
 
 from bench.synthetic import skewed_cluster
@@ -190,3 +191,15 @@ def test_plan_max_seconds_bounds_the_search_and_the_output_says_so(tmp_path: Pat
     done = run("--snapshot", snapshot, "--policy", policy, "--output", out)
     assert done.returncode != 0
     assert "maxPlanningSeconds" in done.stderr
+
+
+def test_plan_says_which_goals_the_hard_goals_left_worse(tmp_path: Path) -> None:
+    snapshot = tmp_path / "snapshot.json"
+    snapshot.write_text(dumps_snapshot(left_worse_by_the_hard_goals()))
+    summary = tmp_path / "summary.json"
+    result = run("--snapshot", snapshot, "--output", tmp_path / "plan.json", "--summary", summary)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(summary.read_text())["goalsWorsenedByHardGoals"] == ["topic-replica-distribution"]
+    assert result.stdout.splitlines()[1:] == [
+        "left worse by the hard goals (replicas off dead brokers, hard goals repaired): topic-replica-distribution"
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from checks import placement_after
+from dead_broker import left_worse_by_the_hard_goals
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.planner import GroupOptions, PlannerOptions, evaluate, plan
 from kafka_balancer.planner.groups import merge, plan_group, split
@@ -107,3 +108,17 @@ def test_evaluate_reports_group_statistics(name: str) -> None:
     assert ev.max_over_avg("disk", name) >= 1.0
     with pytest.raises(ValueError, match="resource must be one of"):
         ev.max_over_avg("memory")
+
+
+def test_merge_names_the_goals_any_groups_hard_goals_left_worse() -> None:
+    model = left_worse_by_the_hard_goals()
+    options = PlannerOptions()
+    plans = {job.name: plan_group(job) for job in split(model, options)}
+    targets = [t for planned in plans.values() for t in planned.targets]
+    merged = merge(model, options, targets, worsened={n: p.worsened_by_hard_goals for n, p in plans.items()})
+    whole = plan(model, options).summary["goalsWorsenedByHardGoals"]
+    assert merged.summary["goalsWorsenedByHardGoals"] == whole == ["topic-replica-distribution"]
+    # Several groups: the union of their lists, once each, in the goals' priority order.
+    worsened = {"b": ("topic-replica-distribution", "disk-distribution"), "a": ("disk-distribution",)}
+    union = merge(model, options, targets, worsened=worsened).summary["goalsWorsenedByHardGoals"]
+    assert union == ["disk-distribution", "topic-replica-distribution"]

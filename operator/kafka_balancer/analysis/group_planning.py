@@ -32,7 +32,8 @@ from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner import PlannerOptions, PlanningError
 from kafka_balancer.planner.groups import GroupJob, merge, plan_group, split
 
-_OUTPUT_SCHEMA = "idx int, task int, seconds double, error string, targets string, cut_short string"
+_OUTPUT_SCHEMA = "idx int, task int, seconds double, error string, targets string, cut_short string, worsened string"
+_OUTPUT_COLUMNS = ["idx", "task", "seconds", "error", "targets", "cut_short", "worsened"]
 
 
 @dataclass(frozen=True)
@@ -61,10 +62,12 @@ def _plan_batches(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             error: str | None = None
             targets: list[list[object]] = []
             cut_short: str | None = None
+            worsened: list[str] = []
             try:
                 planned = plan_group(job)
                 targets = [[t.topic, t.partition, list(t.replicas)] for t in planned.targets]
                 cut_short = planned.cut_short
+                worsened = list(planned.worsened_by_hard_goals)
             except PlanningError as exc:
                 error = json.dumps({"reason": exc.reason, "details": exc.details})
             rows.append(
@@ -75,9 +78,10 @@ def _plan_batches(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
                     "error": error,
                     "targets": json.dumps(targets),
                     "cut_short": cut_short,
+                    "worsened": json.dumps(worsened),
                 }
             )
-        yield pd.DataFrame(rows, columns=["idx", "task", "seconds", "error", "targets", "cut_short"])
+        yield pd.DataFrame(rows, columns=_OUTPUT_COLUMNS)
 
 
 def plan_groups(
@@ -113,7 +117,8 @@ def plan_groups(
     tasks: dict[str, int] = {}
     seconds: dict[str, float] = {}
     cut: dict[str, str] = {}
-    for idx, task, elapsed, error, encoded, cut_short in results.itertuples(index=False, name=None):
+    worsened: dict[str, list[str]] = {}
+    for idx, task, elapsed, error, encoded, cut_short, forced in results.itertuples(index=False, name=None):
         name = jobs[int(idx)].name
         if isinstance(error, str):
             failure = json.loads(error)
@@ -126,4 +131,5 @@ def plan_groups(
         seconds[name] = float(elapsed)
         if isinstance(cut_short, str):
             cut[name] = cut_short
-    return ParallelPlan(merge(model, options, targets, cut), tasks, seconds)
+        worsened[name] = json.loads(forced)
+    return ParallelPlan(merge(model, options, targets, cut, worsened), tasks, seconds)

@@ -176,15 +176,23 @@ def run(args: argparse.Namespace) -> int:
         f"{summary['leaderChanges']} leader changes, balancedness {summary['balancednessBefore']} -> "
         f"{summary['balancednessAfter']} in {seconds:.2f} s"
     )
+    _print_caveats(summary)
+    if trace is not None:
+        _write_trace(trace, args.trace)
+    return 0
+
+
+def _print_caveats(summary: dict[str, Any]) -> None:
+    """What the summary says the plan could not do: stopped by its time budget, goals left worse."""
     reached = summary.get("timeBudgetReached")
     if reached is not None:
         print(
             f"time budget of {reached['seconds']:g} s reached in stage {reached['stage']}: every hard goal holds; "
             f"out of band: {', '.join(summary['goalsViolated']) or 'none'}"
         )
-    if trace is not None:
-        _write_trace(trace, args.trace)
-    return 0
+    worsened = summary.get("goalsWorsenedByHardGoals")
+    if worsened:
+        print(f"left worse by the hard goals (replicas off dead brokers, hard goals repaired): {', '.join(worsened)}")
 
 
 def _write_trace(trace: Trace, where: str) -> None:

@@ -9,7 +9,7 @@ the whole model and builds the one proposal (summary and id over the whole clust
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,18 +75,23 @@ def split(model: ClusterModel, options: PlannerOptions) -> list[GroupJob]:
 
 @dataclass(frozen=True)
 class GroupPlan:
-    """One group's plan: its partitions whose replicas or order change, and the stage its time budget
-    cut short (None: it ran to the end)."""
+    """One group's plan: its partitions whose replicas or order change, the stage its time budget
+    cut short (None: it ran to the end) and the goals its hard goals' stages left worse."""
 
     targets: list[PartitionTarget]
     cut_short: str | None
+    worsened_by_hard_goals: tuple[str, ...] = ()
 
 
 def plan_group(job: GroupJob) -> GroupPlan:
     """Plan one group (with the whole time budget: the groups are planned side by side)."""
     proposal = plan(job.model, job.options)
     reached = proposal.summary.get("timeBudgetReached")
-    return GroupPlan(list(proposal.plan.partitions), None if reached is None else str(reached["stage"]))
+    return GroupPlan(
+        list(proposal.plan.partitions),
+        None if reached is None else str(reached["stage"]),
+        tuple(proposal.summary.get("goalsWorsenedByHardGoals", ())),
+    )
 
 
 def merge(
@@ -94,9 +99,11 @@ def merge(
     options: PlannerOptions,
     targets: Iterable[PartitionTarget],
     cut_short: Mapping[str, str] | None = None,
+    worsened: Mapping[str, Sequence[str]] | None = None,
 ) -> Proposal:
     """The whole-cluster proposal from every group's targets (``cut_short``: group -> the stage its
-    time budget cut short)."""
+    time budget cut short; ``worsened``: group -> the goals its hard goals' stages left worse, named
+    in the summary as one list in goal order)."""
     groups = resolve_groups(model, options)
     after = State(model, options, groups)
     rows: list[list[int]] = []
@@ -117,4 +124,6 @@ def merge(
     place_log_dirs(after, after.scope.movable, balance=not shape_only(options))
     before = State(model, options, resolve_groups(model, options))
     cut = "; ".join(f"group '{name}': {stage}" for name, stage in sorted((cut_short or {}).items()))
-    return build_proposal(model, options, before, after, cut or None)
+    forced = {goal for goals in (worsened or {}).values() for goal in goals}
+    ordered = tuple(g for g in options.distribution_goals if g in forced)
+    return build_proposal(model, options, before, after, cut or None, worsened_by_hard_goals=ordered)
