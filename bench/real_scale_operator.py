@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kafka_balancer.cli.demo import PLURALS, install_crds
+from kafka_balancer.cli.demo_kubectl import PLURALS, Kubectl
 from kafka_balancer.sandbox.kube import KubeClient, kube_api_server
 from kafka_balancer.sandbox.ports import free_port
 
@@ -35,8 +35,8 @@ def reconcile(bootstrap: str, folder: Path, timeout_s: float = 3600.0) -> tuple[
     """The operator's first proposal for the cluster: seconds, CPU and peak memory, and the proposal status."""
     with kube_api_server() as kube:
         client = KubeClient(kube.url, timeout=60)
-        install_crds(client, ROOT / "crds")
         kubeconfig = kube.write_kubeconfig(folder / "kubeconfig", NAMESPACE)
+        Kubectl(client, kubeconfig).apply_directory(ROOT / "crds")
         with _operator(kubeconfig, folder / "operator.log") as proc:
             policy = {
                 "apiVersion": GROUP_VERSION,
