@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 import pytest
+from controller.tenants import served  # noqa: F401 (what reached the controller, with the per-broker maxima)
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.sandbox import EmulatedCluster, operations

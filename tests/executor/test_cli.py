@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from controller.tenants import Submissions as Served
 from kafka_balancer.cli import main
 from kafka_balancer.model import ClusterBuilder, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal
@@ -228,3 +229,30 @@ def test_execute_a_proposal_file_elects_its_leader_changes_outside_the_plan(emul
         assert leader == replicas[0]
     replicas, _, leader = after[("orders", 2)]
     assert leader == replicas[1]  # not in the proposal: left alone
+
+
+def test_two_executions_of_one_plan_with_their_own_state_files_keep_the_per_broker_limit(
+    emulator, served: Served, tmp_path: Path
+) -> None:
+    """Issue 55: two `execute` commands of one plan with different --state files (the lock guards one
+    state file) reached 9 moves in flight on a broker against a limit of 5. The limits count every
+    reassignment Kafka lists, ours or not, and executors of one cluster on one host take turns from
+    reading what is in flight to submitting: each move is submitted once, by one of them."""
+    _model, cluster, plan, plan_file, _state = _setup(emulator, tmp_path)
+    observer = observe(cluster)
+    runs = []
+    for name in ("a", "b"):
+        args = [CLI, "execute", "--bootstrap-servers", cluster.bootstrap_servers, "--plan", str(plan_file),
+                "--throttle", "2MB/s", "--state", str(tmp_path / f"{name}.json"), "--poll-interval", "0.2",
+                "--concurrent-moves-per-broker", "2"]  # fmt: skip
+        with (tmp_path / f"{name}.log").open("ab") as out:
+            runs.append(subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT))
+    codes = [_finish(run, timeout=120) for run in runs]
+    logs = {name: (tmp_path / f"{name}.log").read_text() for name in ("a", "b")}
+    assert codes == [0, 0], logs
+    assert served.most_on_a_broker == 2, served.max_in_flight
+    assert set(served.moves) == {(t.topic, t.partition) for t in plan.partitions}
+    assert set(served.moves.values()) == {1}, "every move submitted once, by one of the two"
+    assert not served.cancels
+    assert leftover_throttles(cluster) == {}
+    assert observer.violations == []
