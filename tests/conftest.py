@@ -19,6 +19,7 @@ from real_kafka import (  # noqa: F401  (real Kafka brokers, see real_kafka.py)
     real_kafka,
 )
 from spark_fixtures import TEST_ENGINE, spark  # noqa: F401  (the one shared SparkSession, see spark_fixtures.py)
+from submissions import submissions  # noqa: F401  (what reached the emulator's controller, see submissions.py)
 
 # `make test` draws the same hypothesis examples on every run, so that a red run reproduces on any
 # machine and a change cannot land on a lucky draw. Bug hunts draw new ones:

@@ -26,7 +26,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from .kube import EMULATED, KUBE_APISERVER, ApiServer, kube_server
 from .operator_process import start_operator  # noqa: F401  (the operator as its own process)
-from .tenants import served  # noqa: F401  (what the emulator served of AlterPartitionReassignments)
 
 # Read when kafka_balancer.controller.operator is imported (kopf timers are declared at import time).
 os.environ.setdefault("KAFKA_BALANCER_RECONCILE_SECONDS", "1")

@@ -1,60 +1,24 @@
 """What the operator tests of issue 55 share: the real API server as several tenants use it, operator
 processes started as the image starts them, and the emulator's own record of what reached Kafka.
 
-``Submissions`` counts every AlterPartitionReassignments entry the emulated controller serves, per
-partition, and the largest number of reassignments in flight on any broker right after each (the
-per-broker limit counts a move on the brokers it adds replicas to and takes them from).
+What reached the emulated controller is tests/submissions.py's fixture ``submissions``.
 """
 
 from __future__ import annotations
 
 import time
 import urllib.request
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from kafka_balancer.model import ClusterBuilder, ClusterModel
-from kafka_balancer.sandbox import operations
 from kafka_balancer.sandbox.kube import KubeClient, KubeError
-from kafka_balancer.sandbox.state import ClusterState, PartitionState
 from prometheus_client.parser import text_string_to_metric_families
 
 from .operator_process import OperatorProcess
 
 API = "kafkabalancer.io/v1alpha1"
-
-
-@dataclass
-class Submissions:
-    moves: Counter[tuple[str, int]] = field(default_factory=Counter)
-    cancels: Counter[tuple[str, int]] = field(default_factory=Counter)
-    max_in_flight: Counter[int] = field(default_factory=Counter)  # broker -> most reassignments at once
-
-    @property
-    def most_on_a_broker(self) -> int:
-        return max(self.max_in_flight.values(), default=0)
-
-
-@pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> Submissions:
-    """What the emulator in this process served of AlterPartitionReassignments (see Submissions)."""
-    counts = Submissions()
-    original = operations.reassign
-
-    def counting(state: ClusterState, part: PartitionState, target: list[int] | None) -> str | None:
-        (counts.cancels if target is None else counts.moves)[(part.topic, part.index)] += 1
-        error = original(state, part, target)
-        for broker, n in state.reassignments_per_broker().items():
-            counts.max_in_flight[broker] = max(counts.max_in_flight[broker], n)
-        return error
-
-    # The brokers' request handlers call operations.reassign through the module: every entry of every
-    # AlterPartitionReassignments request, from any client, passes here.
-    monkeypatch.setattr(operations, "reassign", counting)
-    return counts
 
 
 def spread_model(*, brokers: int = 6, partitions: int = 12, size: float = 10e6, name: str = "spread") -> ClusterModel:

@@ -7,7 +7,7 @@ Lease and executes; it is then SIGSTOPped past its Lease (a node partitioned awa
 runs), the second takes the Lease over and resumes the execution from the checkpoint in status, and the
 first, continued, stops acting at once and exits. Kafka is the emulator in this process, which counts
 every AlterPartitionReassignments entry it serves and the reassignments in flight on each broker after
-each (tenants.served): every partition is submitted once in all, the limit always holds.
+each (tests/submissions.py): every partition is submitted once in all, the limit always holds.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 from kafka_balancer.sandbox import EmulatedCluster
 from kube_apiserver import RELEASE_NAMESPACE, kube_apiserver
+from submissions import Submissions
 
 from .operator_process import OperatorProcess
-from .tenants import Submissions, approve, events, policy, spread_model, status, wait
+from .tenants import approve, events, policy, spread_model, status, wait
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -43,7 +44,7 @@ def _of(op: OperatorProcess) -> Callable[[str], bool]:
 
 def test_two_operators_one_acts_and_one_stopped_past_its_lease_submits_nothing_more(
     emulator: Callable[..., EmulatedCluster],
-    served: Submissions,
+    submissions: Submissions,
     start_operator: Callable[..., OperatorProcess],
     tmp_path: Path,
 ) -> None:
@@ -98,13 +99,13 @@ def test_two_operators_one_acts_and_one_stopped_past_its_lease_submits_nothing_m
         started = events(client, "kafka", "main", "ExecutionStarted")
         assert len(started) == 1, started  # one operator started it: no event doubled
 
-    moved = dict(served.moves)
+    moved = dict(submissions.moves)
     print(
         f"moves submitted: {sum(moved.values())} for {len(moved)} partitions; per-broker maximum in flight: "
-        f"{dict(sorted(served.max_in_flight.items()))} (limit {LIMIT})"
+        f"{dict(sorted(submissions.max_in_flight.items()))} (limit {LIMIT})"
     )
     assert moved, "nothing was submitted"
     assert set(Counter(moved.values())) == {1}, f"a partition submitted twice: {moved}"
-    assert not served.cancels
-    assert served.most_on_a_broker <= LIMIT, served.max_in_flight
+    assert not submissions.cancels
+    assert submissions.most_on_a_broker <= LIMIT, submissions.max_in_flight
     assert first.proc.returncode is not None

@@ -27,15 +27,14 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kafka_balancer.model import ClusterBuilder, ClusterModel
-from kafka_balancer.sandbox import EmulatedCluster, operations
+from kafka_balancer.sandbox import EmulatedCluster
 from kafka_balancer.sandbox.kube import KubeClient
-from kafka_balancer.sandbox.state import ClusterState, PartitionState
+from submissions import Submissions
 
 from .conftest import both_api_servers
 from .kube import ApiServer
@@ -66,30 +65,6 @@ def skewed_model() -> ClusterModel:
         for p in range(8):
             builder.add_partition(topic, p, home if p % 2 else home[::-1], size_bytes=10e6)
     return builder.build()
-
-
-# ----- the emulator's own count of submissions ------------------------------------------------------
-@dataclass
-class Submissions:
-    """AlterPartitionReassignments entries the emulated controller served, per (topic, partition)."""
-
-    moves: Counter[tuple[str, int]]
-    cancels: Counter[tuple[str, int]]
-
-
-@pytest.fixture
-def submissions(monkeypatch: pytest.MonkeyPatch) -> Submissions:
-    counts = Submissions(Counter(), Counter())
-    original = operations.reassign
-
-    def counting(state: ClusterState, part: PartitionState, target: list[int] | None) -> str | None:
-        (counts.cancels if target is None else counts.moves)[(part.topic, part.index)] += 1
-        return original(state, part, target)
-
-    # The brokers' request handlers call operations.reassign through the module: every entry of
-    # every AlterPartitionReassignments request, from any client, passes here.
-    monkeypatch.setattr(operations, "reassign", counting)
-    return counts
 
 
 # ----- Kubernetes -----------------------------------------------------------------------------------

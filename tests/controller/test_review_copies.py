@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 from kafka_balancer.sandbox import EmulatedCluster
 from kube_apiserver import POLICY_NAMESPACE, kube_apiserver
+from submissions import Submissions
 
 from .operator_process import OperatorProcess
-from .tenants import Submissions, approve, condition, events, policy, reconciliations, spread_model, status, wait
+from .tenants import approve, condition, events, policy, reconciliations, spread_model, status, wait
 
 pytestmark = pytest.mark.timeout(240)
 NS = POLICY_NAMESPACE
@@ -36,7 +37,7 @@ def _harmless(plan: dict[str, Any]) -> str:
 
 def test_review_copies_that_differ_are_refused_and_the_approval_must_be_given_again(
     emulator: Callable[..., EmulatedCluster],
-    served: Submissions,
+    submissions: Submissions,
     start_operator: Callable[..., OperatorProcess],
     tmp_path: Path,
 ) -> None:
@@ -64,7 +65,7 @@ def test_review_copies_that_differ_are_refused_and_the_approval_must_be_given_ag
         )
         assert stalled["reason"] == "ProposalTampered", stalled
         assert "withdraw spec.approvedProposal" in stalled["message"]
-        assert not served.moves, "nothing was executed on an approval given on tampered copies"
+        assert not submissions.moves, "nothing was executed on an approval given on tampered copies"
         restored = client.get("v1", "configmaps", NS, proposal["configMap"])["data"]["plan.json"]
         assert restored == true_plan, "the copy people read is the proposal again"
         assert status(client, NS, "main")["proposal"]["id"] == proposal["id"]
@@ -88,4 +89,4 @@ def test_review_copies_that_differ_are_refused_and_the_approval_must_be_given_ag
         started = events(client, NS, "main", "ExecutionStarted")
         assert len(started) == 1
         assert "approved by alice-approval" in started[0]["message"]
-    assert served.moves, "the reviewed proposal ran once approved again"
+    assert submissions.moves, "the reviewed proposal ran once approved again"

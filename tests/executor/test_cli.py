@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from controller.tenants import Submissions as Served
 from kafka_balancer.cli import main
 from kafka_balancer.model import ClusterBuilder, ReassignmentPlan
 from kafka_balancer.model.proposal import LeaderChange, Proposal
+from submissions import Submissions
 
 from executor.harness import assignment, cluster_model, leftover_throttles, observe, spread_plan
 
@@ -88,13 +88,13 @@ def test_execute_killed_with_sigkill_then_rerun_resumes_without_duplicates(
         proc.wait()
     assert killed_at["state"] == "MovingReplicas"
     assert leftover_throttles(cluster)  # the killed process could not clean up
-    first_run = set(submissions)
+    first_run = set(submissions.moves)
 
     rerun = _execute(cluster, plan_file, state, log)
     assert _finish(rerun) == 0, log.read_text()
-    assert all(n == 1 for n in submissions.values()), submissions  # nothing submitted twice
-    assert set(submissions) == {(t.topic, t.partition) for t in plan.partitions}
-    assert first_run < set(submissions)
+    assert all(n == 1 for n in submissions.moves.values()), submissions.moves  # nothing submitted twice
+    assert set(submissions.moves) == {(t.topic, t.partition) for t in plan.partitions}
+    assert first_run < set(submissions.moves)
     after = assignment(cluster)
     for t in plan.partitions:
         assert after[(t.topic, t.partition)][0] == list(t.replicas)
@@ -169,7 +169,7 @@ def test_dry_run_lists_moves_and_changes_nothing(emulator, submissions, tmp_path
     assert out.startswith("dry run: 6 replica moves (")
     assert "move orders-0: [1, 2, 3] -> [1, 2, 4]" in out
     assert assignment(cluster) == before
-    assert not submissions
+    assert not submissions.moves
     assert not (tmp_path / "state.json").exists()
 
 
@@ -232,7 +232,7 @@ def test_execute_a_proposal_file_elects_its_leader_changes_outside_the_plan(emul
 
 
 def test_two_executions_of_one_plan_with_their_own_state_files_keep_the_per_broker_limit(
-    emulator, served: Served, tmp_path: Path
+    emulator, submissions: Submissions, tmp_path: Path
 ) -> None:
     """Issue 55: two `execute` commands of one plan with different --state files (the lock guards one
     state file) reached 9 moves in flight on a broker against a limit of 5. The limits count every
@@ -250,9 +250,9 @@ def test_two_executions_of_one_plan_with_their_own_state_files_keep_the_per_brok
     codes = [_finish(run, timeout=120) for run in runs]
     logs = {name: (tmp_path / f"{name}.log").read_text() for name in ("a", "b")}
     assert codes == [0, 0], logs
-    assert served.most_on_a_broker == 2, served.max_in_flight
-    assert set(served.moves) == {(t.topic, t.partition) for t in plan.partitions}
-    assert set(served.moves.values()) == {1}, "every move submitted once, by one of the two"
-    assert not served.cancels
+    assert submissions.most_on_a_broker == 2, submissions.max_in_flight
+    assert set(submissions.moves) == {(t.topic, t.partition) for t in plan.partitions}
+    assert set(submissions.moves.values()) == {1}, "every move submitted once, by one of the two"
+    assert not submissions.cancels
     assert leftover_throttles(cluster) == {}
     assert observer.violations == []

@@ -137,7 +137,7 @@ def test_stop_mid_execution_cancels_in_flight_moves_and_keeps_original_replicas(
         assert after[(t.topic, t.partition)][0] == list(t.replicas)
     for name in result.pending:  # never started: never submitted
         t = targets[name]
-        assert (t.topic, t.partition) not in submissions
+        assert (t.topic, t.partition) not in submissions.moves
     assert len(result.completed) >= 8
     assert not cluster.state.reassigning
     assert leftover_throttles(cluster) == {}
@@ -169,7 +169,7 @@ def test_partition_at_min_isr_is_never_touched(emulator, connect, submissions) -
         "not started: ISR size 3 is at or below min.insync.replicas=3 and no eligible leader replica (KIP-966)"
     }
     assert sorted(result.completed) == [f"orders-{p}" for p in range(4)]
-    assert not any(topic == "critical" for topic, _ in submissions)  # never submitted at all
+    assert not any(topic == "critical" for topic, _ in submissions.moves)  # never submitted at all
     for p in range(4):
         assert cluster.partition_view("critical", p)[0] == [1, 2, 3]
     assert observer.violations == []

@@ -53,15 +53,15 @@ def test_killed_executor_resumes_without_resubmitting_and_cleans_throttles(emula
     assert in_flight <= set(cluster.state.reassigning)
     assert leftover_throttles(cluster)
     cluster.advance(30)  # time passes while nobody runs: some of those moves finish meanwhile
-    submitted_before = dict(submissions)
+    submitted_before = dict(submissions.moves)
 
     second = Executor(connect(cluster), plan, store, options, clock=clock)
     result = second.run()
     assert result.state is ExecutionState.COMPLETED, result.reason
     # Each partition was submitted exactly once over both runs; the second run adopted the moves
     # the first had started and submitted only the ones never started.
-    assert all(n == 1 for n in submissions.values()), submissions
-    assert set(submissions) == {(t.topic, t.partition) for t in plan.partitions}
+    assert all(n == 1 for n in submissions.moves.values()), submissions.moves
+    assert set(submissions.moves) == {(t.topic, t.partition) for t in plan.partitions}
     assert result.submitted == len(plan) - len(submitted_before)
     after = assignment(cluster)
     for t in plan.partitions:
@@ -73,7 +73,7 @@ def test_killed_executor_resumes_without_resubmitting_and_cleans_throttles(emula
     assert observer.violations == []
     assert store.load()["state"] == "Completed"
     # Bytes count across both runs, including moves that finished while no executor ran.
-    copied = sum(p.size_bytes for p in model.partitions() if (p.topic, p.partition) in submissions)
+    copied = sum(p.size_bytes for p in model.partitions() if (p.topic, p.partition) in submissions.moves)
     assert result.progress.bytes_moved == result.progress.bytes_total == copied
 
 

@@ -39,7 +39,7 @@ def test_small_rebalance_completes_with_throttle_and_leaves_nothing_behind(emula
     assert leftover_throttles(cluster) == {}
     assert observer.violations == []
     assert max(observer.max_per_broker.values()) <= 5
-    assert all(n == 1 for n in submissions.values()), submissions
+    assert all(n == 1 for n in submissions.moves.values()), submissions.moves
     # Throttles went only on the replicas being added and the replicas they copied from.
     moves = {(t.topic, t.partition): t.replicas for t in plan.partitions}
     originals = {(p.topic, p.partition): p.replicas for p in model.partitions()}
@@ -87,8 +87,8 @@ def test_2000_partition_rebalance_equals_the_plan(emulator, connect, submissions
         for t in plan.partitions
         if set(t.replicas) != set(model.partition(model.partition_index(t.topic, t.partition)).replicas)
     )
-    assert sum(submissions.values()) == len(plan)  # every partition submitted exactly once
-    assert all(n == 1 for n in submissions.values())
+    assert sum(submissions.moves.values()) == len(plan)  # every partition submitted exactly once
+    assert all(n == 1 for n in submissions.moves.values())
     # Leadership last, in batches: a thousand partitions per ElectLeaders request.
     leader_changes = result.progress.leaders_total
     assert leader_changes > 1000
@@ -172,7 +172,7 @@ def test_max_bytes_per_run_leaves_the_rest_for_the_next_run(emulator, connect, s
                       clock=cluster).run()  # fmt: skip
     assert second.state is ExecutionState.COMPLETED, second.reason
     assert sorted(second.completed) == sorted(f"{t.topic}-{t.partition}" for t in plan.partitions)
-    assert all(n == 1 for n in submissions.values())
+    assert all(n == 1 for n in submissions.moves.values())
     for t in plan.partitions:
         assert cluster.partition_view(t.topic, t.partition)[0] == list(t.replicas)
     assert observer.violations == []
@@ -235,7 +235,7 @@ def test_leader_changes_outside_the_plan_are_elected(emulator, connect, submissi
     assert after[("orders", 3)][2] == after[("orders", 3)][0][1]  # not asked for: left alone
     assert result.progress.leaders_total == 3
     assert cluster.request_count(43) - before == 1
-    assert dict(submissions) == {("orders", 0): 1}  # the extra elections reassign nothing
+    assert dict(submissions.moves) == {("orders", 0): 1}  # the extra elections reassign nothing
 
 
 class _LaggingConfigReads:
