@@ -176,11 +176,14 @@ class RealKafka:
             raise AssertionError(f"{timeout}; {len(views)} partitions read, led elsewhere: {misled}") from None
         return views
 
-    def throttle_leftovers(self) -> dict[str, dict[str, str]]:
+    def throttle_leftovers(self, *, brokers: bool = True, timeout: float = 30) -> dict[str, dict[str, str]]:
         """Every throttle config set on a broker or a topic (DescribeConfigs, any non-default source): the
-        replication throttles and the broker's cap on copies between its log directories."""
+        replication throttles and the broker's cap on copies between its log directories. ``brokers``:
+        False reads the topics' only; ``timeout``: per read (TimeoutError after it)."""
         resources = [
-            ConfigResource(ConfigResource.Type.BROKER, str(b)) for b in self.broker_ids if self.cluster.running(b)
+            ConfigResource(ConfigResource.Type.BROKER, str(b))
+            for b in self.broker_ids
+            if brokers and self.cluster.running(b)
         ]
         resources += [ConfigResource(ConfigResource.Type.TOPIC, t) for t in self.topics()]
         out: dict[str, dict[str, str]] = {}
@@ -188,7 +191,7 @@ class RealKafka:
             for res, future in self.admin.describe_configs([resource]).items():
                 found = {
                     k: e.value or ""
-                    for k, e in future.result(timeout=30).items()
+                    for k, e in future.result(timeout=timeout).items()
                     if ("throttled" in k or k == LOG_DIR_THROTTLE_RATE) and not e.is_default
                 }
                 if found:
