@@ -8,7 +8,8 @@ included. So (docs/operations.md, "Many policies and tenants"):
 - **Express.** A policy whose execution runs in this operator is reconciled in a pool of its own, with
   no slot: its reconciliation reads Kubernetes, not Kafka (the execution has its own connection), and
   it is the one that pauses, stops or withdraws the execution. Pausing acts within a reconciliation
-  whatever else the operator waits on.
+  whatever else the operator waits on. A policy's deletion, which waits for its execution's wind-down,
+  has a thread of its own.
 - **First contact.** Before a reconciliation may talk to Kafka, its bootstrap servers must accept a TCP
   connection (:mod:`kafka_balancer.kafka.reachability`, on the event loop, no thread): a cluster that
   refuses or never answers is Stalled/ClusterUnreachable without a Kafka client. Only a policy the
@@ -34,9 +35,10 @@ from kafka_balancer.controller.claims import Claim, ClusterAccess, check_claim
 from kafka_balancer.controller.validation import Stall, parse_spec
 
 T = TypeVar("T")
-# Threads for reconciliations that do not talk to Kafka (an execution running here, a cluster that did not
-# accept a connection): each reads and writes a few Kubernetes objects, milliseconds.
-_KUBE_ONLY_THREADS = 4
+# Threads of each lane that does not talk to Kafka: each of its reconciliations reads and writes a few
+# Kubernetes objects (milliseconds). Express and unreachable ones have a pool each, so a thousand
+# policies for dead addresses never queue a pause.
+_THREADS_PER_LANE = 4
 
 
 @dataclass
@@ -117,16 +119,28 @@ def contact(body: Mapping[str, Any], claims: Sequence[Claim], access: ClusterAcc
 
 
 class Lanes:
-    """The threads reconciliations run in: one per Kafka slot, and a few for the express lane."""
+    """The threads reconciliations run in: one per Kafka slot, and a few for each lane without Kafka."""
 
     def __init__(self, slots: FairSlots) -> None:
         self.slots = slots
         self._kafka = concurrent.futures.ThreadPoolExecutor(slots.total, thread_name_prefix="reconcile-kafka")
-        self._kube_only = concurrent.futures.ThreadPoolExecutor(_KUBE_ONLY_THREADS, thread_name_prefix="reconcile")
+        self._express = concurrent.futures.ThreadPoolExecutor(_THREADS_PER_LANE, thread_name_prefix="reconcile-express")
+        self._unreachable = concurrent.futures.ThreadPoolExecutor(_THREADS_PER_LANE, thread_name_prefix="reconcile")
 
-    async def kube_only(self, call: Callable[[], T]) -> T:
-        """A reconciliation that talks to Kafka not at all: no slot."""
-        return await asyncio.get_running_loop().run_in_executor(self._kube_only, call)
+    async def express(self, call: Callable[[], T]) -> T:
+        """A policy whose execution runs here: no slot, never behind anything else."""
+        return await asyncio.get_running_loop().run_in_executor(self._express, call)
+
+    async def unreachable(self, call: Callable[[], T]) -> T:
+        """A policy whose cluster accepted no connection: no Kafka client, no slot."""
+        return await asyncio.get_running_loop().run_in_executor(self._unreachable, call)
+
+    @staticmethod
+    async def alone(call: Callable[[], T]) -> T:
+        """Work that waits long without Kafka (a deletion waits for its execution's wind-down, up to
+        minutes): a thread of its own, so it holds up no lane."""
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="reconcile-alone") as thread:
+            return await asyncio.get_running_loop().run_in_executor(thread, call)
 
     async def with_kafka(self, namespace: str, call: Callable[[], T]) -> T:
         """A reconciliation that may talk to Kafka: in one of ``namespace``'s fair share of slots."""
@@ -134,5 +148,5 @@ class Lanes:
             return await asyncio.get_running_loop().run_in_executor(self._kafka, call)
 
     def close(self) -> None:
-        self._kafka.shutdown(wait=False, cancel_futures=True)
-        self._kube_only.shutdown(wait=False, cancel_futures=True)
+        for pool in (self._kafka, self._express, self._unreachable):
+            pool.shutdown(wait=False, cancel_futures=True)

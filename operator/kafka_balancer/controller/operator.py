@@ -104,7 +104,7 @@ class OperatorConfig:
                 reconcile_seconds=float(env.get("KAFKA_BALANCER_RECONCILE_SECONDS", "30")),
                 execution_poll_seconds=float(poll) if poll else None,
                 kafka_timeout_seconds=float(env.get("KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS", "30")),
-                connect_timeout_seconds=float(env.get("KAFKA_BALANCER_CONNECT_TIMEOUT_SECONDS", "10")),
+                connect_timeout_seconds=_positive_seconds("KAFKA_BALANCER_CONNECT_TIMEOUT_SECONDS", env, 10.0),
                 reconcile_concurrency=_positive("KAFKA_BALANCER_RECONCILE_CONCURRENCY", env, 8),
                 sample_store=env.get("KAFKA_BALANCER_SAMPLE_STORE") or None,
                 spark_application=SparkSettings.from_env(env),
@@ -122,6 +122,13 @@ def _min_groups(text: str) -> int:
     value = int(text)
     if value < 2:
         raise ValueError(f"KAFKA_BALANCER_SPARK_PLANNING_MIN_GROUPS must be >= 2, got {value}")
+    return value
+
+
+def _positive_seconds(name: str, env: dict[str, str], default: float) -> float:
+    value = float(env.get(name) or default)
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0 seconds, got {value}")
     return value
 
 
@@ -272,11 +279,11 @@ async def _in_its_lane(body: kopf.Body, memo: kopf.Memo, known: list[Claim]) -> 
     namespace, name = str(body.metadata.namespace), str(body.metadata.name)
     run = memo.runs.get((namespace, name))
     if run is not None and not run.done:
-        return await lanes.kube_only(lambda: reconciler.reconcile(dict(body), known))
+        return await lanes.express(lambda: reconciler.reconcile(dict(body), known))
     servers = contact(body, known, memo.config.access)
     why = None if servers is None else await unreachable(servers, memo.config.connect_timeout_seconds)
     if why is not None:
-        return await lanes.kube_only(lambda: reconciler.reconcile(dict(body), known, unreachable=why))
+        return await lanes.unreachable(lambda: reconciler.reconcile(dict(body), known, unreachable=why))
     return await lanes.with_kafka(namespace, lambda: reconciler.reconcile(dict(body), known))
 
 
@@ -294,7 +301,8 @@ async def policy_timer(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **kw
 
 @kopf.on.delete(*POLICIES)
 async def policy_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    await asyncio.to_thread(memo.reconciler.deleted, dict(body))
+    reconciler: Reconciler = memo.reconciler
+    await Lanes.alone(lambda: reconciler.deleted(dict(body)))
     memo.locks.pop((body.metadata.namespace, body.metadata.name), None)
 
 
