@@ -24,7 +24,7 @@ from kafka_balancer.executor import (
     plan_id,
 )
 from kafka_balancer.executor.progress import RateMeter, eta
-from kafka_balancer.executor.safety import move_blocker, offline_partitions
+from kafka_balancer.executor.safety import PollView, move_blocker, offline_partitions
 from kafka_balancer.executor.scheduler import HelpfulFirst, SmallFirst, broker_counts, pick_moves, strategy_named
 from kafka_balancer.executor.state import InFlight, ThrottleRecord, decode_states, encode_states
 from kafka_balancer.executor.tasks import SMALL_MOVE_BYTES, DirMove, Task, TaskKind, build_tasks
@@ -255,21 +255,21 @@ def test_health_checks() -> None:
     cluster = _cluster()
     assert offline_partitions(cluster) == ["u-1"]
     move = Task(0, TopicPartition("t", 0), (1, 2, 3), (1, 3, 2), 1.0)
-    assert move_blocker(Task(0, TopicPartition("t", 0), (1, 2, 3), (1, 2, 4), 1.0), cluster, {}) == (
+    assert move_blocker(Task(0, TopicPartition("t", 0), (1, 2, 3), (1, 2, 4), 1.0), PollView.of(cluster, {})) == (
         "target broker 4 is offline"
     )
-    assert move_blocker(move, cluster, {}) is None
-    at_min = move_blocker(Task(1, TopicPartition("t", 1), (1, 2, 3), (1, 2), 1.0), cluster, {})
+    assert move_blocker(move, PollView.of(cluster, {})) is None
+    at_min = move_blocker(Task(1, TopicPartition("t", 1), (1, 2, 3), (1, 2), 1.0), PollView.of(cluster, {}))
     assert at_min == "ISR size 2 is at or below min.insync.replicas=2"
-    assert move_blocker(Task(2, TopicPartition("t", 2), (1, 2), (1, 3), 1.0), cluster, {}) == (
+    assert move_blocker(Task(2, TopicPartition("t", 2), (1, 2), (1, 3), 1.0), PollView.of(cluster, {})) == (
         "ISR size 2 is at or below min.insync.replicas=2"
     )
-    urp = move_blocker(Task(3, TopicPartition("u", 0), (1, 2, 3), (1, 3), 1.0), cluster, {})
+    urp = move_blocker(Task(3, TopicPartition("u", 0), (1, 2, 3), (1, 3), 1.0), PollView.of(cluster, {}))
     assert urp == "under-replicated: replicas [3] are out of sync"
     # Moving the out-of-sync replica away is what fixes it (remove-brokers, fix-offline-replicas).
-    assert move_blocker(Task(3, TopicPartition("u", 0), (1, 2, 3), (1, 2), 1.0), cluster, {}) is None
+    assert move_blocker(Task(3, TopicPartition("u", 0), (1, 2, 3), (1, 2), 1.0), PollView.of(cluster, {})) is None
     foreign = {TopicPartition("t", 0): OngoingReassignment((1, 2, 3), (), ())}
-    assert move_blocker(move, cluster, foreign) == "another reassignment of this partition is in progress"
+    assert move_blocker(move, PollView.of(cluster, foreign)) == "another reassignment of this partition is in progress"
 
 
 def test_health_checks_name_the_eligible_leader_replicas_where_the_cluster_reports_them() -> None:
@@ -284,11 +284,11 @@ def test_health_checks_name_the_eligible_leader_replicas_where_the_cluster_repor
     b.add_partition("f", 0, [1, 2, 3], isr=[1, 2], elr=[3])  # below min ISR, broker 3 eligible
     b.add_partition("t", 1, [1, 2, 4], elr=[])  # healthy
     cluster = b.build()
-    at_min = move_blocker(Task(0, TopicPartition("t", 0), (1, 2, 3), (1, 2, 4), 1.0), cluster, {})
+    at_min = move_blocker(Task(0, TopicPartition("t", 0), (1, 2, 3), (1, 2, 4), 1.0), PollView.of(cluster, {}))
     assert at_min == "ISR size 2 is at or below min.insync.replicas=2 and no eligible leader replica (KIP-966)"
-    below = move_blocker(Task(1, TopicPartition("f", 0), (1, 2, 3), (1, 2, 4), 1.0), cluster, {})
+    below = move_blocker(Task(1, TopicPartition("f", 0), (1, 2, 3), (1, 2, 4), 1.0), PollView.of(cluster, {}))
     assert below == "ISR size 2 is at or below min.insync.replicas=3 (eligible leader replicas [3])"
-    assert move_blocker(Task(2, TopicPartition("t", 1), (1, 2, 4), (2, 4, 1), 1.0), cluster, {}) is None
+    assert move_blocker(Task(2, TopicPartition("t", 1), (1, 2, 4), (2, 4, 1), 1.0), PollView.of(cluster, {})) is None
 
 
 # ----- scheduling -----------------------------------------------------------------------------

@@ -21,11 +21,13 @@ from enum import Enum
 from functools import partial
 
 from kafka_balancer.executor.log_dirs import DirStanding, View, standing, take_back
+from kafka_balancer.executor.missing import MissingTargets
 from kafka_balancer.executor.options import Clock, ExecutorOptions, SystemClock
 from kafka_balancer.executor.patience import Patience
 from kafka_balancer.executor.progress import Progress, RateMeter, broker_progress, eta
 from kafka_balancer.executor.recovery import order_restores
 from kafka_balancer.executor.safety import (
+    PollView,
     alive_brokers,
     below_min_isr,
     move_blocker,
@@ -152,10 +154,7 @@ class Executor:
         # Submitted moves whose AlterPartitionReassignments got no answer: whether Kafka took them shows
         # at the next poll (in flight with our target, or not at all: then they are submitted again).
         self._unconfirmed: set[int] = set()
-        # Pending moves waiting on a target broker the metadata does not list: (broker, since when), and
-        # once that lasts stuckAfterSeconds, the reason shown for them (they are stuck).
-        self._missing_since: dict[int, tuple[int, float]] = {}
-        self._missing_target: dict[int, str] = {}
+        self._missing = MissingTargets(self.options.stuck_after_seconds)
 
     # ----- public ------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -340,8 +339,9 @@ class Executor:
             shown = ", ".join(offline[:20]) + (f" and {len(offline) - 20} more" if len(offline) > 20 else "")
             self.record.reason = f"{len(offline)} offline partitions: {shown}"
             return queue, _Outcome.FAIL
-        self.throttles.set_rates(self._involved & alive_brokers(cluster))
-        self.throttles.set_dir_rates(self._dir_brokers & alive_brokers(cluster))
+        view = PollView.of(cluster, ongoing)
+        self.throttles.set_rates(self._involved & view.alive)
+        self.throttles.set_dir_rates(self._dir_brokers & view.alive)
         self._dir_view = self._read_dirs(list(self.in_flight.values()))
         changed = self._retire_finished(cluster, ongoing)
         changed |= self._watch_in_flight(now)
@@ -360,8 +360,9 @@ class Executor:
                 return False
             if lists is not None and not lists.fits(task):
                 return False  # its topic's throttle lists are full: it waits for a move of the topic to end
-            why = move_blocker(task, cluster, ongoing)
-            self._note_missing_target(task, offline_target(task, cluster), now)
+            why = move_blocker(task, view)
+            offline = None if why is None else offline_target(task, view.alive)
+            self._missing.note(task.index, offline, now, name=str(task.tp))
             if why is None:
                 self._blocked_since.pop(task.index, None)
                 committed += task.bytes_to_move
@@ -410,29 +411,6 @@ class Executor:
                 self._bytes_total -= task.bytes_to_move
                 changed = True
         return changed
-
-    def _note_missing_target(self, task: Task, broker: int | None, now: float) -> None:
-        """A pending move whose target ``broker`` the metadata has not listed for stuckAfterSeconds (down,
-        never started, removed) is stuck: listed as such, with the broker and how long it has been missing
-        as its reason, refreshed every poll. It goes on waiting for the broker (blocked_after_seconds may
-        give it up); it leaves the stuck moves when the broker registers."""
-        if broker is None:
-            self._missing_since.pop(task.index, None)
-            self._missing_target.pop(task.index, None)
-            return
-        missing, since = self._missing_since.get(task.index, (None, now))
-        if missing != broker:
-            self._missing_target.pop(task.index, None)
-            self._missing_since[task.index] = (broker, since := now)
-        stuck_after = self.options.stuck_after_seconds
-        if now - since < stuck_after:
-            return
-        if task.index not in self._missing_target:
-            log.warning("%s: target broker %d missing from the metadata for %gs: stuck", task.tp, broker, stuck_after)
-        self._missing_target[task.index] = (
-            f"target broker {broker} has been missing from the metadata for {now - since:.0f} s "
-            f"(stuckAfterSeconds {stuck_after:g})"
-        )
 
     def _read_dirs(self, tasks: list[Task]) -> View:
         """Where the named-directory replicas of ``tasks`` are (DescribeLogDirs); {} when none is named or
@@ -903,7 +881,7 @@ class Executor:
     def _stuck_names(self) -> tuple[str, ...]:
         """In flight with no progress for stuckAfterSeconds, or pending as long on a missing target broker
         (a move given up or done since is no longer stuck)."""
-        waiting = {i for i in self._missing_target if self.record.tasks[i] is TaskState.PENDING}
+        waiting = {i for i in self._missing.stuck(self.clock.now()) if self.record.tasks[i] is TaskState.PENDING}
         return tuple(sorted(str(self.tasks[i].tp) for i in self.stuck | waiting))
 
     def _taken_over_partitions(self) -> list[str]:
@@ -961,7 +939,7 @@ class Executor:
             elapsed_seconds=now - self._started,
             brokers=broker_progress(self.tasks, states, self.in_flight, self._copied),
             stuck=self._stuck_names(),
-            blocked={str(self.tasks[i].tp): self._missing_target.get(i, w) for i, w in sorted(self.blocked.items())},
+            blocked={str(self.tasks[i].tp): self._missing.reason(i, now) or w for i, w in sorted(self.blocked.items())},
             waiting=self.patience.describe(),
             taken_over=tuple(self._taken_over_partitions()),
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -47,18 +48,27 @@ def alive_brokers(cluster: ClusterModel) -> set[int]:
     return {int(b) for b, up in zip(cluster.broker_ids.tolist(), cluster.broker_alive.tolist(), strict=True) if up}
 
 
-def offline_target(task: Task, cluster: ClusterModel) -> int | None:
+@dataclass(frozen=True)
+class PollView:
+    """What one poll read: the cluster, the reassignments in flight, and the live brokers (found once
+    per poll, not once per move)."""
+
+    cluster: ClusterModel
+    ongoing: Mapping[TopicPartition, OngoingReassignment]
+    alive: frozenset[int]
+
+    @classmethod
+    def of(cls, cluster: ClusterModel, ongoing: Mapping[TopicPartition, OngoingReassignment]) -> PollView:
+        return cls(cluster, ongoing, frozenset(alive_brokers(cluster)))
+
+
+def offline_target(task: Task, alive: frozenset[int]) -> int | None:
     """The first broker the move adds a replica to (or moves one on) that is not alive, if any. Kafka's
     metadata lists live brokers only: such a broker is down, or not registered (never started, removed)."""
-    alive = alive_brokers(cluster)
     return next((b for b in (*task.adding, *(d.broker for d in task.between_dirs)) if b not in alive), None)
 
 
-def move_blocker(
-    task: Task,
-    cluster: ClusterModel,
-    ongoing: Mapping[TopicPartition, OngoingReassignment],
-) -> str | None:
+def move_blocker(task: Task, view: PollView) -> str | None:
     """Why this move must not start now, or None when it may.
 
     A partition whose ISR is at or below ``min.insync.replicas`` (when the topic sets it) is never
@@ -66,10 +76,11 @@ def move_blocker(
     under-replicated for a reason outside the plan waits for its replicas to catch up, so a move
     never adds copy load to a partition that is already short of in-sync copies.
     """
-    if task.tp in ongoing:
+    if task.tp in view.ongoing:
         return "another reassignment of this partition is in progress"
+    cluster = view.cluster
     p = cluster.partition_index(task.tp.topic, task.tp.partition)
-    offline = offline_target(task, cluster)
+    offline = offline_target(task, view.alive)
     if offline is not None:
         return f"target broker {offline} is offline"
     replicas, isr = cluster.replica_ids(p), cluster.isr_ids(p)
