@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Final
 
 from kafka_balancer.consumers import ASSIGNOR_NAMES, parse_group, simulate
@@ -46,6 +47,31 @@ class GroupsInput:
     groups: tuple[ConsumerGroupInfo, ...]
     partitions: Mapping[str, int]
     rates: Mapping[tuple[str, int], float]
+
+    @cached_property
+    def screened(self) -> Screened:
+        """The groups sorted once into documents to analyse and refusals (see :func:`refusal`)."""
+        documents: list[tuple[str, str, dict[str, Any]]] = []
+        refused: dict[str, str] = {}
+        for info in sorted(self.groups, key=lambda g: g.group_id):
+            doc = group_document(info, self.partitions, self.rates)
+            if doc is None:
+                continue
+            why = refusal(doc)
+            if why is None:
+                documents.append((info.group_id, info.state, doc))
+            else:
+                refused[info.group_id] = why
+        return Screened(tuple(documents), refused)
+
+
+@dataclass(frozen=True)
+class Screened:
+    """Groups with members: (group, state, what-if document) of those within the simulation limits, in
+    group order, and why each other one is left out."""
+
+    documents: tuple[tuple[str, str, dict[str, Any]], ...]
+    skipped: Mapping[str, str]
 
 
 def collect(port: KafkaPort, model: ClusterModel | None = None) -> GroupsInput:
@@ -131,27 +157,13 @@ def refusal(doc: dict[str, Any]) -> str | None:
     return None
 
 
-def _screened(data: GroupsInput) -> Iterator[tuple[str, str, dict[str, Any], str | None]]:
-    for info in sorted(data.groups, key=lambda g: g.group_id):
-        doc = group_document(info, data.partitions, data.rates)
-        if doc is not None:
-            yield info.group_id, info.state, doc, refusal(doc)
-
-
-def _documents(data: GroupsInput) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """The groups to analyse: those with members whose simulation is within the limits."""
-    for group_id, state, doc, refused in _screened(data):
-        if refused is None:
-            yield group_id, state, doc
-
-
 def skipped(data: GroupsInput) -> dict[str, str]:
     """Group -> why it is left out of the reports: its simulation is above the limits."""
-    return {group_id: refused for group_id, _s, _d, refused in _screened(data) if refused is not None}
+    return dict(data.screened.skipped)
 
 
 def analyze_python(data: GroupsInput) -> list[dict[str, Any]]:
-    return [analyze_document(g, s, doc) for g, s, doc in _documents(data)]
+    return [analyze_document(g, s, doc) for g, s, doc in data.screened.documents]
 
 
 def _analyze_batch(batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -169,7 +181,7 @@ def _analyze_batch(batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
 def analyze_spark(data: GroupsInput, spark: SparkSession) -> list[dict[str, Any]]:
     """The same reports computed on Spark, one task per slice of groups (DataFrame API only, so it
     also runs over Spark Connect)."""
-    rows = [(g, s, json.dumps(doc, sort_keys=True)) for g, s, doc in _documents(data)]
+    rows = [(g, s, json.dumps(doc, sort_keys=True)) for g, s, doc in data.screened.documents]
     if not rows:
         return []
     frame = spark.createDataFrame(rows, schema="group string, state string, document string")

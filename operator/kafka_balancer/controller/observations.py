@@ -43,10 +43,13 @@ def observe(port: KafkaPort, model: ClusterModel, spec: BalancePolicySpec) -> Ob
         out.replaces += durability.METRIC_NAMES
     if spec.analysis.consumer_groups.enabled:
         try:
-            reports = consumer_groups.analyze(consumer_groups.collect(port, model))
+            data = consumer_groups.collect(port, model)
+            reports = consumer_groups.analyze(data)
         except Exception as err:
             log.warning("consumer-group analysis failed: %s", err)
         else:
+            for group, why in data.screened.skipped.items():
+                log.warning("consumer group %r left out of the analysis: %s", group, why)
             top_n = spec.analysis.consumer_groups.top_n
             top = consumer_groups.most_imbalanced(reports, top_n)
             out.consumer_groups = [ConsumerGroupStatus.model_validate(row) for row in top]
