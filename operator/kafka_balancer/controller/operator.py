@@ -96,21 +96,24 @@ class OperatorConfig:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> OperatorConfig:
         env = dict(os.environ if env is None else env)
-        poll = env.get("KAFKA_BALANCER_EXECUTION_POLL_SECONDS")
         try:
             return cls(
-                metrics_port=int(env.get("KAFKA_BALANCER_METRICS_PORT", "9090")),
+                metrics_port=_count("KAFKA_BALANCER_METRICS_PORT", env, 9090, minimum=0),
                 metrics_address=env.get("KAFKA_BALANCER_METRICS_ADDRESS", cls.metrics_address),
-                reconcile_seconds=float(env.get("KAFKA_BALANCER_RECONCILE_SECONDS", "30")),
-                execution_poll_seconds=float(poll) if poll else None,
-                kafka_timeout_seconds=float(env.get("KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS", "30")),
-                connect_timeout_seconds=_positive_seconds("KAFKA_BALANCER_CONNECT_TIMEOUT_SECONDS", env, 10.0),
-                reconcile_concurrency=_positive("KAFKA_BALANCER_RECONCILE_CONCURRENCY", env, 8),
+                reconcile_seconds=_seconds("KAFKA_BALANCER_RECONCILE_SECONDS", env, 30.0),
+                execution_poll_seconds=(
+                    _seconds("KAFKA_BALANCER_EXECUTION_POLL_SECONDS", env, 1.0)
+                    if env.get("KAFKA_BALANCER_EXECUTION_POLL_SECONDS")
+                    else None
+                ),
+                kafka_timeout_seconds=_seconds("KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS", env, 30.0),
+                connect_timeout_seconds=_seconds("KAFKA_BALANCER_CONNECT_TIMEOUT_SECONDS", env, 10.0),
+                reconcile_concurrency=_count("KAFKA_BALANCER_RECONCILE_CONCURRENCY", env, 8),
                 sample_store=env.get("KAFKA_BALANCER_SAMPLE_STORE") or None,
                 spark_application=SparkSettings.from_env(env),
                 spark_defaults=SparkDefaults.from_env(env),
-                spark_planning_min_groups=_min_groups(env.get("KAFKA_BALANCER_SPARK_PLANNING_MIN_GROUPS", "8")),
-                proposal_max_bytes=_positive("KAFKA_BALANCER_PROPOSAL_MAX_BYTES", env, DEFAULT_MAX_BYTES),
+                spark_planning_min_groups=_count("KAFKA_BALANCER_SPARK_PLANNING_MIN_GROUPS", env, 8, minimum=2),
+                proposal_max_bytes=_count("KAFKA_BALANCER_PROPOSAL_MAX_BYTES", env, DEFAULT_MAX_BYTES),
                 lease=LeaseSettings.from_env(env),
                 access=ClusterAccess.from_env(env),
             )
@@ -118,24 +121,27 @@ class OperatorConfig:
             raise SystemExit(f"kafka-balancer: bad KAFKA_BALANCER_* environment setting: {err}") from None
 
 
-def _min_groups(text: str) -> int:
-    value = int(text)
-    if value < 2:
-        raise ValueError(f"KAFKA_BALANCER_SPARK_PLANNING_MIN_GROUPS must be >= 2, got {value}")
+def _seconds(name: str, env: dict[str, str], default: float) -> float:
+    """A positive, finite number of seconds (``default`` when unset or empty)."""
+    text = env.get(name) or str(default)
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{name} must be > 0 seconds, got {text!r}")
     return value
 
 
-def _positive_seconds(name: str, env: dict[str, str], default: float) -> float:
-    value = float(env.get(name) or default)
-    if not value > 0:
-        raise ValueError(f"{name} must be > 0 seconds, got {value}")
-    return value
-
-
-def _positive(name: str, env: dict[str, str], default: int) -> int:
-    value = int(env.get(name) or default)
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
+def _count(name: str, env: dict[str, str], default: int, *, minimum: int = 1) -> int:
+    """A whole number at least ``minimum`` (``default`` when unset or empty)."""
+    text = env.get(name) or str(default)
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {text!r}") from None
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return value
 
 
