@@ -127,25 +127,29 @@ class Lanes:
         self._express = concurrent.futures.ThreadPoolExecutor(_THREADS_PER_LANE, thread_name_prefix="reconcile-express")
         self._unreachable = concurrent.futures.ThreadPoolExecutor(_THREADS_PER_LANE, thread_name_prefix="reconcile")
 
+    @staticmethod
+    async def _in(pool: concurrent.futures.Executor, call: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(pool, call)
+
     async def express(self, call: Callable[[], T]) -> T:
         """A policy whose execution runs here: no slot, never behind anything else."""
-        return await asyncio.get_running_loop().run_in_executor(self._express, call)
+        return await self._in(self._express, call)
 
     async def unreachable(self, call: Callable[[], T]) -> T:
         """A policy whose cluster accepted no connection: no Kafka client, no slot."""
-        return await asyncio.get_running_loop().run_in_executor(self._unreachable, call)
+        return await self._in(self._unreachable, call)
 
     @staticmethod
     async def alone(call: Callable[[], T]) -> T:
         """Work that waits long without Kafka (a deletion waits for its execution's wind-down, up to
         minutes): a thread of its own, so it holds up no lane."""
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="reconcile-alone") as thread:
-            return await asyncio.get_running_loop().run_in_executor(thread, call)
+            return await Lanes._in(thread, call)
 
     async def with_kafka(self, namespace: str, call: Callable[[], T]) -> T:
         """A reconciliation that may talk to Kafka: in one of ``namespace``'s fair share of slots."""
         async with self.slots.slot(namespace):
-            return await asyncio.get_running_loop().run_in_executor(self._kafka, call)
+            return await self._in(self._kafka, call)
 
     def close(self) -> None:
         for pool in (self._kafka, self._express, self._unreachable):
