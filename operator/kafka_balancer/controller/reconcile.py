@@ -382,6 +382,7 @@ class Reconciler:
             balancedness_after=summary.balancedness_after,
             groups=summaries.group_rows(summary, spec),
             goals_violated=summary.goals_violated,
+            goals_worsened_by_hard_goals=summary.goals_worsened_by_hard_goals,
             time_budget_reached=None if summary.time_budget_reached is None else summary.time_budget_reached.stage,
             config_map=config_map,
             created_at=now_iso(),

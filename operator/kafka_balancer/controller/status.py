@@ -109,6 +109,10 @@ class ProposalStatus(StatusModel):
     """Per-group imbalance."""
     goals_violated: list[str] = Field(default_factory=list)
     """Goals out of band (or broken) after the plan: the summary's goalsViolated."""
+    goals_worsened_by_hard_goals: list[str] = Field(default_factory=list)
+    """Distribution goals the plan leaves worse than it found them because the hard goals required it
+    (replicas taken off dead or removed brokers, hard goals repaired): the summary's
+    goalsWorsenedByHardGoals."""
     time_budget_reached: str | None = None
     """The planning stage that goals.maxPlanningSeconds cut short (absent: the planner ran to the end);
     the plan holds every hard goal, and the distribution goals it did not finish are in goalsViolated."""

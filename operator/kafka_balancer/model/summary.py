@@ -87,6 +87,7 @@ class ProposalSummary(_SummaryModel):
     balancedness_after: float
     goals_holding: list[str] = Field(default_factory=list)
     goals_violated: list[str] = Field(default_factory=list)
+    goals_worsened_by_hard_goals: list[str] = Field(default_factory=list)
     goals: dict[str, GoalSummary] = Field(default_factory=dict)
     hard_goals: dict[str, bool] = Field(default_factory=dict)
     groups: dict[str, GroupSummary] = Field(default_factory=dict)
