@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.real_scale [--replicas 24000] [--topics 300] [--durable-topics 30] [--record-topics 150]
                                          [--data-mb 1000] [--throttle 10MB/s] [--heap-mb 1024]
-                                         [--only ours|kafka]
+                                         [--only ours]
 
 One sitting builds the same cluster twice (bench/real_scale_cluster.py: every partition on brokers 1-4,
 preferred leaders on the higher ids, then a rolling restart of brokers 1-4 that leaves most partitions
@@ -218,7 +218,8 @@ def main() -> None:
     parser.add_argument("--data-mb", type=int, default=LayoutOptions.data_bytes // 1_000_000)
     parser.add_argument("--throttle", default="10MB/s", help="replication throttle per broker, both sides")
     parser.add_argument("--heap-mb", type=int, default=1024, help="heap of each broker JVM")
-    parser.add_argument("--only", choices=("ours", "kafka"), help="one side (kafka needs a plan: ours first)")
+    # Kafka's tools run the plan our side makes in the same sitting: they cannot run alone.
+    parser.add_argument("--only", choices=("ours",), help="our side only, without Kafka's tools")
     args = parser.parse_args()
     plan = layout(
         LayoutOptions(args.replicas, args.topics, args.durable_topics, args.record_topics, args.data_mb * 1_000_000)
