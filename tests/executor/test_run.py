@@ -317,3 +317,33 @@ def test_a_reorder_read_back_from_lagging_metadata_is_read_again_not_given_up(em
     assert result.state is ExecutionState.COMPLETED, result.reason
     assert port.stale_reads == 2
     assert tuple(assignment(cluster)[("orders", 0)][0]) == rotated
+
+
+def test_the_executor_attributes_show_the_run_while_it_runs_and_after(emulator, connect) -> None:
+    """The attributes the CLI and the operator read (record, tasks, in_flight, stuck, blocked, submitted,
+    throttles, progress()) are the run's own, live while it runs."""
+    model = cluster_model(brokers=4, used=3, partitions={"orders": 8}, size=4e6)
+    cluster = emulator(model)
+    plan = spread_plan(model, onto=[4])
+    options = ExecutorOptions(throttle_bytes_per_sec=20_000_000, poll_interval_seconds=0.5)
+    box: list[Executor] = []
+    live: list[tuple[int, int, ExecutionState]] = []
+
+    def watch(progress: Progress) -> None:
+        if box:
+            ex = box[0]
+            live.append((len(ex.in_flight), progress.partitions_in_progress, ex.record.state))
+
+    executor = Executor(connect(cluster), plan, MemoryExecutionStore(), options, clock=cluster, on_progress=watch)
+    box.append(executor)
+    result = executor.run()
+    assert result.state is ExecutionState.COMPLETED, result.reason
+    assert any(flight > 0 for flight, _, _ in live)
+    assert all(flight == shown for flight, shown, _ in live)
+    assert ExecutionState.MOVING_REPLICAS in {state for _, _, state in live}
+    assert executor.record.state is ExecutionState.COMPLETED
+    assert [t.tp for t in executor.tasks] == [t.tp for t, _ in result.tasks]
+    assert (executor.in_flight, executor.stuck, executor.blocked) == ({}, set(), {})
+    assert executor.submitted == result.submitted == len(plan)
+    assert executor.throttles.record is executor.record.throttles
+    assert executor.progress().partitions_done == len(plan)

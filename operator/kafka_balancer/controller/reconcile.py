@@ -409,7 +409,7 @@ class Reconciler:
 
     def _start(self, ctx: _Ctx, reviewed: ProposalStatus, record: dict[str, Any] | None) -> RunView:
         """Execute the proposal in status, as stored when it was proposed (from ``record``: resumed; else
-        from the checkpoint the last run left, whose throttles it adopts: executor.engine)."""
+        from the checkpoint the last run left, whose throttles it adopts: executor.start)."""
         proposal = self._stored(ctx, reviewed)
         proposal_id = proposal.id
         namespace, name = ctx.key

@@ -4,11 +4,13 @@ See docs/executor.md. Entry point: :class:`Executor` (``run()`` blocks; ``reques
 another thread, or ``stop_requested()`` of the store, stops it).
 """
 
-from kafka_balancer.executor.engine import ExecutionConflictError, ExecutionResult, Executor
+from kafka_balancer.executor.engine import Executor
 from kafka_balancer.executor.options import Clock, ExecutorOptions, SystemClock, parse_rate, parse_size
 from kafka_balancer.executor.progress import BrokerProgress, Progress
 from kafka_balancer.executor.recovery import abandon
+from kafka_balancer.executor.result import ExecutionResult
 from kafka_balancer.executor.scheduler import Limits
+from kafka_balancer.executor.start import ExecutionConflictError
 from kafka_balancer.executor.state import ExecutionRecord, ExecutionState, TaskState, plan_id
 from kafka_balancer.executor.store import ClusterTurns, ExecutionStore, FileExecutionStore, MemoryExecutionStore
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from kafka_balancer.executor.tasks import Task
 from kafka_balancer.kafka.port import ReplicaLogDir, TopicPartition
 
 # (broker, named directory, the directory the replica was in before, None for one a move adds)
@@ -54,3 +55,8 @@ def take_back(tp: TopicPartition, dirs: Iterable[DirEntry], view: View) -> dict[
         for broker, path, _ in dirs
         if (found := view.get((tp, broker))) is not None and found.future_path == path
     }
+
+
+def task_standing(task: Task, view: View) -> DirStanding:
+    """:func:`standing` of a move's named directories."""
+    return standing(task.tp, [(d.broker, d.path, d.original) for d in task.dirs], view, task.size_bytes)
