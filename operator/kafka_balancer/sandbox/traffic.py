@@ -116,8 +116,13 @@ class RecordWriter:
         record_bytes: int,
         client_id: str = "kafka-balancer-traffic",
         batch_bytes: int = 512 * 1024,
+        queued_bytes: int | None = None,
     ) -> None:
+        """``queued_bytes``: at most this much waits in the producer's queue (``send`` waits for room), so
+        a large write to slow brokers never holds a record queued past its delivery timeout (5 minutes):
+        librdkafka's default queue takes 100,000 records at once."""
         self.record_bytes = record_bytes
+        bound = {} if queued_bytes is None else {"queue.buffering.max.kbytes": max(1, queued_bytes // 1024)}
         self.producer = Producer(
             {
                 "bootstrap.servers": bootstrap,
@@ -129,6 +134,7 @@ class RecordWriter:
                 "batch.size": batch_bytes,
                 "compression.type": "none",
                 "client.id": client_id,
+                **bound,
                 **QUIET,
             }
         )
