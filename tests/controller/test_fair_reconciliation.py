@@ -24,7 +24,7 @@ import pytest
 from hostile_kafka import unanswering_clusters
 from kafka_balancer.sandbox import EmulatedCluster
 from kafka_balancer.sandbox.kube import KubeError
-from kafka_balancer.sandbox.ports import free_port
+from kafka_balancer.sandbox.ports import free_port_range
 from kube_apiserver import POLICY_NAMESPACE, kube_apiserver
 
 from .operator_process import OperatorProcess
@@ -47,7 +47,10 @@ def test_a_tenants_unanswering_clusters_delay_no_other_tenants_policy(
             api.write_kubeconfig(tmp_path / "kubeconfig", user="operator"),
             {"KAFKA_BALANCER_KAFKA_TIMEOUT_SECONDS": "120", "KAFKA_BALANCER_RECONCILE_CONCURRENCY": "4"},
         )
-        refusing = [f"127.0.0.1:{free_port()}" for _ in range(REFUSING)]  # nothing listens there
+        # Nothing listens there. Consecutive ports, all free now: ports drawn one by one can repeat, and two
+        # policies naming one address are DuplicateCluster, not ClusterUnreachable.
+        first = free_port_range(REFUSING)
+        refusing = [f"127.0.0.1:{first + k}" for k in range(REFUSING)]
         for i, servers in enumerate((*silent, *refusing)):
             policy(client, NOISY, f"broken-{i}", {"cluster": {"bootstrapServers": servers}, "mode": "Manual"})
 
