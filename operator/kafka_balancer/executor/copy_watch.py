@@ -8,7 +8,6 @@ import logging
 
 from kafka_balancer.executor.ledger import Ledger
 from kafka_balancer.executor.log_dirs import View, task_standing
-from kafka_balancer.executor.state import TaskState
 from kafka_balancer.executor.tasks import Task
 from kafka_balancer.kafka.port import KafkaError, KafkaPort, TopicPartition
 
@@ -68,12 +67,9 @@ def _cancel_stuck(ledger: Ledger, port: KafkaPort, to_cancel: list[Task]) -> Non
     # and the MovesStuck event name every move that got stuck (docs/executor.md).
     ledger.emit()
     port.alter_reassignments({t.tp: None for t in to_cancel})
+    reason = f"stuck: no progress for {ledger.options.stuck_after_seconds:g}s, reassignment cancelled"
     for task in to_cancel:
-        ledger.record.tasks[task.index] = TaskState.DEAD
-        ledger.record.dead_reasons[str(task.tp)] = (
-            f"stuck: no progress for {ledger.options.stuck_after_seconds:g}s, reassignment cancelled"
-        )
-        ledger.forget(task.index)
+        ledger.give_up(task.index, reason)
 
 
 def next_poll_in(ledger: Ledger) -> float:

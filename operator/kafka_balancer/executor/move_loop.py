@@ -64,8 +64,9 @@ class MoveLoop:
         # A broker that is down neither sends nor receives, and a config request to it only times
         # out (plans that move replicas off a dead broker are normal); the other side of each of
         # its moves is throttled, and the broker itself when it is back (see _poll).
-        throttles.set_rates(self._involved & alive_brokers(initial))
-        throttles.set_dir_rates(self._dir_brokers & alive_brokers(initial))
+        alive = alive_brokers(initial)
+        throttles.set_rates(self._involved & alive)
+        throttles.set_dir_rates(self._dir_brokers & alive)
         throttles.update_replicas(list(ledger.in_flight.values()))
         now = ledger.clock.now()
         for i in ledger.in_flight:
