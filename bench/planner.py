@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 import numpy as np
-from kafka_balancer.model.policy import MAX_PLANNING_SECONDS_LIMIT
+from kafka_balancer.model.policy.fields import MAX_PLANNING_SECONDS_LIMIT
 from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
 
 from bench.synthetic import (

@@ -19,8 +19,8 @@ import yaml
 from kafka_balancer.cli import main as cli_main
 from kafka_balancer.controller.crddocs import render_docs
 from kafka_balancer.controller.crdgen import all_crds, render
-from kafka_balancer.model.policy import (
-    OPERATIONS,
+from kafka_balancer.model.policy.fields import OPERATIONS
+from kafka_balancer.model.policy.parsing import (
     PolicyError,
     parse_balance_policy_spec,
     parse_manifests,

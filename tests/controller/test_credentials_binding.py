@@ -173,7 +173,7 @@ def test_a_secret_without_bootstrap_servers_is_used_nowhere(
 def test_the_crd_refuses_sasl_plaintext_at_admission_as_the_operator_does(api_server: ApiServer) -> None:
     """The CRD's CEL rule, evaluated by the real kube-apiserver at admission, and the model's validator agree."""
     from kafka_balancer.controller.crdgen import balance_policy_crd
-    from kafka_balancer.model.policy import PolicyError, parse_balance_policy_spec
+    from kafka_balancer.model.policy.parsing import PolicyError, parse_balance_policy_spec
 
     schema = balance_policy_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     (rule,) = schema["properties"]["spec"]["properties"]["cluster"]["x-kubernetes-validations"]

@@ -33,7 +33,8 @@ from kafka_balancer.controller.status import (
     condition,
 )
 from kafka_balancer.executor import ExecutionState, Progress
-from kafka_balancer.model.policy import BalancePolicySpec, parse_balance_policy_spec
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
+from kafka_balancer.model.policy.parsing import parse_balance_policy_spec
 
 NOW = dt.datetime(2026, 11, 16, 3, 0, tzinfo=dt.UTC)
 CLUSTER = ClusterSeen(ObservedCluster(cluster_id="c1", brokers=[0, 1, 2]))

@@ -9,7 +9,8 @@ import pytest
 from kafka_balancer.controller.approval import decide
 from kafka_balancer.controller.cron import Cron, CronError, in_maintenance_window
 from kafka_balancer.controller.triggers import Observed, Recorded, planning_fingerprint, why_propose
-from kafka_balancer.model.policy import BalancePolicySpec, MaintenanceWindow, parse_balance_policy_spec
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec, MaintenanceWindow
+from kafka_balancer.model.policy.parsing import parse_balance_policy_spec
 
 UTC = dt.UTC
 MONDAY_0300 = dt.datetime(2026, 11, 16, 3, 0, tzinfo=UTC)  # a Monday

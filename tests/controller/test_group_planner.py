@@ -7,7 +7,7 @@ import pytest
 from kafka_balancer.controller.group_planner import SparkGroupPlanner
 from kafka_balancer.controller.services import ModulePlanner
 from kafka_balancer.model import ClusterBuilder, ClusterModel
-from kafka_balancer.model.policy import parse_balance_policy_spec, parse_resource_group_spec
+from kafka_balancer.model.policy.parsing import parse_balance_policy_spec, parse_resource_group_spec
 from pyspark.sql import SparkSession
 from spark_fixtures import TEST_ENGINE
 

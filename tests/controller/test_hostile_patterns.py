@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from emulator_fixtures import six_broker_model
-from kafka_balancer.model.policy import PolicyError, parse_resource_group_spec
+from kafka_balancer.model.policy.parsing import PolicyError, parse_resource_group_spec
 from kafka_balancer.planner.options import GroupOptions, PlanningError
 from kafka_balancer.sandbox import EmulatedCluster
 

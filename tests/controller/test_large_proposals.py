@@ -25,7 +25,7 @@ from kafka_balancer.controller.proposal_store import (
     ProposalTooLarge,
 )
 from kafka_balancer.model import ClusterBuilder, ClusterModel, PartitionTarget, ReassignmentPlan
-from kafka_balancer.model.policy import PolicyError, parse_balance_policy_spec
+from kafka_balancer.model.policy.parsing import PolicyError, parse_balance_policy_spec
 from kafka_balancer.model.proposal import LeaderChange, Proposal, content_id
 from kafka_balancer.sandbox import EmulatedCluster
 from kafka_balancer.sandbox.kube import DATA_LIMIT_BYTES, data_size

@@ -6,12 +6,10 @@ from typing import Any
 
 import pytest
 import yaml
-from kafka_balancer.model.policy import (
-    DISTRIBUTION_GOALS,
-    HARD_GOALS,
+from kafka_balancer.model.policy.fields import DISTRIBUTION_GOALS, HARD_GOALS
+from kafka_balancer.model.policy.groups import check_groups, group_brokers
+from kafka_balancer.model.policy.parsing import (
     PolicyError,
-    check_groups,
-    group_brokers,
     parse_balance_policy_spec,
     parse_manifests,
     parse_resource_group_spec,

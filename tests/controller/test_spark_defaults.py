@@ -6,7 +6,8 @@ import pytest
 from kafka_balancer.analysis.spark import EngineConfig
 from kafka_balancer.controller.operator import OperatorConfig
 from kafka_balancer.controller.spark_defaults import SparkDefaults
-from kafka_balancer.model.policy import AnalysisEngine, PolicyError, parse_balance_policy_spec
+from kafka_balancer.model.policy.balance_policy import AnalysisEngine
+from kafka_balancer.model.policy.parsing import PolicyError, parse_balance_policy_spec
 
 CHART_LOCAL = {
     "KAFKA_BALANCER_SPARK_ENGINE": "local",

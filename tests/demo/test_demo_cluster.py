@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kafka_balancer.model.policy import parse_manifests
+from kafka_balancer.model.policy.parsing import parse_manifests
 from kafka_balancer.planner import PlannerOptions, plan
 from kafka_balancer.planner.policy import options_from_policy
 from kafka_balancer.report import broker_loads

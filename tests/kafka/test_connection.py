@@ -6,7 +6,7 @@ import logging
 
 import pytest
 from kafka_balancer.kafka.connection import ConnectionSpec
-from kafka_balancer.model.policy import ClusterConnection
+from kafka_balancer.model.policy.balance_policy import ClusterConnection
 
 SECRET = "s3cr3t-Pa55"
 

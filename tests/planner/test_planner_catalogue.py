@@ -8,8 +8,9 @@ import dataclasses
 import numpy as np
 import pytest
 from kafka_balancer.model import ClusterModel
-from kafka_balancer.model import policy as crd
 from kafka_balancer.model.cluster import FloatArray, IntArray
+from kafka_balancer.model.policy.balance_policy import Goals
+from kafka_balancer.model.policy.fields import DISTRIBUTION_GOALS, HARD_GOALS
 from kafka_balancer.planner import (
     CATALOGUE,
     Exchange,
@@ -26,13 +27,13 @@ from bench.synthetic import skewed_cluster
 
 
 def test_the_crd_and_the_catalogue_name_the_same_goals_in_the_same_order() -> None:
-    assert set(crd.HARD_GOALS) | set(crd.DISTRIBUTION_GOALS) == {g.name for g in CATALOGUE.goals}
+    assert set(HARD_GOALS) | set(DISTRIBUTION_GOALS) == {g.name for g in CATALOGUE.goals}
     # The defaults (a policy without spec.goals, PlannerOptions()) list them in the same order.
-    assert tuple(crd.HARD_GOALS) == CATALOGUE.hard_goals
-    assert tuple(crd.DISTRIBUTION_GOALS) == CATALOGUE.distribution_goals
+    assert tuple(HARD_GOALS) == CATALOGUE.hard_goals
+    assert tuple(DISTRIBUTION_GOALS) == CATALOGUE.distribution_goals
     assert PlannerOptions().hard_goals == CATALOGUE.hard_goals
-    assert crd.Goals().hard == list(CATALOGUE.hard_goals)
-    assert crd.Goals().distribution == list(CATALOGUE.distribution_goals)
+    assert Goals().hard == list(CATALOGUE.hard_goals)
+    assert Goals().distribution == list(CATALOGUE.distribution_goals)
 
 
 def test_the_catalogue_refuses_a_goal_on_an_unknown_quantity() -> None:

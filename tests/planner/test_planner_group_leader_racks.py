@@ -15,7 +15,7 @@ import pytest
 import yaml
 from checks import placement_after
 from kafka_balancer.model import ClusterBuilder, ClusterModel
-from kafka_balancer.model.policy import (
+from kafka_balancer.model.policy.parsing import (
     PolicyError,
     parse_balance_policy_spec,
     parse_manifests,

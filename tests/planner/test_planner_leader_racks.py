@@ -13,7 +13,7 @@ import independent
 import pytest
 from checks import placement_after, plan_or_refusal
 from kafka_balancer.model import ClusterBuilder, ClusterModel
-from kafka_balancer.model.policy import PolicyError, parse_balance_policy_spec
+from kafka_balancer.model.policy.parsing import PolicyError, parse_balance_policy_spec
 from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
 from kafka_balancer.planner.policy import options_from_policy
 from known_gaps import known_gaps

@@ -38,7 +38,8 @@ from kafka_balancer.cli.demo_kafka import DemoError, EmulatedDemo, RealDemo, emu
 from kafka_balancer.interrupts import interruption
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
-from kafka_balancer.model.policy import group_brokers, parse_manifests
+from kafka_balancer.model.policy.groups import group_brokers
+from kafka_balancer.model.policy.parsing import parse_manifests
 from kafka_balancer.report import write_report
 from kafka_balancer.sandbox.ports import free_port
 

@@ -26,13 +26,8 @@ from kafka_balancer.model.cluster import ClusterModel
 from kafka_balancer.model.documents import MAX_MANIFEST_BYTES, loads_manifests
 from kafka_balancer.model.errors import ModelError
 from kafka_balancer.model.limits import INT32_MAX, shown
-from kafka_balancer.model.policy import (
-    DEFAULT_MAX_PLANNING_SECONDS,
-    MAX_PLANNING_SECONDS_LIMIT,
-    BalancePolicy,
-    ResourceGroup,
-    parse_manifests,
-)
+from kafka_balancer.model.policy.fields import DEFAULT_MAX_PLANNING_SECONDS, MAX_PLANNING_SECONDS_LIMIT
+from kafka_balancer.model.policy.parsing import BalancePolicy, ResourceGroup, parse_manifests
 from kafka_balancer.planner import OPERATIONS, OperationOptions, PlannerOptions, PlanningError, Trace, plan
 from kafka_balancer.planner.policy import options_from_policy
 

@@ -37,7 +37,7 @@ from kafka_balancer.controller.spark_defaults import SparkDefaults
 from kafka_balancer.controller.spark_engine import AnalysisFailed, SparkApplications, Waiting, store_directory
 from kafka_balancer.metrics import Metrics, PolicyKey
 from kafka_balancer.model import ClusterModel
-from kafka_balancer.model.policy import BalancePolicySpec
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
 from kafka_balancer.model.snapshot import parse_snapshot
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_balancer.controller.cron import in_maintenance_window
-from kafka_balancer.model.policy import BalancePolicySpec
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
 
 
 @dataclass(frozen=True)

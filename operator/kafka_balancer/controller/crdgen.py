@@ -22,7 +22,9 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from kafka_balancer.controller.status import BalancePolicyStatus, ResourceGroupStatus
-from kafka_balancer.model.policy import GROUP, VERSION, BalancePolicySpec, ResourceGroupSpec
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
+from kafka_balancer.model.policy.fields import GROUP, VERSION
+from kafka_balancer.model.policy.resource_group import ResourceGroupSpec
 
 CRD_FILES: Final = {
     "balancepolicies": "kafkabalancer.io_balancepolicies.yaml",

@@ -11,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Final
 
-from kafka_balancer.model.policy import MaintenanceWindow
+from kafka_balancer.model.policy.balance_policy import MaintenanceWindow
 
 _FIELDS: Final = (("minute", 0, 59), ("hour", 0, 23), ("day-of-month", 1, 31), ("month", 1, 12), ("day-of-week", 0, 7))
 # A schedule that has not fired for longer than this fires once, not once per missed minute.

@@ -42,7 +42,7 @@ from kafka_balancer.controller.status import (
 )
 from kafka_balancer.controller.triggers import Observed, Recorded, why_propose
 from kafka_balancer.executor import ExecutionState
-from kafka_balancer.model.policy import BalancePolicySpec
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
 
 # ----- what the reconciler observed -------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from kafka_balancer.analysis.spark import EngineConfig
 from kafka_balancer.controller.services import Groups, ModulePlanner
 from kafka_balancer.controller.spark_defaults import SparkDefaults
 from kafka_balancer.model import ClusterModel
-from kafka_balancer.model.policy import BalancePolicySpec
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
 from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner import PlannerOptions
 from kafka_balancer.planner.policy import options_from_policy

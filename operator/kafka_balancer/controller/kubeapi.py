@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import kubernetes
 
-from kafka_balancer.model.policy import GROUP, VERSION
+from kafka_balancer.model.policy.fields import GROUP, VERSION
 
 POLICIES: Final = "balancepolicies"
 GROUPS: Final = "resourcegroups"

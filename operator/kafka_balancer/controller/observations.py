@@ -18,7 +18,7 @@ from kafka_balancer.kafka.port import KafkaPort
 from kafka_balancer.metrics import LOG_DIR_METRIC_NAMES, Metrics, PolicyKey, log_dir_samples
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.log_dir_usage import log_dir_usage
-from kafka_balancer.model.policy import BalancePolicySpec
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
 
 log = logging.getLogger(__name__)
 

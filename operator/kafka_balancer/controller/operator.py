@@ -69,7 +69,8 @@ from kafka_balancer.controller.standby import stop_this_process, wait_for_lease
 from kafka_balancer.controller.status import READY, STALLED, ResourceGroupStatus, set_condition
 from kafka_balancer.kafka.reachability import unreachable
 from kafka_balancer.metrics import Metrics
-from kafka_balancer.model.policy import GROUP, VERSION, PolicyError, parse_resource_group_spec
+from kafka_balancer.model.policy.fields import GROUP, VERSION
+from kafka_balancer.model.policy.parsing import PolicyError, parse_resource_group_spec
 
 FINALIZER = "kafkabalancer.io/finalizer"
 POLICIES = (GROUP, VERSION, "balancepolicies")

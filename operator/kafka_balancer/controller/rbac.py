@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from kafka_balancer.model.policy import GROUP
+from kafka_balancer.model.policy.fields import GROUP
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,9 @@ from kafka_balancer.kafka.isolated import KafkaClientCrashedError
 from kafka_balancer.kafka.port import InvalidMetadataError, KafkaError, KafkaPort
 from kafka_balancer.metrics import Metrics, PolicyKey
 from kafka_balancer.model import ClusterModel
-from kafka_balancer.model.policy import BalancePolicySpec, PolicyError, check_groups, group_brokers
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
+from kafka_balancer.model.policy.groups import check_groups, group_brokers
+from kafka_balancer.model.policy.parsing import PolicyError
 from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.model.summary import ProposalSummary
 from kafka_balancer.planner import PlannerOptions

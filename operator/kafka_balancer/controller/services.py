@@ -26,7 +26,9 @@ from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.isolated import isolated
 from kafka_balancer.kafka.port import KafkaError, KafkaPort, PortClosedError, TopicPartition
 from kafka_balancer.model import ClusterModel
-from kafka_balancer.model.policy import IMBALANCE_RESOURCES, BalancePolicySpec, ClusterConnection, ResourceGroupSpec
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec, ClusterConnection
+from kafka_balancer.model.policy.fields import IMBALANCE_RESOURCES
+from kafka_balancer.model.policy.resource_group import ResourceGroupSpec
 from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner import PlannerOptions
 from kafka_balancer.planner.policy import options_from_policy

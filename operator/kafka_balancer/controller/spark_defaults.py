@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kafka_balancer.analysis.spark import EngineConfig
-from kafka_balancer.model.policy import AnalysisEngine
+from kafka_balancer.model.policy.balance_policy import AnalysisEngine
 
 
 @dataclass(frozen=True)

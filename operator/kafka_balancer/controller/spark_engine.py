@@ -41,7 +41,7 @@ from kafka_balancer.analysis.spark_application import (
     build_manifest,
 )
 from kafka_balancer.controller.kubeapi import KubeApi, NotFoundError
-from kafka_balancer.model.policy import BalancePolicySpec
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from kafka_balancer.controller.status import (
 )
 from kafka_balancer.executor import Progress as ExecProgress
 from kafka_balancer.metrics import ExecutionFigures
-from kafka_balancer.model.policy import BalancePolicySpec
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
 from kafka_balancer.model.summary import ProposalSummary
 
 

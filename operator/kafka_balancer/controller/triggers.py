@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_balancer.controller.cron import Cron
-from kafka_balancer.model.policy import BalancePolicySpec
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
 
 
 def planning_fingerprint(spec: BalancePolicySpec, groups: Mapping[str, Any]) -> str:

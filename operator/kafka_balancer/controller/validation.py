@@ -21,13 +21,9 @@ from kafka_balancer.controller.kubeapi import (
     NotFoundError,
 )
 from kafka_balancer.controller.services import Groups
-from kafka_balancer.model.policy import (
-    BalancePolicySpec,
-    PolicyError,
-    check_groups,
-    parse_balance_policy_spec,
-    parse_resource_group_spec,
-)
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
+from kafka_balancer.model.policy.groups import check_groups
+from kafka_balancer.model.policy.parsing import PolicyError, parse_balance_policy_spec, parse_resource_group_spec
 
 
 class Stall(Exception):  # noqa: N818 - a control-flow signal, not an error type users see

@@ -11,7 +11,7 @@ from kafka_balancer.executor.scheduler import DEFAULT_MOVES_PER_BROKER, DEFAULT_
 from kafka_balancer.kafka.port import DEFAULT_ELECTION_BATCH
 from kafka_balancer.model import ModelError
 from kafka_balancer.model.limits import LONG_MAX
-from kafka_balancer.model.policy import Execution
+from kafka_balancer.model.policy.balance_policy import Execution
 
 
 class Clock(Protocol):

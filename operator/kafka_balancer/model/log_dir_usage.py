@@ -20,7 +20,7 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, ClusterModel, LogDir
 from kafka_balancer.model.errors import ModelError
 from kafka_balancer.model.log_dirs import band, dir_bands, dir_bytes, largest_replicas, layout_of, snapshot_dirs
-from kafka_balancer.model.policy import Goals
+from kafka_balancer.model.policy.balance_policy import Goals
 
 # Float noise allowed at the edges of the band and of the capacity limit.
 _TOLERANCE: Final = 1e-9

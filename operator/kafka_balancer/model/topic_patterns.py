@@ -7,7 +7,7 @@ has no backtracking, so the features that need it (backreferences, look-around) 
 the pattern is validated, with the reason. Each pattern is bounded in length, its compiled program
 in memory, and a topic name is at most 249 characters: one match is microseconds.
 
-The CRD model (:class:`kafka_balancer.model.policy.TopicSelector`) and the planner's
+The CRD model (:class:`kafka_balancer.model.policy.resource_group.TopicSelector`) and the planner's
 :class:`kafka_balancer.planner.options.GroupOptions` both match through :func:`matches_any`.
 """
 

@@ -5,7 +5,7 @@ Entry points: :func:`plan` (model + options -> Proposal, or PlanningError), :fun
 split/merge helpers for planning resource groups in parallel.
 """
 
-from kafka_balancer.model.policy import OPERATIONS
+from kafka_balancer.model.policy.fields import OPERATIONS
 from kafka_balancer.planner.catalogue import CATALOGUE, Catalogue, Exchange, Goal, Quantity
 from kafka_balancer.planner.options import GroupOptions, OperationOptions, PlannerOptions, PlanningError
 from kafka_balancer.planner.pipeline import plan

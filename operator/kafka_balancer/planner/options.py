@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from kafka_balancer.model.policy import DEFAULT_MAX_PLANNING_SECONDS, MAX_PLANNING_SECONDS_LIMIT, OPERATIONS
+from kafka_balancer.model.policy.fields import DEFAULT_MAX_PLANNING_SECONDS, MAX_PLANNING_SECONDS_LIMIT, OPERATIONS
 from kafka_balancer.model.topic_patterns import PatternError, compile_pattern, matches_any
 from kafka_balancer.planner.catalogue import CATALOGUE, PREFERRED_LEADER_RACKS, Catalogue
 

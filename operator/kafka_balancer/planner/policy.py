@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kafka_balancer.model.cluster import ClusterModel
-from kafka_balancer.model.policy import BalancePolicySpec, ResourceGroupSpec, check_groups, group_brokers
+from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
+from kafka_balancer.model.policy.groups import check_groups, group_brokers
+from kafka_balancer.model.policy.resource_group import ResourceGroupSpec
 from kafka_balancer.planner.options import GroupOptions, OperationOptions, PlannerOptions, PlanningError
 
 

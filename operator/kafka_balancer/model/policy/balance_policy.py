@@ -1,115 +1,32 @@
-"""The custom resources' specs as typed models: BalancePolicy and ResourceGroup (kafkabalancer.io/v1alpha1).
-
-Pure data. The same models parse what ``kubectl apply`` sends (the controller), a policy file given to
-the CLI (the planner), and generate the CRDs' OpenAPI schemas (``kafka_balancer.controller.crdgen``),
-so the three never drift apart. Field names are camelCase in YAML and snake_case in Python.
-
-Validation that a structural schema can express (minimums, enums, patterns) lives in the field
-declarations and ends up in the CRD; cross-field rules (an operation's required fields, a broker in
-two groups) live in validators here and are reported by the controller as ``Stalled``.
-"""
+"""The BalancePolicy spec, one section a class: cluster, goals, operation, triggers, execution, analysis."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Final, Literal, get_args
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from kafka_balancer.model.errors import ModelError
-from kafka_balancer.model.limits import shown
-from kafka_balancer.model.topic_patterns import MAX_PATTERN_LENGTH, MAX_PATTERNS, compile_pattern, matches_any
-
-GROUP: Final = "kafkabalancer.io"
-VERSION: Final = "v1alpha1"
-API_VERSION: Final = f"{GROUP}/{VERSION}"
-
-HardGoal = Literal[
-    "rack-awareness",
-    "replica-capacity",
-    "disk-capacity",
-    "network-in-capacity",
-    "network-out-capacity",
-    "cpu-capacity",
-    "resource-group-confinement",
-    "excluded-brokers",
-    "cordoned-log-dirs",
-    "preferred-leader-racks",
-    "log-dir-capacity",
-]
-DistributionGoal = Literal[
-    "replica-distribution",
-    "disk-distribution",
-    "network-in-distribution",
-    "network-out-distribution",
-    "cpu-distribution",
-    "leader-count-distribution",
-    "leader-bytes-in-distribution",
-    "topic-replica-distribution",
-    "topic-leader-distribution",
-    "log-dir-distribution",
-]
-OperationName = Literal[
-    "rebalance",
-    "add-brokers",
-    "remove-brokers",
-    "demote-brokers",
-    "fix-offline-replicas",
-    "change-replication-factor",
-    "move-topics",
-    "remove-disks",
-]
-ImbalanceResource = Literal["replicas", "leaders", "disk", "network-in", "network-out", "cpu"]
-Mode = Literal["DryRun", "Manual", "Auto"]
-# The tuples are the Literals' values, so a goal added in one place is added in both.
-HARD_GOALS: Final[tuple[HardGoal, ...]] = get_args(HardGoal)
-# Default priority order: a later goal never undoes an earlier one.
-DISTRIBUTION_GOALS: Final[tuple[DistributionGoal, ...]] = get_args(DistributionGoal)
-OPERATIONS: Final[tuple[OperationName, ...]] = get_args(OperationName)
-# Balance statistics a trigger can watch (the planner's per-resource max/avg ratio).
-IMBALANCE_RESOURCES: Final[tuple[ImbalanceResource, ...]] = get_args(ImbalanceResource)
-MODES: Final[tuple[Mode, ...]] = get_args(Mode)
-
-BrokerId = Annotated[int, Field(ge=0, description="A Kafka broker id.")]
-# Kafka's legal topic names; checked here so a typo fails at apply time, not mid-plan.
-TOPIC_NAME_PATTERN: Final = r"^[a-zA-Z0-9._-]{1,249}$"
-TopicName = Annotated[str, Field(pattern=TOPIC_NAME_PATTERN, description="A Kafka topic name.")]
-# A Kubernetes object name (DNS-1123 subdomain), for references to ResourceGroups and Secrets.
-K8S_NAME_PATTERN: Final = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
-K8sName = Annotated[str, Field(pattern=K8S_NAME_PATTERN, max_length=253)]
-BOOTSTRAP_PATTERN: Final = r"^[^,\s:]+:[0-9]{1,5}(,[^,\s:]+:[0-9]{1,5})*$"
-# Five cron fields (minute hour day-of-month month day-of-week); the controller parses them fully.
-CRON_PATTERN: Final = r"^\s*\S+(\s+\S+){4}\s*$"
-HHMM_PATTERN: Final = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
-PROPOSAL_ID_PATTERN: Final = r"^[a-z0-9-]{4,63}$"
-# The planner's time budget (goals.maxPlanningSeconds): its default, and the most a policy may give it
-# (a reconciliation waits for the plan; an hour is beyond any cluster this planner was measured on).
-DEFAULT_MAX_PLANNING_SECONDS: Final = 60.0
-MAX_PLANNING_SECONDS_LIMIT: Final = 3600.0
-# A broker.rack value as the ResourceGroup selector and preferredLeaderRacks name it.
-RackName = Annotated[str, Field(min_length=1, max_length=255)]
-
-
-def listed_once(names: list[str]) -> list[str]:
-    """A list that names each entry once (goals, racks), else the first repeated one is named."""
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise ValueError(f"'{dup[0]}' is listed twice")
-    return names
-
-
-class SpecModel(BaseModel):
-    """Base of every spec model: camelCase in YAML, unknown fields refused, immutable."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        frozen=True,
-        use_attribute_docstrings=True,
-    )
-
+from kafka_balancer.model.policy.fields import (
+    BOOTSTRAP_PATTERN,
+    CRON_PATTERN,
+    DEFAULT_MAX_PLANNING_SECONDS,
+    DISTRIBUTION_GOALS,
+    HARD_GOALS,
+    HHMM_PATTERN,
+    MAX_PLANNING_SECONDS_LIMIT,
+    PROPOSAL_ID_PATTERN,
+    BrokerId,
+    DistributionGoal,
+    HardGoal,
+    ImbalanceResource,
+    K8sName,
+    Mode,
+    OperationName,
+    RackName,
+    SpecModel,
+    TopicName,
+    listed_once,
+)
 
 # ----- BalancePolicy.spec.cluster ---------------------------------------------------------------
 
@@ -376,7 +293,7 @@ class Analysis(SpecModel):
         return self
 
 
-# ----- the two specs ----------------------------------------------------------------------------
+# ----- the spec ---------------------------------------------------------------------------------
 
 
 class BalancePolicySpec(SpecModel):
@@ -418,200 +335,3 @@ class BalancePolicySpec(SpecModel):
         if target is not None and self.resource_groups and target not in self.resource_groups:
             raise ValueError(f"operation.targetGroup '{target}' is not in resourceGroups {self.resource_groups}")
         return self
-
-
-class BrokerSelector(SpecModel):
-    """The brokers of a group: by id or by rack (exactly one)."""
-
-    ids: list[BrokerId] | None = None
-    """Broker ids."""
-    racks: list[Annotated[str, Field(min_length=1)]] | None = None
-    """Every broker whose `broker.rack` is one of these."""
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> BrokerSelector:
-        if (self.ids is None) == (self.racks is None):
-            raise ValueError("set exactly one of 'ids' or 'racks'")
-        chosen = self.ids if self.ids is not None else self.racks
-        if not chosen:
-            raise ValueError("'ids' or 'racks' must not be empty")
-        return self
-
-
-def _linear_time(pattern: str) -> str:
-    compile_pattern(pattern)  # PatternError is a ValueError: pydantic reports it at the pattern's index
-    return pattern
-
-
-TopicPattern = Annotated[
-    str,
-    Field(min_length=1, max_length=MAX_PATTERN_LENGTH),
-    AfterValidator(_linear_time),
-]
-
-
-class TopicSelector(SpecModel):
-    """The topics of a group: exact names and regular expressions (full match)."""
-
-    names: list[TopicName] = Field(default_factory=list)
-    """Topic names."""
-    patterns: list[TopicPattern] = Field(default_factory=list, max_length=MAX_PATTERNS)
-    """Regular expressions in RE2 syntax, matched against the whole topic name in linear time (no
-    backreferences or look-around)."""
-
-    def matches(self, topic: str) -> bool:
-        return topic in self.names or matches_any(self.patterns, topic)
-
-
-class ResourceGroupSpec(SpecModel):
-    """A set of brokers and the topics that live on them, balanced against its own average."""
-
-    brokers: BrokerSelector
-    """The group's brokers."""
-    topics: TopicSelector = Field(default_factory=TopicSelector)
-    """The group's topics; a topic in no group is balanced over the brokers in no group (if every broker is in
-    a group, it stays where it is: no distribution goal moves it; its replicas on dead or removed brokers go to
-    any broker, rack-aware, and may settle on another broker where one ends above a capacity limit; its
-    leadership moves off demoted or excluded brokers, to its preferred leader rack where a replica re-placed there
-    made that rack preferred, and to another of its replicas where a broker is above a network-out or CPU limit that
-    no other leadership move repairs)."""
-    preferred_leader_racks: list[RackName] = Field(default_factory=list, max_length=64)
-    """Racks (`broker.rack`) to lead this group's topics from, most preferred first, in place of the policy's
-    `goals.preferredLeaderRacks` (which a group without its own list follows): a partition of the group's topics
-    is led from the first rack of this list holding one of its replicas (on a broker that may lead); the goals
-    that leadership carries are balanced among the group's brokers of each rack of this list (and of the unlisted
-    racks together). In force while `preferred-leader-racks` is a hard goal of the policy. A name no broker has
-    is refused, unless a broker is down. Empty = the policy's list."""
-
-    @field_validator("preferred_leader_racks")
-    @classmethod
-    def _no_duplicates(cls, racks: list[str]) -> list[str]:
-        return listed_once(racks)
-
-
-# ----- whole objects ----------------------------------------------------------------------------
-
-
-class ObjectMeta(BaseModel):
-    """The part of metadata the operator reads; everything else is kept by Kubernetes."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    name: K8sName
-    namespace: str = "default"
-    generation: int | None = None
-
-
-class BalancePolicy(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    api_version: Literal["kafkabalancer.io/v1alpha1"] = Field("kafkabalancer.io/v1alpha1", alias="apiVersion")
-    kind: Literal["BalancePolicy"] = "BalancePolicy"
-    metadata: ObjectMeta
-    spec: BalancePolicySpec
-
-
-class ResourceGroup(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    api_version: Literal["kafkabalancer.io/v1alpha1"] = Field("kafkabalancer.io/v1alpha1", alias="apiVersion")
-    kind: Literal["ResourceGroup"] = "ResourceGroup"
-    metadata: ObjectMeta
-    spec: ResourceGroupSpec
-
-
-class PolicyError(ModelError):
-    """A spec that does not validate; ``field`` is the dotted camelCase path, ``value`` the bad value."""
-
-    def __init__(self, field: str, message: str, value: Any = None):
-        self.field = field
-        self.value = value
-        self.message = message
-        shown = "" if value is None else f" (got {value!r})"
-        super().__init__(f"{field}: {message}{shown}")
-
-
-def _first_error(err: ValidationError, prefix: str) -> PolicyError:
-    first = err.errors(include_url=False)[0]
-    field = prefix
-    for part in first["loc"]:
-        field += f"[{part}]" if isinstance(part, int) else f".{part}"
-    message = str(first["msg"]).removeprefix("Value error, ")
-    value = first.get("input") if first["type"] not in {"missing"} else None
-    if isinstance(value, Mapping | list):
-        value = None  # a whole sub-object is not a useful "got"; the message says what is wrong
-    return PolicyError(field, message, value)
-
-
-def parse_balance_policy_spec(spec: Any) -> BalancePolicySpec:
-    """Validate a BalancePolicy spec (as found in the object's ``spec``). Raises PolicyError."""
-    try:
-        return BalancePolicySpec.model_validate(spec)
-    except ValidationError as err:
-        raise _first_error(err, "spec") from None
-
-
-def parse_resource_group_spec(spec: Any) -> ResourceGroupSpec:
-    """Validate a ResourceGroup spec. Raises PolicyError."""
-    try:
-        return ResourceGroupSpec.model_validate(spec)
-    except ValidationError as err:
-        raise _first_error(err, "spec") from None
-
-
-def parse_manifests(documents: Sequence[Any]) -> tuple[list[BalancePolicy], list[ResourceGroup]]:
-    """Split parsed YAML documents (e.g. ``yaml.safe_load_all``) into policies and groups; others are skipped.
-
-    Used by the CLI: a BalancePolicy manifest is also the CLI's policy file.
-    """
-    policies: list[BalancePolicy] = []
-    groups: list[ResourceGroup] = []
-    for i, doc in enumerate(documents):
-        if not isinstance(doc, Mapping) or doc.get("apiVersion") != API_VERSION:
-            continue
-        kind = doc.get("kind")
-        if kind not in ("BalancePolicy", "ResourceGroup"):
-            continue
-        metadata = doc.get("metadata")
-        name = metadata.get("name") if isinstance(metadata, Mapping) else None
-        where = f"document[{i}] ({kind} {shown(name)})"
-        try:
-            if kind == "BalancePolicy":
-                policies.append(BalancePolicy.model_validate(doc))
-            elif kind == "ResourceGroup":
-                groups.append(ResourceGroup.model_validate(doc))
-        except ValidationError as err:
-            raise _first_error(err, where) from None
-    return policies, groups
-
-
-def check_groups(
-    groups: Sequence[tuple[str, ResourceGroupSpec]],
-    topics: Sequence[str] = (),
-    racks: Mapping[int, str | None] | None = None,
-) -> None:
-    """Refuse a broker or topic claimed by two groups of one policy. Raises PolicyError.
-
-    ``topics`` (the cluster's topic names) catch two patterns matching one topic, and ``racks`` (broker
-    id -> rack) catch a broker chosen by id in one group and by rack in another; without them only
-    literal overlaps (same id, same rack, same topic name) are found.
-    """
-    owner: dict[tuple[str, str], str] = {}
-    for name, spec in groups:
-        claims: list[tuple[str, str]] = []
-        if racks is not None:
-            claims += [("broker", str(b)) for b in group_brokers(spec, racks)]
-        claims += [("broker", str(b)) for b in spec.brokers.ids or ()]
-        claims += [("rack", r) for r in spec.brokers.racks or ()]
-        claims += [("topic", t) for t in spec.topics.names]
-        claims += [("topic", t) for t in topics if t not in spec.topics.names and spec.topics.matches(t)]
-        for claim in dict.fromkeys(claims):
-            other = owner.setdefault(claim, name)
-            if other != name:
-                kind, value = claim
-                raise PolicyError("spec.resourceGroups", f"{kind} {value} is in two groups: '{other}' and '{name}'")
-
-
-def group_brokers(spec: ResourceGroupSpec, racks: Mapping[int, str | None]) -> list[int]:
-    """The broker ids of a group given the cluster's broker -> rack map (ids not in the cluster are kept)."""
-    if spec.brokers.ids is not None:
-        return sorted(spec.brokers.ids)
-    wanted = set(spec.brokers.racks or ())
-    return sorted(b for b, rack in racks.items() if rack in wanted)
