@@ -8,18 +8,9 @@ import json
 from typing import Any
 
 from kafka_balancer.controller import summaries
-from kafka_balancer.controller.decision import (
-    Ask,
-    ClusterSeen,
-    CountError,
-    Event,
-    NotAnalysed,
-    Problem,
-    RunView,
-    Seen,
-    StopRun,
-    next_status,
-)
+from kafka_balancer.controller.decision.actions import Ask, CountError, Event, StopRun
+from kafka_balancer.controller.decision.next_status import next_status
+from kafka_balancer.controller.decision.seen import ClusterSeen, NotAnalysed, Problem, RunView, Seen
 from kafka_balancer.controller.status import (
     EXECUTING,
     PROPOSAL_READY,

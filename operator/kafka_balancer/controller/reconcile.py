@@ -1,11 +1,11 @@
 """One reconciliation of a BalancePolicy: gather what the decision needs, carry out what it decides.
 
 Level-based: every call starts from the object as it is now and the cluster as it is now, and
-returns the whole status. Every decision is :func:`decision.next_status`'s, a pure function of the
-spec, the status and what was observed; this module reads the spec, its groups and Secret, the
-executions of this process, the cluster, the load and the planner when the decision asks for them,
-and carries out its actions (stop or start an execution, events, metrics). Blocking (Kubernetes
-client, Kafka port, planner): the kopf handlers call it in a worker thread.
+returns the whole status. Every decision is :func:`decision.next_status.next_status`'s, a pure
+function of the spec, the status and what was observed; this module reads the spec, its groups and
+Secret, the executions of this process, the cluster, the load and the planner when the decision
+asks for them, and carries out its actions (stop or start an execution, events, metrics). Blocking
+(Kubernetes client, Kafka port, planner): the kopf handlers call it in a worker thread.
 """
 
 from __future__ import annotations
@@ -23,20 +23,10 @@ from kafka_balancer.controller import summaries
 from kafka_balancer.controller.analysis import Analyses, EngineUnavailable, NotReady, with_measured_load
 from kafka_balancer.controller.approval import approver
 from kafka_balancer.controller.claims import Claim, ClusterAccess, check_claim
-from kafka_balancer.controller.decision import (
-    Action,
-    Ask,
-    ClusterSeen,
-    CountError,
-    Event,
-    NotAnalysed,
-    Problem,
-    RunView,
-    Seen,
-    StopRun,
-    next_status,
-    stop_reason,
-)
+from kafka_balancer.controller.decision.actions import Action, Ask, CountError, Event, StopRun
+from kafka_balancer.controller.decision.next_status import next_status
+from kafka_balancer.controller.decision.running import stop_reason
+from kafka_balancer.controller.decision.seen import ClusterSeen, NotAnalysed, Problem, RunView, Seen
 from kafka_balancer.controller.kubeapi import Credentials, KubeApi, owner_reference
 from kafka_balancer.controller.observations import cordons, export, observe
 from kafka_balancer.controller.proposal_store import (
@@ -141,7 +131,7 @@ class Reconciler:
         # The proposal each running execution of this process executes, for the same reason: a
         # reconciliation from an older body must not write a status without it.
         self._executing: dict[tuple[str, str], ProposalStatus] = {}
-        # Proposals whose review copies this process found tampered (decision.Seen.review_tampered), likewise.
+        # Proposals whose review copies this process found tampered (decision.seen.Seen.review_tampered), likewise.
         self._tampered: dict[tuple[str, str], tuple[str, str]] = {}
 
     # ----- entry points -------------------------------------------------------------------
@@ -404,7 +394,7 @@ class Reconciler:
     # ----- executions ---------------------------------------------------------------------
     def _resume(self, ctx: _Ctx, status: BalancePolicyStatus) -> RunView:
         """Resume the unfinished execution in status (the operator restarted)."""
-        assert status.proposal is not None  # decision.resumable said so
+        assert status.proposal is not None  # decision.running.resumable said so
         assert status.execution_checkpoint
         record = json.loads(status.execution_checkpoint)
         return self._start(ctx, status.proposal, record)
