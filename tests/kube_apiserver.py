@@ -35,6 +35,7 @@ import contextlib
 import json
 import os
 import secrets
+import signal
 import ssl
 import subprocess
 import time
@@ -315,6 +316,17 @@ class KubeApiserver:
         self._wait("kube-apiserver", served_and_listable, timeout=30)
 
     # ----- for the tests ----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def stalled(self) -> Iterator[None]:
+        """The API server stopped (SIGSTOP) meanwhile: every request waits for an answer, as from a server
+        stalled by its storage; it answers them all once continued."""
+        server = self._processes[-1]
+        os.kill(server.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(server.pid, signal.SIGCONT)
+
     def ssl_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.ca))
 

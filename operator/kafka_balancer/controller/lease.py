@@ -10,13 +10,18 @@ limit of moves was exceeded and every event doubled. So an operator acts only wh
   clock: no comparison of clocks across machines), then takes it with an update that fails if anyone
   changed it meanwhile (resourceVersion). Nothing is watched, reconciled or executed before.
 - The holder renews it every ``duration_seconds / 5``. It counts as holding it only while its last
-  successful renewal was *sent* less than two thirds of ``duration_seconds`` ago: a process stopped
-  (SIGSTOP, a frozen VM) past that stops acting the moment it runs again, before anyone else may
-  take the Lease (a standby waits the whole duration).
-- Executions check :meth:`Lease.holds` before every call to Kafka and every checkpoint they write
-  (controller.services.DetachablePort): an execution whose operator lost the Lease stops submitting at
-  once, and leaves its checkpoint to the new holder, which resumes it. The process then exits (and its
-  Deployment starts it again, as a standby).
+  successful write of the Lease was *sent* less than two thirds of ``duration_seconds`` ago: a standby
+  takes the Lease only once it has seen that write unchanged for the whole duration, and the write
+  cannot land before it was sent. A process stopped (SIGSTOP, a frozen VM) past that stops acting the
+  moment it runs again, before anyone else may take the Lease.
+- A renewal the API server does not answer (slow, restarting, unreachable; each call gives up after
+  ``duration_seconds``) makes the Lease uncertain, not lost: the process acts on nothing while it is
+  uncertain, and goes on once a renewal succeeds, which proves nobody took the Lease meanwhile (the
+  write names the resourceVersion read, and every holder's identity is its own). Executions wait
+  meanwhile (controller.services.StatusExecutionStore.attached); their moves in flight run on in Kafka.
+- The Lease is lost once a read finds it someone else's (or gone): executions stop submitting at once
+  and leave their checkpoint to the new holder, which resumes it (controller.services.DetachablePort);
+  the process then exits (and its Deployment starts it again, as a standby).
 - On a clean shutdown the holder releases the Lease (an empty holder), so a standby takes over at once.
 """
 
@@ -35,6 +40,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import kubernetes
+import urllib3
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +87,12 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def _said(err: Exception) -> str:
+    if isinstance(err, kubernetes.client.ApiException):
+        return f"{err.status} {err.reason}"
+    return f"{type(err).__name__}: {err}"
+
+
 def _micro_time(at: dt.datetime) -> str:
     """metav1.MicroTime as the API server writes it."""
     return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -98,7 +110,8 @@ class Lease:
         self.api = api
         self.settings = settings
         self.clock = clock
-        self._renewed_at: float | None = None  # when the last successful renewal (or take-over) was sent
+        self._renewed_at: float | None = None  # when the last successful write (renewal, take-over) was sent
+        self.lost = False  # a read found the Lease someone else's (or gone) after this process held it
         self._observed: tuple[Any, ...] | None = None  # the other holder's record as last read
         self._observed_at = 0.0
         self._resource_version: str | None = None
@@ -114,35 +127,32 @@ class Lease:
 
     def try_acquire(self) -> bool:
         """One attempt: True once this process holds the Lease."""
-        sent = self.clock()
         found = self._read()
         if found is None:
-            return self._create(sent)
+            return self._create()
         spec = found.spec
         holder = spec.holder_identity or ""
         self.holder = holder or None
         if holder == self.settings.identity:
-            return self._update(found, sent, transition=False)
+            return self._update(found, transition=False)
         record = (holder, spec.renew_time, spec.lease_transitions, found.metadata.resource_version)
         if record != self._observed:
             self._observed, self._observed_at = record, self.clock()
         if holder and self.clock() - self._observed_at < self.settings.duration_seconds:
             return False
-        return self._update(found, sent, transition=True)
+        return self._update(found, transition=True)
 
     def renew(self) -> bool:
-        """Renew it (False: someone else holds it now, or the API server did not answer)."""
-        sent = self.clock()
-        try:
-            found = self._read()
-        except kubernetes.client.ApiException as err:
-            log.warning("cannot read Lease %s: %s %s", self._where, err.status, err.reason)
-            return False
+        """Renew it: True once renewed. False when it is someone else's now (``lost``), or when someone
+        wrote it meanwhile (the next read tells). An API server that does not answer raises (the
+        Kubernetes client's errors): the Lease is uncertain then, and ``holds`` says until when it counts."""
+        found = self._read()
         if found is None or (found.spec.holder_identity or "") != self.settings.identity:
             self.holder = None if found is None else found.spec.holder_identity
             self._renewed_at = None
+            self.lost = True
             return False
-        return self._update(found, sent, transition=False)
+        return self._update(found, transition=False)
 
     def release(self) -> None:
         """Give the Lease up (a clean shutdown): a standby takes it at once."""
@@ -154,26 +164,41 @@ class Lease:
             found = self._read()
             if found is not None and found.spec.holder_identity == self.settings.identity:
                 self._patch(found.metadata.resource_version, {"holderIdentity": None})
-        except kubernetes.client.ApiException as err:
-            log.warning("cannot release Lease %s: %s %s", self._where, err.status, err.reason)
+        except (kubernetes.client.ApiException, urllib3.exceptions.HTTPError) as err:
+            log.warning("cannot release Lease %s: %s", self._where, _said(err))
 
     # ----- renewing in the background ----------------------------------------------------------
     def keep(self, on_lost: Callable[[], None]) -> None:
-        """Renew every ``renew_every`` seconds on a thread; ``on_lost()`` once the Lease is no longer held."""
+        """Renew every ``renew_every`` seconds on a thread; ``on_lost()`` once the Lease is someone else's.
+        While renewals go unanswered it is uncertain: ``holds`` is False once it is past ``valid_for``."""
 
         def loop() -> None:
             while not self._stop.wait(self.settings.renew_every):
                 try:
                     self.renew()
-                except Exception:  # an unexpected client error: judged by holds() below, like no answer
+                except (kubernetes.client.ApiException, urllib3.exceptions.HTTPError) as err:
+                    log.warning("renewing Lease %s got no answer: %s", self._where, _said(err))
+                except Exception:  # an unexpected client error: no answer either
                     log.exception("renewing Lease %s failed", self._where)
-                if not self.holds():
+                if self.lost:
                     log.error("lost Lease %s (held by %s now): this operator stops acting", self._where, self.holder)
                     on_lost()
                     return
+                if not self.holds():
+                    log.warning(
+                        "Lease %s not renewed for %.0f s: acting on nothing until it is",
+                        self._where,
+                        self.unrenewed_for,
+                    )
 
         self._thread = threading.Thread(target=loop, name="lease", daemon=True)
         self._thread.start()
+
+    @property
+    def unrenewed_for(self) -> float:
+        """Seconds since the last successful write was sent (infinite before the first)."""
+        renewed = self._renewed_at
+        return float("inf") if renewed is None else self.clock() - renewed
 
     # ----- the API ------------------------------------------------------------------------------
     @property
@@ -182,13 +207,15 @@ class Lease:
 
     def _read(self) -> Any:
         try:
-            return self.api.read_namespaced_lease(self.settings.name, self.settings.namespace)
+            return self.api.read_namespaced_lease(
+                self.settings.name, self.settings.namespace, _request_timeout=self._request_timeout
+            )
         except kubernetes.client.ApiException as err:
             if err.status == 404:
                 return None
             raise
 
-    def _create(self, sent: float) -> bool:
+    def _create(self) -> bool:
         now = _now()
         body = kubernetes.client.V1Lease(
             metadata=kubernetes.client.V1ObjectMeta(name=self.settings.name, namespace=self.settings.namespace),
@@ -200,8 +227,9 @@ class Lease:
                 lease_transitions=0,
             ),
         )
+        sent = self.clock()
         try:
-            self.api.create_namespaced_lease(self.settings.namespace, body)
+            self.api.create_namespaced_lease(self.settings.namespace, body, _request_timeout=self._request_timeout)
         except kubernetes.client.ApiException as err:
             if err.status == 409:  # another process created it first
                 return False
@@ -209,7 +237,7 @@ class Lease:
         self._took(sent)
         return True
 
-    def _update(self, found: Any, sent: float, *, transition: bool) -> bool:
+    def _update(self, found: Any, *, transition: bool) -> bool:
         """Write ourselves as the holder, only if nobody changed the Lease since ``found`` was read."""
         now = _micro_time(_now())
         spec: dict[str, Any] = {"renewTime": now, "leaseDurationSeconds": round(self.settings.duration_seconds)}
@@ -219,6 +247,7 @@ class Lease:
                 "acquireTime": now,
                 "leaseTransitions": (found.spec.lease_transitions or 0) + 1,
             }
+        sent = self.clock()
         try:
             self._patch(found.metadata.resource_version, spec)
         except kubernetes.client.ApiException as err:
@@ -236,8 +265,17 @@ class Lease:
         when the Lease changed since."""
         body = {"metadata": {"resourceVersion": resource_version}, "spec": spec}
         self.api.patch_namespaced_lease(
-            self.settings.name, self.settings.namespace, body, _content_type="application/merge-patch+json"
+            self.settings.name,
+            self.settings.namespace,
+            body,
+            _content_type="application/merge-patch+json",
+            _request_timeout=self._request_timeout,
         )
+
+    @property
+    def _request_timeout(self) -> float:
+        # A call left waiting on a connection that died silently would leave the Lease uncertain for good.
+        return self.settings.duration_seconds
 
     def _took(self, sent: float) -> None:
         self._renewed_at = sent

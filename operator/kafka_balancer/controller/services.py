@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import logging
 import tempfile
 import threading
 import time
@@ -32,6 +33,8 @@ from kafka_balancer.model.policy.resource_group import ResourceGroupSpec
 from kafka_balancer.model.proposal import Proposal
 from kafka_balancer.planner import PlannerOptions
 from kafka_balancer.planner.policy import options_from_policy
+
+log = logging.getLogger(__name__)
 
 Groups = Sequence[tuple[str, ResourceGroupSpec]]
 
@@ -160,8 +163,23 @@ class StatusExecutionStore:
             return self._record
 
     def attached(self) -> bool:
-        """Whether the execution may still act: not let go of (shutdown), and its operator holds the Lease."""
-        return not self.detached.is_set() and self._may_act()
+        """Whether the execution may still act: not let go of (a shutdown, the Lease lost), and its
+        operator holds the Lease.
+
+        While the Lease is uncertain (renewals unanswered: controller.lease) this waits, acting on nothing,
+        until a renewal succeeds (True) or the operator lets go of the execution (False). Answering False
+        at once ended the execution, and the operator, the holder again a moment later, recorded it Failed."""
+        waited = False
+        while not self.detached.is_set():
+            if self._may_act():
+                if waited:
+                    log.info("execution %s/%s goes on: the Lease is renewed", self._namespace, self._name)
+                return True
+            if not waited:
+                log.warning("execution %s/%s waits: the Lease is not renewed", self._namespace, self._name)
+                waited = True
+            self.detached.wait(0.1)
+        return False
 
     def save(self, record: dict[str, Any]) -> None:
         if not self.attached():
