@@ -107,11 +107,7 @@ def build(cluster: RealCluster, plan: Layout) -> dict[str, float]:
     create_topics(cluster.bootstrap_servers, plan.topics, timeout_s=300)
     seconds["create"] = time.monotonic() - started
     started = time.monotonic()
-    # 64 MiB queued at most: the brokers take the 1 GB in minutes, and a record queued longer than 5 would
-    # time out (MSG_TIMED_OUT) before it is even sent.
-    writer = RecordWriter(
-        cluster.bootstrap_servers, record_bytes=plan.record_bytes, batch_bytes=65536, queued_bytes=64 << 20
-    )
+    writer = RecordWriter(cluster.bootstrap_servers, record_bytes=plan.record_bytes, batch_bytes=65536)
     partitions = {t.name: len(t.replicas) for t in plan.topics}
     for topic, n in sorted(plan.records.items()):
         writer.write(topic, range(partitions[topic]), n)

@@ -103,6 +103,11 @@ def payload(key: bytes, size: int) -> bytes:
     return (seed * (size // len(seed) + 1))[:size]
 
 
+# What a RecordWriter queues at most: enough for any rate the sandbox writes at, and a queue the
+# brokers drain well within librdkafka's 5-minute delivery timeout.
+QUEUED_BYTES = 64 << 20
+
+
 class RecordWriter:
     """A producer of keyed records: acks=all, idempotent, failures collected and raised on flush.
 
@@ -116,13 +121,13 @@ class RecordWriter:
         record_bytes: int,
         client_id: str = "kafka-balancer-traffic",
         batch_bytes: int = 512 * 1024,
-        queued_bytes: int | None = None,
+        queued_bytes: int = QUEUED_BYTES,
     ) -> None:
         """``queued_bytes``: at most this much waits in the producer's queue (``send`` waits for room), so
         a large write to slow brokers never holds a record queued past its delivery timeout (5 minutes):
-        librdkafka's default queue takes 100,000 records at once."""
+        librdkafka's default queue takes 100,000 records at once (400 MB of 4 KiB records), and a 1 GB
+        write into 11,000 partitions at acks=all timed out with it (bench.real_scale)."""
         self.record_bytes = record_bytes
-        bound = {} if queued_bytes is None else {"queue.buffering.max.kbytes": max(1, queued_bytes // 1024)}
         self.producer = Producer(
             {
                 "bootstrap.servers": bootstrap,
@@ -134,7 +139,7 @@ class RecordWriter:
                 "batch.size": batch_bytes,
                 "compression.type": "none",
                 "client.id": client_id,
-                **bound,
+                "queue.buffering.max.kbytes": max(1, queued_bytes // 1024),
                 **QUIET,
             }
         )
