@@ -67,7 +67,8 @@ NOTES: Final = """## How the controller reads a BalancePolicy
 """
 
 
-# (type, true when, reasons) for the conditions table: the reasons the controller sets, see reconcile.py.
+# (type, true when, reasons) for the conditions table: the reasons the controller sets, see controller.decision
+# and the Stalls of controller.validation, gathering, proposing and executions.
 CONDITIONS: Final = (
     (
         "Ready",
