@@ -38,6 +38,7 @@ from kafka_balancer.cli.demo_kafka import DemoError, EmulatedDemo, RealDemo, emu
 from kafka_balancer.interrupts import interruption
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
+from kafka_balancer.model.policy.fields import API_VERSION
 from kafka_balancer.model.policy.groups import group_brokers
 from kafka_balancer.model.policy.parsing import parse_manifests
 from kafka_balancer.report import write_report
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 
 HELP = "Run the embedded demo: the operator balances an emulated skewed Kafka cluster end to end."
 
-API = "kafkabalancer.io/v1alpha1"
 REPO = Path(__file__).resolve().parents[3]  # operator/kafka_balancer/cli/demo.py -> repository root
 T = TypeVar("T")
 
@@ -268,7 +268,7 @@ def load_examples(
 
 def policy_status(client: KubeClient, policy: dict[str, Any]) -> dict[str, Any]:
     meta = policy["metadata"]
-    found = client.get(API, "balancepolicies", meta["namespace"], meta["name"])
+    found = client.get(API_VERSION, "balancepolicies", meta["namespace"], meta["name"])
     return dict(found.get("status") or {})
 
 

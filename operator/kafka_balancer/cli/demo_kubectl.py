@@ -13,11 +13,11 @@ from typing import Any
 import yaml
 
 from kafka_balancer.cli.demo_kafka import DemoError
+from kafka_balancer.model.policy.fields import API_VERSION, GROUP
 from kafka_balancer.sandbox.kube import KubeClient, KubeError
 
 KUBECTL = Path(__file__).resolve().parents[3] / "build" / "kube" / "bin" / "kubectl"  # a clone's, `make`'s
 PLURALS = {"BalancePolicy": "balancepolicies", "ResourceGroup": "resourcegroups"}
-GROUP, API = "kafkabalancer.io", "kafkabalancer.io/v1alpha1"
 
 
 class Kubectl:
@@ -70,7 +70,7 @@ class Kubectl:
             self._run("-n", namespace, "patch", "bp", name, "--type", "merge", "-p", json.dumps(patch))
             return
         try:
-            self.client.merge_patch(API, "balancepolicies", namespace, name, patch)
+            self.client.merge_patch(API_VERSION, "balancepolicies", namespace, name, patch)
         except KubeError as err:
             raise DemoError(f"patching BalancePolicy {name}: {err}") from None
 

@@ -8,9 +8,12 @@ from typing import Annotated, Final, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-GROUP: Final = "kafkabalancer.io"
-VERSION: Final = "v1alpha1"
-API_VERSION: Final = f"{GROUP}/{VERSION}"
+# The custom resources' apiVersion, as a type (the object models require it: model.policy.parsing; a
+# Literal takes no expression, so the value and its parts are read from the type).
+ApiVersion = Literal["kafkabalancer.io/v1alpha1"]
+API_VERSION: Final[ApiVersion] = get_args(ApiVersion)[0]
+GROUP: Final = API_VERSION.partition("/")[0]
+VERSION: Final = API_VERSION.partition("/")[2]
 
 HardGoal = Literal[
     "rack-awareness",

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kafka_balancer.model.errors import ModelError
 from kafka_balancer.model.limits import shown
 from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
-from kafka_balancer.model.policy.fields import API_VERSION, K8sName
+from kafka_balancer.model.policy.fields import API_VERSION, ApiVersion, K8sName
 from kafka_balancer.model.policy.resource_group import ResourceGroupSpec
 
 
@@ -26,7 +26,7 @@ class ObjectMeta(BaseModel):
 
 class BalancePolicy(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
-    api_version: Literal["kafkabalancer.io/v1alpha1"] = Field("kafkabalancer.io/v1alpha1", alias="apiVersion")
+    api_version: ApiVersion = Field(API_VERSION, alias="apiVersion")
     kind: Literal["BalancePolicy"] = "BalancePolicy"
     metadata: ObjectMeta
     spec: BalancePolicySpec
@@ -34,7 +34,7 @@ class BalancePolicy(BaseModel):
 
 class ResourceGroup(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
-    api_version: Literal["kafkabalancer.io/v1alpha1"] = Field("kafkabalancer.io/v1alpha1", alias="apiVersion")
+    api_version: ApiVersion = Field(API_VERSION, alias="apiVersion")
     kind: Literal["ResourceGroup"] = "ResourceGroup"
     metadata: ObjectMeta
     spec: ResourceGroupSpec
