@@ -23,6 +23,7 @@ from kafka_balancer.controller.status import (
     ProposalStatus,
     condition,
 )
+from kafka_balancer.controller.status import Progress as StatusProgress
 from kafka_balancer.executor import ExecutionState, Progress
 from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
 from kafka_balancer.model.policy.parsing import parse_balance_policy_spec
@@ -172,6 +173,25 @@ def test_a_finished_execution_is_recorded_and_planning_goes_on() -> None:
     status, actions = next_status(_spec(mode="Auto"), before, seen)
     assert status.state == "Completed"
     assert not any(isinstance(a, Ask) for a in actions)
+
+
+def test_an_execution_that_ends_while_the_spec_is_refused_is_recorded_as_when_it_is_usable() -> None:
+    # The Stalled spec changes what follows the run's end (no planning), not how that end is reported:
+    # the same LastRun, progress, event and Executing condition.
+    last = LastRun(proposal_id="0123456789abcdef", result="Stopped", message="Stalled: UnknownResourceGroup")
+    progress = StatusProgress(bytes_moved=100, bytes_total=300, partitions_done=1, partitions_total=3, percent=33.3)
+    before = BalancePolicyStatus(proposal=_proposal())
+    seen = _seen(finished=last, last_finished=last, progress=progress)
+    refused = Problem("UnknownResourceGroup", "no group 'a'")
+    usable, usable_actions = next_status(_spec(mode="Auto"), before, seen)
+    stalled, stalled_actions = next_status(None, before, _seen(finished=last, progress=progress, refused=refused))
+    ended = Event("Warning", "ExecutionStopped", "proposal 0123456789abcdef: Stalled: UnknownResourceGroup")
+    assert usable_actions[0] == stalled_actions[0] == ended
+    assert usable.last_run == stalled.last_run == last
+    assert usable.progress == stalled.progress == progress
+    assert condition(usable.conditions, EXECUTING) == condition(stalled.conditions, EXECUTING)
+    assert _state(stalled, EXECUTING) == ("False", "Stopped")
+    assert stalled.state == "Stalled"
 
 
 def test_an_unfinished_execution_in_status_is_resumed_unless_this_process_finished_it() -> None:

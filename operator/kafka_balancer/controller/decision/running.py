@@ -32,14 +32,7 @@ def refused_run(status: BalancePolicyStatus, actions: list[Action], seen: Seen, 
     Returns why it is being stopped (the Stalled reason, Reconciling's), or None."""
     run, last = seen.run, seen.finished
     if last is not None:
-        status.last_run = last
-        status.progress = seen.progress or status.progress
-        kind: Literal["Normal", "Warning"] = "Normal" if last.result == "Completed" else "Warning"
-        message = f"proposal {last.proposal_id}: {last.message or last.result.lower()}"
-        actions.append(Event(kind, f"Execution{last.result}", message))
-        status.conditions = set_condition(
-            status.conditions, EXECUTING, False, reason=last.result, message=last.message, generation=seen.generation
-        )
+        _record_finished(status, actions, seen, last)
     elif run is not None and not run.done:
         actions.append(StopRun(f"Stalled: {problem.reason}"))
         if run.progress is not None:
@@ -85,21 +78,24 @@ def executing(nxt: Draft) -> bool:
 
 def finished(nxt: Draft) -> bool:
     """The execution this process ran has ended: record how, then go on planning."""
-    seen = nxt.seen
-    last = seen.finished
-    if last is None:
-        return False
-    status = nxt.status
+    last = nxt.seen.finished
+    if last is not None:
+        _record_finished(nxt.status, nxt.actions, nxt.seen, last)
+    return False
+
+
+def _record_finished(status: BalancePolicyStatus, actions: list[Action], seen: Seen, last: LastRun) -> None:
+    """How the execution this process ran ended, the same whether the spec is usable or refused: its
+    LastRun and last progress, an Execution<result> event, and Executing False."""
     status.last_run = last
     if seen.progress is not None:
         status.progress = seen.progress
     kind: Literal["Normal", "Warning"] = "Normal" if last.result == "Completed" else "Warning"
     message = last.message or last.result.lower()
-    nxt.actions.append(Event(kind, f"Execution{last.result}", f"proposal {last.proposal_id}: {message}"))
+    actions.append(Event(kind, f"Execution{last.result}", f"proposal {last.proposal_id}: {message}"))
     status.conditions = set_condition(
         status.conditions, EXECUTING, False, reason=last.result, message=last.message, generation=seen.generation
     )
-    return False
 
 
 def resuming(nxt: Draft) -> bool:
