@@ -57,7 +57,7 @@ INVALID_SPECS: list[tuple[dict[str, Any], str, str]] = [
     (_spec(cluster={"bootstrapServers": "k:1", "securityProtocol": "SASL_SSL"}), "spec.cluster", "saslMechanism"),
     (_spec(analysis={"intervalSeconds": 600, "windowSeconds": 60}), "spec.analysis", "windowSeconds"),
     (_spec(triggers={"schedule": "every day"}), "spec.triggers.schedule", "every day"),
-    (_spec(resourceGroups=["a", "a"]), "spec.resourceGroups", "'a'"),
+    (_spec(resourceGroups=["a", "a"]), "spec.resourceGroups", "'a' is listed twice"),
     (
         _spec(resourceGroups=["a"], operation={"type": "move-topics", "topics": ["t"], "targetGroup": "b"}),
         "spec",

@@ -324,10 +324,7 @@ class BalancePolicySpec(SpecModel):
     @field_validator("resource_groups")
     @classmethod
     def _unique_groups(cls, groups: list[str]) -> list[str]:
-        dup = sorted({g for g in groups if groups.count(g) > 1})
-        if dup:
-            raise ValueError(f"group '{dup[0]}' is listed twice")
-        return groups
+        return listed_once(groups)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> BalancePolicySpec:

@@ -82,7 +82,7 @@ RackName = Annotated[str, Field(min_length=1, max_length=255)]
 
 
 def listed_once(names: list[str]) -> list[str]:
-    """A list that names each entry once (goals, racks), else the first repeated one is named."""
+    """A list that names each entry once (goals, racks, resource groups), else the first repeated one is named."""
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"'{dup[0]}' is listed twice")
