@@ -35,10 +35,7 @@ def imbalance(
     model = _model(gathered, which)
     resource = spec.triggers.on_imbalance.resource if spec.triggers.on_imbalance else "disk"
     try:
-        options = _planner_options(gathered, model)
-        if isinstance(options, Exception):
-            raise options
-        balance = planner.evaluate(model, spec, gathered.groups, options=options)
+        balance = planner.evaluate(model, spec, gathered.groups, options=_planner_options(gathered, model))
     except Exception as err:
         # A bad number here must not stop the policy: the proposal step reports planning errors.
         log.warning("imbalance of %s/%s not computed: %s", key.namespace, key.policy, err)
@@ -56,10 +53,7 @@ def propose(
     model = _model(gathered, ask.model)
     with metrics.planning_seconds.labels(key.policy, key.namespace, key.cluster).time():
         try:
-            options = _planner_options(gathered, model)
-            if isinstance(options, Exception):
-                raise options
-            proposal = planner.propose(model, spec, gathered.groups, options=options)
+            proposal = planner.propose(model, spec, gathered.groups, options=_planner_options(gathered, model))
         except Exception as err:
             reason = getattr(err, "reason", None)
             if reason is None:
@@ -100,11 +94,14 @@ def _model(gathered: Gathered, which: Literal["measured", "live"]) -> ClusterMod
     return model
 
 
-def _planner_options(gathered: Gathered, model: ClusterModel) -> PlannerOptions | Exception:
-    """The spec and its groups as planner options: made once per reconciliation."""
+def _planner_options(gathered: Gathered, model: ClusterModel) -> PlannerOptions:
+    """The spec and its groups as planner options: made once per reconciliation, and so is the error
+    making them raises (reported where it is used: not measured, or a Stall when proposing)."""
     if gathered.options is None:
         try:
             gathered.options = options_from_policy(gathered.spec, gathered.groups, model)
-        except Exception as err:  # reported where it is used: not measured, or a Stall when proposing
+        except Exception as err:
             gathered.options = err
+    if isinstance(gathered.options, Exception):
+        raise gathered.options
     return gathered.options
