@@ -18,6 +18,8 @@ from typing import Any
 
 from kafka.protocol.metadata.metadata import MetadataResponse
 from kafka_balancer.kafka.adapter import KafkaAdapter
+from kafka_balancer.kafka.clients import Clients
+from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.model import ClusterBuilder
 from kafka_balancer.sandbox import EmulatedCluster, apis_cluster
 from kafka_balancer.sandbox.protocol import Api, Call
@@ -193,9 +195,16 @@ def unanswering_clusters(count: int) -> Iterator[list[str]]:
         yield servers
 
 
-class UncheckedAdapter(KafkaAdapter):
-    """The adapter as it was before kafka.metadata_check: librdkafka's metadata used as it comes (a test
-    stand-in for a hazard the checks do not know yet, to show what the worker process contains)."""
+class UncheckedClients(Clients):
+    """The clients as they were before kafka.metadata_check: librdkafka's metadata used as it comes."""
 
-    def _metadata(self) -> Any:
-        return self._admin.list_topics(timeout=self._timeout)
+    def metadata(self) -> Any:
+        return self.admin.list_topics(timeout=self.timeout)
+
+
+class UncheckedAdapter(KafkaAdapter):
+    """The adapter over UncheckedClients (a test stand-in for a hazard the checks do not know yet, to
+    show what the worker process contains)."""
+
+    def __init__(self, spec: ConnectionSpec):
+        super().__init__(spec, opened=UncheckedClients)
