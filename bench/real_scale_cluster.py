@@ -107,7 +107,11 @@ def build(cluster: RealCluster, plan: Layout) -> dict[str, float]:
     create_topics(cluster.bootstrap_servers, plan.topics, timeout_s=300)
     seconds["create"] = time.monotonic() - started
     started = time.monotonic()
-    writer = RecordWriter(cluster.bootstrap_servers, record_bytes=plan.record_bytes, batch_bytes=65536)
+    # Dense brokers writing into 11,000 partitions at acks=all acknowledge some partitions late: a record
+    # waits as long as the whole write may take (with 5 minutes a run failed, MSG_TIMED_OUT).
+    writer = RecordWriter(
+        cluster.bootstrap_servers, record_bytes=plan.record_bytes, batch_bytes=65536, delivery_timeout_s=1800
+    )
     partitions = {t.name: len(t.replicas) for t in plan.topics}
     for topic, n in sorted(plan.records.items()):
         writer.write(topic, range(partitions[topic]), n)

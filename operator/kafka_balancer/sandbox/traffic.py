@@ -122,11 +122,12 @@ class RecordWriter:
         client_id: str = "kafka-balancer-traffic",
         batch_bytes: int = 512 * 1024,
         queued_bytes: int = QUEUED_BYTES,
+        delivery_timeout_s: float = 300.0,
     ) -> None:
-        """``queued_bytes``: at most this much waits in the producer's queue (``send`` waits for room), so
-        a large write to slow brokers never holds a record queued past its delivery timeout (5 minutes):
-        librdkafka's default queue takes 100,000 records at once (400 MB of 4 KiB records), and a 1 GB
-        write into 11,000 partitions at acks=all timed out with it (bench.real_scale)."""
+        """``queued_bytes``: at most this much waits in the producer's queue (``send`` waits for room):
+        librdkafka's default queue takes 100,000 records at once (400 MB of 4 KiB records), which slow
+        brokers do not take within the delivery timeout. ``delivery_timeout_s``: how long a record may
+        wait for the brokers' acknowledgement before it counts as failed (librdkafka's 5 minutes)."""
         self.record_bytes = record_bytes
         self.producer = Producer(
             {
@@ -140,6 +141,7 @@ class RecordWriter:
                 "compression.type": "none",
                 "client.id": client_id,
                 "queue.buffering.max.kbytes": max(1, queued_bytes // 1024),
+                "message.timeout.ms": round(delivery_timeout_s * 1000),
                 **QUIET,
             }
         )
