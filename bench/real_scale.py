@@ -1,6 +1,6 @@
 """Real Kafka at the design's density: 6 brokers in 3 racks, about 4,000 replicas each once balanced.
 
-    .venv/bin/python -m bench.real_scale [--replicas 24000] [--topics 300] [--durable-topics 30] [--record-topics 150]
+    .venv/bin/python -m bench.real_scale [--replicas 23400] [--topics 300] [--durable-topics 30] [--record-topics 150]
                                          [--data-mb 1000] [--throttle 10MB/s] [--heap-mb 1024]
                                          [--only ours]
 

@@ -64,7 +64,9 @@ class Layout:
 
 @dataclass(frozen=True)
 class LayoutOptions:
-    replicas: int = 24_000  # about 4,000 per broker once balanced over the six
+    # About 4,000 per broker once balanced over the six, inside the default maxReplicasPerBroker (4,000):
+    # at 24,000 the plan must land every broker on exactly 4,000, and the rounding went past it (24,023).
+    replicas: int = 23_400
     topics: int = 300
     durable_topics: int = 30  # replication factor 3, min.insync.replicas 2, with records
     record_topics: int = 150  # of the others (replication factor 2), with records
@@ -76,7 +78,7 @@ class LayoutOptions:
 def layout(o: LayoutOptions) -> Layout:
     """Topics with log-normal partition counts: ``durable_topics`` (chosen at random) with three replicas and
     min ISR 2, the rest with two, ``record_topics`` of those and every durable one holding records
-    (log-normal shares of ``data_bytes``); the replicas add up to about ``replicas``."""
+    (log-normal shares of ``data_bytes``); the replicas add up to at most ``replicas``, and nearly that."""
     rng = np.random.default_rng(o.seed)
     weight = rng.lognormal(0.0, 1.5, o.topics)
     order = rng.permutation(o.topics).tolist()
@@ -84,6 +86,8 @@ def layout(o: LayoutOptions) -> Layout:
     with_records = durable | set(order[o.durable_topics : o.durable_topics + o.record_topics])
     rf = np.array([3 if i in durable else 2 for i in range(o.topics)])
     counts = np.clip(np.round(weight / (weight * rf).sum() * o.replicas), 1, MAX_TOPIC_PARTITIONS).astype(int)
+    while int((counts * rf).sum()) > o.replicas:  # what the rounding added, off the biggest topic
+        counts[int(np.argmax(counts))] -= 1
     shares = rng.lognormal(0.0, 1.5, o.topics)
     shares[[i for i in range(o.topics) if i not in with_records]] = 0.0
     topics, records = [], {}

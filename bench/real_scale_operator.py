@@ -51,6 +51,10 @@ def reconcile(bootstrap: str, folder: Path, timeout_s: float = 3600.0) -> tuple[
                 status = client.get(GROUP_VERSION, "balancepolicies", NAMESPACE, "dense").get("status") or {}
                 if status.get("state") == "ProposalReady" and status.get("proposal"):
                     break
+                if status.get("state") == "Stalled":
+                    stalled = next((c for c in status.get("conditions", []) if c.get("type") == "Stalled"), {})
+                    why = f"{stalled.get('reason')}: {stalled.get('message')}"
+                    raise SystemExit(f"the operator refused the cluster: {why}")
                 if proc.poll() is not None or time.monotonic() - started > timeout_s:
                     raise SystemExit(f"no proposal from the operator (status {status}); see {folder / 'operator.log'}")
                 time.sleep(1.0)
