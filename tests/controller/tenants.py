@@ -97,3 +97,22 @@ def reconciliations(op: OperatorProcess) -> float:
         for s in family.samples
         if s.name == "kafka_balancer_reconciliations_total"
     )
+
+
+def executing_midway(client: KubeClient, bootstrap: str, ops: Sequence[OperatorProcess], moves_per_broker: int) -> Any:
+    """The Manual policy ``kafka/main`` for the cluster at ``bootstrap`` (3 MB/s, ``moves_per_broker``), its
+    proposal approved once ready; returns the proposal once the execution is midway: some partitions done,
+    not all."""
+    execution = {"throttleBytesPerSec": 3_000_000, "concurrentMovesPerBroker": moves_per_broker}
+    policy(
+        client, "kafka", "main", {"cluster": {"bootstrapServers": bootstrap}, "mode": "Manual", "execution": execution}
+    )
+    proposal = wait("a proposal", lambda: status(client, "kafka", "main").get("proposal"), ops)
+    approve(client, "kafka", "main", proposal["id"])
+
+    def midway() -> bool:
+        progress = status(client, "kafka", "main").get("progress") or {}
+        return 0 < progress.get("partitionsDone", 0) < progress.get("partitionsTotal", 0)
+
+    wait("the execution midway", midway, ops, timeout=120)
+    return proposal

@@ -25,7 +25,7 @@ from kube_apiserver import RELEASE_NAMESPACE, kube_apiserver
 from submissions import Submissions
 
 from .operator_process import OperatorProcess
-from .tenants import approve, events, policy, spread_model, status, wait
+from .tenants import events, executing_midway, spread_model, status, wait
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -55,24 +55,7 @@ def test_two_operators_one_acts_and_one_stopped_past_its_lease_submits_nothing_m
         first = start_operator(kubeconfig, LEASE)
         wait("the first operator to hold the Lease", lambda: _of(first)(_holder(client)), [first])
         second = start_operator(kubeconfig, LEASE)  # a standby: a Deployment scaled to 2, a rollout overlapping
-        policy(
-            client,
-            "kafka",
-            "main",
-            {
-                "cluster": {"bootstrapServers": kafka.bootstrap_servers},
-                "mode": "Manual",
-                "execution": {"throttleBytesPerSec": 3_000_000, "concurrentMovesPerBroker": LIMIT},
-            },
-        )
-        proposal = wait("a proposal", lambda: status(client, "kafka", "main").get("proposal"), [first, second])
-        approve(client, "kafka", "main", proposal["id"])
-
-        def midway() -> bool:
-            progress = status(client, "kafka", "main").get("progress") or {}
-            return 0 < progress.get("partitionsDone", 0) < progress.get("partitionsTotal", 0)
-
-        wait("the execution midway", midway, [first, second], timeout=120)
+        proposal = executing_midway(client, kafka.bootstrap_servers, [first, second], moves_per_broker=LIMIT)
         assert _of(first)(_holder(client)), "the first operator acts"
         os.kill(first.pid, signal.SIGSTOP)  # past its Lease: the second takes it over and resumes
         try:

@@ -23,7 +23,7 @@ from kube_apiserver import kube_apiserver
 from submissions import Submissions
 
 from .operator_process import OperatorProcess
-from .tenants import approve, policy, spread_model, status, wait
+from .tenants import executing_midway, spread_model, status, wait
 
 LIST_REASSIGNMENTS = 46  # the API key the executor polls with
 LEASE = {"KAFKA_BALANCER_LEASE_SECONDS": "3"}  # held 2 s past its last renewal; each call gives up after 3 s
@@ -115,24 +115,7 @@ def test_an_api_server_stalled_past_the_lease_holds_the_execution_which_then_com
     with kube_apiserver(tmp_path / "api") as api, _Clock(kafka) as clock:
         client = api.client("admin")
         op = start_operator(api.write_kubeconfig(tmp_path / "kubeconfig", user="operator"), LEASE)
-        policy(
-            client,
-            "kafka",
-            "main",
-            {
-                "cluster": {"bootstrapServers": kafka.bootstrap_servers},
-                "mode": "Manual",
-                "execution": {"throttleBytesPerSec": 3_000_000, "concurrentMovesPerBroker": 2},
-            },
-        )
-        proposal = wait("a proposal", lambda: status(client, "kafka", "main").get("proposal"), [op])
-        approve(client, "kafka", "main", proposal["id"])
-
-        def midway() -> bool:
-            progress = status(client, "kafka", "main").get("progress") or {}
-            return 0 < progress.get("partitionsDone", 0) < progress.get("partitionsTotal", 0)
-
-        wait("the execution midway", midway, [op], timeout=120)
+        proposal = executing_midway(client, kafka.bootstrap_servers, [op], moves_per_broker=2)
         clock.pause()
         # Polls of the executor after the last tick: the first records every change, the next only poll.
         polls = kafka.request_count(LIST_REASSIGNMENTS)
