@@ -103,8 +103,9 @@ def payload(key: bytes, size: int) -> bytes:
     return (seed * (size // len(seed) + 1))[:size]
 
 
-# What a RecordWriter queues at most: enough for any rate the sandbox writes at, and a queue the
-# brokers drain well within librdkafka's 5-minute delivery timeout.
+# What a RecordWriter queues at most: enough for any rate the sandbox writes at. It bounds how long a
+# record waits to be sent, not how long the brokers take to acknowledge it: six dense brokers on a loaded
+# machine took longer than 5 minutes for some records even so (bench.real_scale: delivery_timeout_s).
 QUEUED_BYTES = 64 << 20
 
 
