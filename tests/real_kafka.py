@@ -279,6 +279,9 @@ def group_of(version: str) -> str:
 # short) cannot bring a topic back after ``reset`` deleted it (seen: heavy and medium of the real-traffic
 # test in the next test's cluster).
 BROKER_CONFIGS = {"auto.create.topics.enable": "false"}
+# Kafka's leader rebalancer (off: sandbox.real) would look every second rather than every 5 minutes, so a
+# leader moved behind a test's back shows at once instead of once in a long run.
+CONTROLLER_CONFIGS = {"leader.imbalance.check.interval.seconds": "1"}
 
 
 class RealClusters:
@@ -304,6 +307,7 @@ class RealClusters:
                 port_base=free_port_range(BROKERS + 1),
                 kafka_version=version,
                 broker_configs=BROKER_CONFIGS,
+                controller_configs=CONTROLLER_CONFIGS,
                 # Remote storage for the topics that enable it (test_tiering.py) where the version's jars
                 # carry LocalTieredStorage (not 4.4.0's).
                 tiered_storage=has_local_tiered_storage(kafka_libs(version=version)),

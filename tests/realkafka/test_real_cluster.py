@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.kafka.port import TopicPartition
@@ -26,3 +28,19 @@ def test_the_real_cluster_has_its_brokers_racks_and_records(real_kafka: RealKafk
     finally:
         adapter.close()
     assert real_kafka.read_back("smoke", [0, 1]) == written
+
+
+def test_kafka_leaves_a_non_preferred_leader_where_it_is(real_kafka: RealKafka) -> None:
+    """Leadership is the balancer's to decide: Kafka's controller does not elect preferred leaders of its
+    own (auto.leader.rebalance.enable=false on the controller, which runs the check in KRaft)."""
+    real_kafka.create_topic("led", [[1, 2]])
+    assert real_kafka.led_by_first_replicas(1)[("led", 0)].leader == 1
+    adapter = KafkaAdapter(ConnectionSpec(real_kafka.bootstrap_servers))
+    try:  # the same replicas reordered: 2 becomes the preferred leader and 1 keeps leading
+        assert adapter.alter_reassignments({TopicPartition("led", 0): [2, 1]}) == {TopicPartition("led", 0): None}
+        real_kafka.wait_until(lambda: real_kafka.partitions()[("led", 0)].replicas == (2, 1), "the new order")
+        # The fixture's controller checks the imbalance every second (CONTROLLER_CONFIGS): five checks.
+        time.sleep(5)
+        assert real_kafka.partitions()[("led", 0)].leader == 1
+    finally:
+        adapter.close()

@@ -87,6 +87,7 @@ class RealClusterOptions:
     heap_mb: int = 320
     cluster_id: str | None = None  # for a fresh data directory; default: a random one
     broker_configs: Mapping[str, str] = field(default_factory=dict)  # extra server.properties of every broker
+    controller_configs: Mapping[str, str] = field(default_factory=dict)  # extra server.properties of the controller
     # A start is given up when the JVMs of the brokers it waits for have used start_cpu_s CPU seconds each
     # while it waits (a broker takes about 5 to start: more means it spins on something), or after
     # start_timeout_s (it waits on something that never comes). Wall time alone cannot tell a stuck start
@@ -436,6 +437,9 @@ class RealCluster:
             "controller.quorum.voters": voters,
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            # The balancer decides leadership; Kafka's own rebalancer would move it behind its back. In
+            # KRaft the controller runs it, so the controller's setting is the one that counts.
+            "auto.leader.rebalance.enable": "false",
         }
         controller = {
             "process.roles": "controller",
@@ -445,6 +449,7 @@ class RealCluster:
             **common,
             # The controller validates a topic's remote.storage.enable against its own setting.
             **({"remote.log.storage.system.enable": "true"} if o.tiered_storage else {}),
+            **o.controller_configs,
         }
         self.controller.home.mkdir(parents=True, exist_ok=True)
         self.controller.config.write_text(_properties(controller))
@@ -459,8 +464,6 @@ class RealCluster:
                 "inter.broker.listener.name": "PLAINTEXT",
                 "broker.rack": o.rack(b),
                 "log.dirs": ",".join(str(d) for d in self.log_dirs(b)),
-                # The balancer decides leadership; Kafka's own rebalancer would move it behind its back.
-                "auto.leader.rebalance.enable": "false",
                 "offsets.topic.replication.factor": replication,
                 "offsets.topic.num.partitions": 10,
                 "transaction.state.log.replication.factor": replication,
