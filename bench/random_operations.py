@@ -4,7 +4,9 @@ tests/planner/test_planner_every_operation.py and of ``bench.feasibility``.
 3-15 brokers in 1-3 racks, maybe one dead; random placements (racks may be crowded), rf 1-4;
 disk and network-out limits 1.1-2x the average on half the clusters; resource groups on a fifth;
 excluded brokers, rebalances limited to a topic or a group, and balance thresholds drawn too.
-:func:`with_log_dirs` gives such a cluster JBOD brokers, some of their directories cordoned.
+:func:`with_log_dirs` gives such a cluster JBOD brokers, some of their directories cordoned;
+:func:`jbod_case` is a case on such brokers (``remove-disks`` among its operations), some hard goals
+left out of its policy.
 """
 
 from __future__ import annotations
@@ -135,3 +137,22 @@ def with_log_dirs(model: ClusterModel, rng: random.Random) -> ClusterModel:
             if b >= 0:
                 local[p, k] = 0 if rng.random() < 0.6 else rng.randrange(len(dirs[b]))
     return dataclasses.replace(model, broker_log_dirs=tuple(dirs), replica_dir=local)
+
+
+REMOVE_DISKS = "remove-disks"
+
+
+def jbod_case(seed: int, kind: str, dropped: frozenset[str]) -> tuple[ClusterModel, PlannerOptions]:
+    """``random_case`` on JBOD brokers (``with_log_dirs``), without the ``dropped`` hard goals;
+    ``remove-disks`` empties one or two directories of a rebalance's cluster."""
+    model, options = random_case(seed, "rebalance" if kind == REMOVE_DISKS else kind)
+    rng = random.Random(seed)
+    model = with_log_dirs(model, rng)
+    if kind == REMOVE_DISKS:
+        ids = model.broker_ids.tolist()
+        many = [b for b in range(model.num_brokers) if len(model.log_dirs(b)) > 1] or [0]
+        chosen = rng.sample(many, k=min(len(many), rng.randint(1, 2)))
+        named = tuple((int(ids[b]), model.log_dirs(b)[rng.randrange(len(model.log_dirs(b)))].path) for b in chosen)
+        options = dataclasses.replace(options, operation=OperationOptions(REMOVE_DISKS, log_dirs=named))
+    hard = tuple(g for g in options.hard_goals if g not in dropped)
+    return model, dataclasses.replace(options, hard_goals=hard)

@@ -8,9 +8,6 @@ test in test_planner_operations.py."""
 
 from __future__ import annotations
 
-import dataclasses
-import random
-
 from checks import dirs_after, placement_after
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -18,29 +15,11 @@ from independent import LEADERSHIP_GOALS, answers_for, check, summary_disagreeme
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.plan import ReassignmentPlan, check_log_dirs
 from kafka_balancer.model.proposal import Proposal
-from kafka_balancer.planner import CATALOGUE, OperationOptions, PlannerOptions
+from kafka_balancer.planner import CATALOGUE, PlannerOptions
 from known_gaps import known_gaps, known_rack_gap
 from refusals import planned_or_refused
 
-from bench.random_operations import OPERATIONS, random_case, with_log_dirs
-
-REMOVE_DISKS = "remove-disks"
-
-
-def jbod_case(seed: int, kind: str, dropped: frozenset[str]) -> tuple[ClusterModel, PlannerOptions]:
-    """``random_case`` on JBOD brokers (``with_log_dirs``), without the ``dropped`` hard goals;
-    ``remove-disks`` empties one or two directories of a rebalance's cluster."""
-    model, options = random_case(seed, "rebalance" if kind == REMOVE_DISKS else kind)
-    rng = random.Random(seed)
-    model = with_log_dirs(model, rng)
-    if kind == REMOVE_DISKS:
-        ids = model.broker_ids.tolist()
-        many = [b for b in range(model.num_brokers) if len(model.log_dirs(b)) > 1] or [0]
-        chosen = rng.sample(many, k=min(len(many), rng.randint(1, 2)))
-        named = tuple((int(ids[b]), model.log_dirs(b)[rng.randrange(len(model.log_dirs(b)))].path) for b in chosen)
-        options = dataclasses.replace(options, operation=OperationOptions(REMOVE_DISKS, log_dirs=named))
-    hard = tuple(g for g in options.hard_goals if g not in dropped)
-    return model, dataclasses.replace(options, hard_goals=hard)
+from bench.random_operations import OPERATIONS, REMOVE_DISKS, jbod_case
 
 
 # Derandomized (tests/conftest.py): the same cases in every run, so that a red run names a change.
