@@ -18,6 +18,7 @@ import time
 BENCHMARKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model_memory", ("bench.model_memory",)),
     ("read_cluster", ("bench.read_cluster",)),
+    ("plan_oracle", ("bench.plan_oracle", "--check")),  # plans changed: stop before measuring them
     ("planner_quality", ("bench.planner", "quality")),
     ("planner_table", ("bench.planner", "table")),
     ("strong_skew", ("bench.strong_skew",)),
