@@ -126,7 +126,9 @@ def _clusters() -> tuple[Case, ...]:
         Case("synthetic/dead-broker", _dead_broker, quick=True),
         Case("synthetic/leader-racks", _leader_racks),
         Case("synthetic/log-dirs", _log_dirs),
-        Case("strong-skew/turns", _strong_skew, quick=True),
+        # Not in the test's slice: the strong-skew generator raises float arrays to powers, and numpy's SIMD
+        # kernels for that may differ in the last bit between CPUs (a refusal is judged by its kind only).
+        Case("strong-skew/turns", _strong_skew),
         Case("strong-skew/broker-first", partial(_strong_skew, placement="broker-first", seed=2)),
         Case(
             "strong-skew/rack-first-independent", partial(_strong_skew, placement="rack-first", traffic="independent")
