@@ -17,6 +17,7 @@ from kafka_balancer.planner.base.round_bands import Bands, compute_bands
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.base.together import Moves, accept_together, fits_together, fits_with_each
 from kafka_balancer.planner.distribution import partners, topic_chains
+from kafka_balancer.planner.tuning import TUNING
 
 from bench.synthetic import skewed_cluster
 
@@ -127,7 +128,7 @@ def _all_paths(
     reached: list[int] = []
     while queue:
         node = queue.popleft()
-        if depth[node] >= topic_chains.MAX_DEPTH:
+        if depth[node] >= TUNING.topic_chain_depth:
             continue
         for nxt, e in zip(*walk.edges_of(node), strict=True):
             if nxt not in depth:
@@ -136,7 +137,7 @@ def _all_paths(
                 reached += [nxt] if nxt in ends else []
     reached.sort(key=lambda n: (depth[n], n not in preferred))
     out = []
-    for end in reached[: topic_chains.PATHS_PER_BROKER]:
+    for end in reached[: TUNING.topic_chain_paths_per_broker]:
         path, node = [], end
         while node != start:
             node, e = parent[node]
@@ -234,11 +235,11 @@ def test_the_per_topic_totals_on_active_brokers_follow_every_move() -> None:
 @given(st.floats(min_value=0.0, max_value=1.0), st.integers(min_value=0, max_value=2**32 - 1))
 def test_the_nearest_swap_partners_are_a_stable_sort_of_the_window(share: float, seed: int) -> None:
     rng = np.random.default_rng(seed)
-    width = 2 * partners.WINDOW
+    width = 2 * TUNING.partner_window
     ok = rng.random((50, width)) < share
     idx = rng.integers(0, 10**6, size=(50, width))
-    distance = np.where(ok, np.abs(np.arange(-partners.WINDOW, partners.WINDOW)), width)
-    near = np.argsort(distance, axis=1, kind="stable")[:, : partners.PARTNERS]
+    distance = np.where(ok, np.abs(np.arange(-TUNING.partner_window, TUNING.partner_window)), width)
+    near = np.argsort(distance, axis=1, kind="stable")[:, : TUNING.partners]
     got_idx, got_ok = partners.nearest(ok, idx)
     assert np.array_equal(got_idx, np.take_along_axis(idx, near, axis=1))
     assert np.array_equal(got_ok, np.take_along_axis(ok, near, axis=1))
@@ -268,7 +269,7 @@ def test_a_swap_window_holds_the_partners_nearest_in_size_of_other_topics(
     query = where + rng.random(offers)
     bounds = np.searchsorted(keys, where), np.searchsorted(keys, where + 1)
     idx, ok = partners._window(index, own, query, bounds)
-    w = partners.WINDOW
+    w = TUNING.partner_window
     for i in range(offers):
         others = np.flatnonzero((topics != own[i]) & (np.floor(keys) == where[i]))
         pos = np.searchsorted(keys, query[i])

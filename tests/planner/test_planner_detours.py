@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from checks import placement_after
 from kafka_balancer.model import ClusterModel
@@ -14,6 +16,7 @@ from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import Q_DISK
 from kafka_balancer.planner.finishing import detours
 from kafka_balancer.planner.groups import merge, plan_group, split
+from kafka_balancer.planner.tuning import TUNING
 
 GB = 1e9
 
@@ -137,7 +140,7 @@ def test_with_one_attempt_a_detour_that_pushes_disk_out_mends_it_with_replica_mo
     # holds two, 9 GB each, and sits 2 GB above its disk band's lower edge (92 GB, avg 100.25, band
     # 90.2-110.3). Moving one to broker 2 takes it below; a 10 GB replica from broker 3 (110) back
     # to 0 mends that, and only replica moves can. Every other topic has one partition. On a large
-    # group a detour gets one attempt (DETOUR_REPLICAS / replicas), which must not go to mending by
+    # group a detour gets one attempt (detour_replicas_per_attempt / replicas), which must not go to mending by
     # leadership alone.
     builder = ClusterBuilder()
     for b in range(4):
@@ -149,7 +152,7 @@ def test_with_one_attempt_a_detour_that_pushes_disk_out_mends_it_with_replica_mo
     model = builder.build()
     options = PlannerOptions(distribution_goals=("disk-distribution", "topic-replica-distribution"))
     st = State(model, options, resolve_groups(model, options))
-    monkeypatch.setattr(detours, "DETOUR_REPLICAS", 1)
+    monkeypatch.setattr(detours, "TUNING", dataclasses.replace(TUNING, detour_replicas_per_attempt=1))
     with st.scoped(guarded=frozenset(options.distribution_goals)):
         bands = compute_bands(st)
         t = model.topics.index("t")

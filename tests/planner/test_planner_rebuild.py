@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from kafka_balancer.model import ClusterBuilder, ClusterModel
@@ -10,6 +12,7 @@ from kafka_balancer.planner.base.resource_groups import resolve_groups
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.finishing import rebuild
 from kafka_balancer.planner.groups import merge, plan_group, split
+from kafka_balancer.planner.tuning import TUNING
 
 from bench.synthetic import disk_lower_bound, skewed_cluster
 
@@ -19,7 +22,7 @@ def _add_brokers(brokers: int, new: int) -> PlannerOptions:
 
 
 def _without_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rebuild, "MAX_ROUNDS", 0)
+    monkeypatch.setattr(rebuild, "TUNING", dataclasses.replace(TUNING, rebuild_max_rounds=0))
 
 
 def test_rounds_move_fewer_bytes_and_every_goal_ends_as_close_to_its_band(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -45,7 +48,7 @@ def test_a_round_whose_replan_breaks_a_goal_is_undone() -> None:
     st = pipeline._run(model, options, frozenset(), None)
     placed, load = st.rep.copy(), st.load.copy()
     moved = int((st.rep != model.replicas).any(axis=1).sum())
-    assert moved >= rebuild.MIN_MOVED
+    assert moved >= TUNING.rebuild_min_moved
     # Planning nothing again leaves the undone moves undone: fewer bytes, but the new brokers fall
     # out of the disk band, so no round may be kept and the placement must be exactly as before.
     kept = rebuild.rebuild_rounds(st, lambda _: None, rounds=4)
@@ -57,11 +60,11 @@ def test_a_round_whose_replan_breaks_a_goal_is_undone() -> None:
 def test_fewer_rounds_as_the_cluster_grows_and_none_for_a_handful_of_moves() -> None:
     small = skewed_cluster(brokers=12, new_brokers=3, partitions=2000, rf=3, seed=1)
     options = _add_brokers(12, 3)
-    assert rebuild.rounds_for(State(small, options, resolve_groups(small, options))) == rebuild.MAX_ROUNDS
-    large = skewed_cluster(brokers=24, new_brokers=3, partitions=rebuild.LARGE // 3 + 1, rf=3, seed=1)
+    assert rebuild.rounds_for(State(small, options, resolve_groups(small, options))) == TUNING.rebuild_max_rounds
+    large = skewed_cluster(brokers=24, new_brokers=3, partitions=TUNING.rebuild_large // 3 + 1, rf=3, seed=1)
     wide = _add_brokers(24, 3)
     assert rebuild.rounds_for(State(large, wide, resolve_groups(large, wide))) == 0
-    # Under MIN_MOVED moved partitions a group gets no round, whatever its size.
+    # Under rebuild_min_moved moved partitions a group gets no round, whatever its size.
     builder = ClusterBuilder()
     for b in range(4):
         builder.add_broker(b, rack=f"r{b % 2}")
@@ -69,7 +72,7 @@ def test_fewer_rounds_as_the_cluster_grows_and_none_for_a_handful_of_moves() -> 
         builder.add_partition("t", p, [0, 1] if p % 2 else [1, 0], size_bytes=1e9)
     few = builder.build()
     st = pipeline._run(few, PlannerOptions(), frozenset(), None)
-    assert 0 < int((st.rep != few.replicas).any(axis=1).sum()) < rebuild.MIN_MOVED
+    assert 0 < int((st.rep != few.replicas).any(axis=1).sum()) < TUNING.rebuild_min_moved
     assert rebuild.rebuild_rounds(st, lambda _: pytest.fail("no round expected"), rounds=4) == 0
 
 

@@ -5,6 +5,8 @@ fewer), on the broker they left or on a third one."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from checks import one_rack_per_broker
@@ -18,6 +20,7 @@ from kafka_balancer.planner.catalogue import CATALOGUE, Q_DISK, Q_REPLICAS
 from kafka_balancer.planner.distribution.swaps import leader_trade
 from kafka_balancer.planner.finishing import substitute, tighten
 from kafka_balancer.planner.finishing.substitute import substitute_moves
+from kafka_balancer.planner.tuning import TUNING
 
 Q_NET_OUT = CATALOGUE.index("network-out")
 
@@ -84,7 +87,7 @@ def test_a_moved_replica_is_replaced_by_a_smaller_one_of_its_topic() -> None:
     assert np.array_equal(st.tcount, [[2, 2]])
 
 
-@pytest.mark.parametrize("offers", [1, substitute.WIDE_OFFERS])
+@pytest.mark.parametrize("offers", [1, TUNING.stand_in_wide_offers])
 def test_stand_ins_of_another_topic_are_offered_to_the_largest_moved_replicas(
     offers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -97,8 +100,9 @@ def test_stand_ins_of_another_topic_are_offered_to_the_largest_moved_replicas(
     options = PlannerOptions(hard_goals=(), distribution_goals=("replica-distribution",))
     st = _state(model, options)
     st.move(np.array([0, 1]), np.array([0, 0]), np.array([1, 1], dtype=np.int32))
-    monkeypatch.setattr(substitute, "WIDE_OFFERS", offers)
-    monkeypatch.setattr(substitute, "ROUNDS", 1)
+    monkeypatch.setattr(
+        substitute, "TUNING", dataclasses.replace(TUNING, stand_in_wide_offers=offers, stand_in_rounds=1)
+    )
     made = substitute_moves(st)
     if offers == 1:
         assert made == 1

@@ -15,13 +15,14 @@ from independent import check, summary_disagreements
 from kafka_balancer.model import ClusterBuilder, ClusterModel
 from kafka_balancer.model.summary import ProposalSummary
 from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
-from kafka_balancer.planner.base.budget import RESERVE_SHARE, Budget
+from kafka_balancer.planner.base.budget import Budget
 from kafka_balancer.planner.base.measures import goal_violation
 from kafka_balancer.planner.base.resource_groups import resolve_groups
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.finishing import rebuild
 from kafka_balancer.planner.pipeline.distribution import FINISHING
 from kafka_balancer.planner.pipeline.stages import STAGES
+from kafka_balancer.planner.tuning import TUNING
 
 from bench.synthetic import skewed_cluster, with_disk_capacity
 
@@ -163,12 +164,12 @@ def test_the_seconds_left_end_where_the_search_stops_and_the_reserve_gets_its_ow
     now = [0.0]
     budget = Budget(20.0, clock=lambda: now[0])
     now[0] = 5.0
-    assert budget.seconds_left() == pytest.approx(20.0 * (1 - RESERVE_SHARE) - 5.0)
+    assert budget.seconds_left() == pytest.approx(20.0 * (1 - TUNING.reserve_share) - 5.0)
     now[0] = 19.5
     assert budget.seconds_left() == 0.0
     assert budget.spent()
     with budget.reserve():  # the reserve's length from entering it, past the budget's end here
-        assert budget.seconds_left() == pytest.approx(20.0 * RESERVE_SHARE)
+        assert budget.seconds_left() == pytest.approx(20.0 * TUNING.reserve_share)
     assert budget.seconds_left() == 0.0
     assert Budget().seconds_left() == math.inf
 

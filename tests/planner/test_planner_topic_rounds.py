@@ -13,11 +13,12 @@ from kafka_balancer.planner import GroupOptions, PlannerOptions, plan
 from kafka_balancer.planner.base.resource_groups import resolve_groups
 from kafka_balancer.planner.base.round_bands import compute_bands
 from kafka_balancer.planner.base.state import State
-from kafka_balancer.planner.base.together import DROP_PASSES, accept_together
+from kafka_balancer.planner.base.together import accept_together
 from kafka_balancer.planner.catalogue import CATALOGUE, Q_REPLICAS
 from kafka_balancer.planner.distribution.topic_swaps import most_needed
 from kafka_balancer.planner.distribution.topic_targets import _tie_break
 from kafka_balancer.planner.distribution.topics import _proposals, balance_topic_goal
+from kafka_balancer.planner.tuning import TUNING
 
 NUM_Q = CATALOGUE.size
 
@@ -39,7 +40,7 @@ def test_a_long_chain_of_refused_moves_does_not_sink_the_batch() -> None:
     lower[:, Q_REPLICAS] = 0.0
     bands = dataclasses.replace(bands, upper=upper, lower=lower)
     chain = 30
-    assert 12 < chain < DROP_PASSES  # longer than the old limit, within the new one
+    assert 12 < chain < TUNING.drop_passes  # longer than the old limit, within the new one
     src = np.r_[np.arange(chain), 38]
     dst = np.r_[np.arange(1, chain + 1), 39]
     v = np.zeros((src.size, NUM_Q))

@@ -7,7 +7,7 @@ holds every hard goal: the stages before the distribution goals made it so). The
 also stops its search when the budget is spent; a repair left unfinished is then a planning
 failure that says so. ``cut_short`` names the first stage the budget stopped, for the summary.
 
-The search stops at ``1 - RESERVE_SHARE`` of the seconds; the rest is kept for a step that must
+The search stops at ``1 - TUNING.reserve_share`` of the seconds; the rest is kept for a step that must
 follow a search cut short (``reserve``): the replica-count goal's turn with count exchanges, when
 the budget stopped the pass that has them (finishing.rebuild.exchange_pass). That step gets the
 reserve's length from when it starts, also when the round running as the search ran out overran
@@ -21,11 +21,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Final
 
-# Share of the budget kept for the step after a search cut short: 3 s of the default 60 s, against
-# 0.8 s that step took at 1.08M replicas (bench.strong_skew, 270 brokers).
-RESERVE_SHARE: Final = 0.05
+from kafka_balancer.planner.tuning import TUNING
 
 
 @dataclass
@@ -48,7 +45,7 @@ class Budget:
             return self.clock() >= self._reserve_ends
         if self.cut_short is not None:
             return True
-        if self.clock() - self.started < self.seconds * (1.0 - RESERVE_SHARE):
+        if self.clock() - self.started < self.seconds * (1.0 - TUNING.reserve_share):
             return False
         self.cut_short = self.stage
         return True
@@ -60,14 +57,14 @@ class Budget:
             return max(0.0, self._reserve_ends - self.clock())
         if self.cut_short is not None:
             return 0.0
-        return max(0.0, self.started + self.seconds * (1.0 - RESERVE_SHARE) - self.clock())
+        return max(0.0, self.started + self.seconds * (1.0 - TUNING.reserve_share) - self.clock())
 
     @contextmanager
     def reserve(self) -> Iterator[None]:
         """Inside, the budget is spent at its full seconds, or the reserve's length after entering
         it if that is later."""
         now = self.clock()
-        self._reserve_ends = max(self.started + self.seconds, now + self.seconds * RESERVE_SHARE)
+        self._reserve_ends = max(self.started + self.seconds, now + self.seconds * TUNING.reserve_share)
         try:
             yield
         finally:

@@ -15,7 +15,6 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
 
 import numpy as np
 
@@ -23,9 +22,7 @@ from kafka_balancer.model.cluster import BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.round_bands import Bands, band_distance
 from kafka_balancer.planner.base.state import State
-
-# Passes of "take the longest fitting prefix, drop the blocker, continue" per batch.
-TAKE_PASSES: Final = 4
+from kafka_balancer.planner.tuning import TUNING
 
 
 @dataclass(frozen=True)
@@ -111,7 +108,7 @@ def take(v: FloatArray, check: Callable[[FloatArray], BoolArray]) -> BoolArray:
         return chosen
     base = np.zeros(v.shape[1])
     avail = np.ones(count, dtype=np.bool_)
-    for _ in range(TAKE_PASSES):
+    for _ in range(TUNING.take_passes):
         fit = avail & check(base + v)
         idx = np.flatnonzero(fit)
         if idx.size == 0:

@@ -4,7 +4,7 @@ that fit, :func:`fits_together` and :func:`fits_with_each` say whether all do)."
 
 from __future__ import annotations
 
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -12,13 +12,7 @@ from kafka_balancer.model.cluster import BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints, stable_order
 from kafka_balancer.planner.base.round_bands import Bands
 from kafka_balancer.planner.base.state import State
-
-# Passes of "drop the items that push a broker out of a band, check again" in accept_together. Each
-# pass reaches one link further along a chain of moves (dropping a move into a full broker leaves
-# its source holding what arrived there, so the move into that source goes next), and a batch that
-# has not settled moves nothing: 12 passes left a round of 13,454 one-way topic moves at 2.8M
-# replicas with none, where 50 passes keep 6,669. A pass costs O(items); most settle in a few.
-DROP_PASSES: Final = 64
+from kafka_balancer.planner.tuning import TUNING
 
 
 def accept_together(st: State, b: Bands, *, src: Ints, dst: Ints, v: FloatArray) -> BoolArray:
@@ -36,7 +30,7 @@ def accept_together(st: State, b: Bands, *, src: Ints, dst: Ints, v: FloatArray)
     src, dst, reach = _Reach.of(st, b, src, dst)
     load0, top, bottom, tol = reach
     last_first = np.arange(src.size)[::-1]
-    for _ in range(DROP_PASSES):
+    for _ in range(TUNING.drop_passes):
         load = _loads_after(load0, src[keep], dst[keep], v[keep])
         excess = np.maximum(load - top - tol, 0.0)  # (touched brokers, Q)
         deficit = np.maximum(bottom - load - tol, 0.0)

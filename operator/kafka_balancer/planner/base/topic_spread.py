@@ -5,7 +5,7 @@ candidates that weighs it against the other goals (:func:`fit_order`)."""
 
 from __future__ import annotations
 
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -16,19 +16,7 @@ from kafka_balancer.planner.base.pair_checks import Pair
 from kafka_balancer.planner.base.round_bands import Bands
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import Q_LEADERS, TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
-
-# Weight of the topic-spread preference against the load-fit distance when ordering candidates.
-TOPIC_WEIGHT: Final = 2.0
-
-
-# topic_penalty below this: the move brings its topic's replica spread closer to its band (a
-# negative change, see topic_penalty) without pushing its leader spread out.
-EVENS_TOPIC: Final = 2.0
-
-
-# For leader-count moves (free) the fit to the other goals matters more than the topic preference:
-# a leadership that fits the count but not the traffic blocks the traffic goals' bands.
-LEADER_TOPIC_WEIGHT: Final = 0.5
+from kafka_balancer.planner.tuning import TUNING
 
 
 class CountBand(NamedTuple):
@@ -138,7 +126,7 @@ def fit_order(
     """
     st, b, s, d = pair.st, pair.b, pair.s, pair.d
     goals = [c for c in map(st.catalogue.balances, st.options.distribution_goals) if c is not None]
-    score = penalty * (TOPIC_WEIGHT if q != Q_LEADERS else LEADER_TOPIC_WEIGHT)
+    score = penalty * (TUNING.topic_weight if q != Q_LEADERS else TUNING.leader_topic_weight)
     weight = 1.0
     per_item = np.maximum(b.avg[s, :], 1e-12) / max(float(b.avg[s, q]), 1e-12)
     for c in goals:

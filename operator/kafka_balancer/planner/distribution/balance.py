@@ -10,7 +10,6 @@ vectorised step after the cumulative checks of :mod:`kafka_balancer.planner.base
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
 
 import numpy as np
 
@@ -25,14 +24,7 @@ from kafka_balancer.planner.catalogue import Exchange
 from kafka_balancer.planner.distribution.count_exchange import replica_count_exchange
 from kafka_balancer.planner.distribution.leaders import leader_pass
 from kafka_balancer.planner.distribution.swaps import leader_exchange, leader_trade, swap_batch
-
-# A receiving broker is filled this share of the way from the band's lower edge towards the
-# average: enough headroom that later goals can still move items, little enough to keep bytes low.
-MARGIN: Final = 0.15
-# topic_penalty at or below this: the move does not take its topic further from the band.
-KEEPS_TOPIC: Final = 2.25
-# Swaps (which move bytes both ways) only run when one-way moves left this share of the gap.
-SWAP_MIN_SHARE: Final = 0.05
+from kafka_balancer.planner.tuning import TUNING
 
 
 def _transport(give: FloatArray, take_: FloatArray, *, sources: Ints, dests: Ints) -> list[tuple[int, int, float]]:
@@ -82,7 +74,7 @@ def make_pairs(st: State, b: Bands, q: int) -> list[tuple[int, int, float]]:
     """(giver, taker, amount) triples that bring every broker of every group inside the band of ``q``.
 
     Over-band brokers give down to just inside the upper edge, under-band brokers take up to just
-    inside the lower edge (``MARGIN``): first to each other, then what is left of an over-band
+    inside the lower edge (``TUNING.fill_margin``): first to each other, then what is left of an over-band
     broker goes to brokers below average, and what is left of an under-band broker comes from
     brokers above average. Moving only what the band needs keeps the bytes near the lower bound.
     """
@@ -101,7 +93,7 @@ def make_pairs(st: State, b: Bands, q: int) -> list[tuple[int, int, float]]:
         top, bottom, high, low = np.ceil(avg - tol), np.floor(avg + tol), hi, lo
     else:
         top, bottom = avg, avg
-        high, low = hi - MARGIN * (hi - avg), lo + MARGIN * (avg - lo)
+        high, low = hi - TUNING.fill_margin * (hi - avg), lo + TUNING.fill_margin * (avg - lo)
     excess = np.where(over, load - high, 0.0)
     need = np.where(under & receiver, low - load, 0.0)
     # In-band brokers take up to the average (rounded) first; only when that is not enough (e.g.
@@ -186,7 +178,7 @@ def _replica_batch(pair: Pair, amount: float) -> float:
     parts, slots, v = parts[ok], slots[ok], v[ok]
     # Items that keep their topic's spread (or improve it) first; the others only when those
     # cannot carry any of the amount.
-    keeps = topic_penalty(pair, st.ptopic[parts], leaders=slots == 0, replicas_move=True) <= KEEPS_TOPIC
+    keeps = topic_penalty(pair, st.ptopic[parts], leaders=slots == 0, replicas_move=True) <= TUNING.keeps_topic
     if keeps.any() and not keeps.all():
         chosen = _choose(pair, v[keeps], amount)
         if chosen.any():
@@ -248,8 +240,8 @@ def _always(_left: float, _amount: float) -> bool:
 
 
 def _beyond_share(left: float, amount: float) -> bool:
-    """Exchanges move bytes both ways: only for more than SWAP_MIN_SHARE of the amount."""
-    return left > SWAP_MIN_SHARE * amount
+    """Exchanges move bytes both ways: only for more than TUNING.swap_min_share of the amount."""
+    return left > TUNING.swap_min_share * amount
 
 
 def _some_left(left: float, amount: float) -> bool:

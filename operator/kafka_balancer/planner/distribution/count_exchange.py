@@ -13,8 +13,6 @@ band (``rebuild.exchange_pass``; docs/goals.md, "Count exchanges").
 
 from __future__ import annotations
 
-from typing import Final
-
 import numpy as np
 
 from kafka_balancer.model.cluster import FloatArray
@@ -23,12 +21,7 @@ from kafka_balancer.planner.base.candidates import replica_candidates
 from kafka_balancer.planner.base.pair_checks import Pair, PairCheck
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.base.topic_spread import topic_ok
-
-# Exchanges per (giver, taker) pair and round; each re-reads the loads the last one changed.
-EXCHANGES_PER_PAIR: Final = 8
-# Heaviest replicas of the taker considered for the way back, and most light replicas per exchange.
-HEAVY_SIDE: Final = 24
-MAX_LIGHT: Final = 64
+from kafka_balancer.planner.tuning import TUNING
 
 
 def _weight(v: FloatArray, scale: FloatArray, loads: list[int]) -> FloatArray:
@@ -71,7 +64,7 @@ def replica_count_exchange(pair: Pair, amount: float) -> float:
     if not (st.can_host[d] and st.can_host[s]):
         return 0.0
     left = amount
-    for _ in range(EXCHANGES_PER_PAIR):
+    for _ in range(TUNING.count_exchanges_per_pair):
         want = int(np.floor(left + 0.5))
         if want < 1:
             break
@@ -80,12 +73,12 @@ def replica_count_exchange(pair: Pair, amount: float) -> float:
         if lp.size < 2 or hp.size == 0:
             break
         # The heaviest of d, and those going back to s (they take bytes off the plan).
-        heaviest = np.argsort(-hw, kind="stable")[:HEAVY_SIDE]
-        heavy = np.unique(np.concatenate([heaviest, np.flatnonzero(ha < 0)[:HEAVY_SIDE]]))
+        heaviest = np.argsort(-hw, kind="stable")[: TUNING.count_exchange_heavy_side]
+        heavy = np.unique(np.concatenate([heaviest, np.flatnonzero(ha < 0)[: TUNING.count_exchange_heavy_side]]))
         # Row i: the first i + 2 of s together (i + 1 net); column: one heavy one of d.
-        light_sums = np.cumsum(lv[: min(lp.size, MAX_LIGHT)], axis=0)[1:]
+        light_sums = np.cumsum(lv[: min(lp.size, TUNING.count_exchange_max_light)], axis=0)[1:]
         net = light_sums[:, None, :] - hv[heavy][None, :, :]
-        added = np.cumsum(la[: min(lp.size, MAX_LIGHT)])[1:, None] + ha[heavy][None, :]
+        added = np.cumsum(la[: min(lp.size, TUNING.count_exchange_max_light)])[1:, None] + ha[heavy][None, :]
         ok = PairCheck(pair)(net)
         if not ok.any():
             break

@@ -11,8 +11,6 @@ band). The pair-by-pair rounds then finish the job.
 
 from __future__ import annotations
 
-from typing import Final
-
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
@@ -22,10 +20,7 @@ from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.base.together import accept_together
 from kafka_balancer.planner.base.topic_spread import within_budget
 from kafka_balancer.planner.catalogue import Q_LEADERS
-
-# A receiving broker is filled this share of the way from the band's lower edge towards the
-# average (same as balance.MARGIN, kept here to avoid an import cycle).
-MARGIN: Final = 0.15
+from kafka_balancer.planner.tuning import TUNING
 
 
 def _within(key: Ints, value: FloatArray, limit: FloatArray) -> BoolArray:
@@ -105,7 +100,7 @@ def _give_and_take(st: State, b: Bands, q: int) -> tuple[FloatArray, FloatArray]
     else:
         # Brokers outside balanced groups have infinite bands: keep them out of the arithmetic.
         edge_hi, edge_lo = np.where(finite, hi, avg), np.where(finite, lo, avg)
-        high, low = edge_hi - MARGIN * (edge_hi - avg), edge_lo + MARGIN * (avg - edge_lo)
+        high, low = edge_hi - TUNING.fill_margin * (edge_hi - avg), edge_lo + TUNING.fill_margin * (avg - edge_lo)
     key, ng = st.balance_groups(q)
     group_under = np.bincount(key, weights=under, minlength=ng) > 0
     give = np.where(over, load - high, 0.0)

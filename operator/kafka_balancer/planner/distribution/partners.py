@@ -1,7 +1,7 @@
 """Partners for the per-topic exchanges (:mod:`kafka_balancer.planner.distribution.topic_swaps`),
 found by size: every candidate partner sorted by (broker key, size rank) in a :class:`PartnerIndex`,
-and each offer looks at the WINDOW nearest in size, so the work per round is a few sorts over the
-cluster; of those, the PARTNERS nearest that pass the cheap tests go on to the bands."""
+and each offer looks at the TUNING.partner_window nearest in size, so the work per round is a few sorts over the
+cluster; of those, the TUNING.partners nearest that pass the cheap tests go on to the bands."""
 
 from __future__ import annotations
 
@@ -14,11 +14,7 @@ from kafka_balancer.planner.base.arrays import Ints, cells
 from kafka_balancer.planner.base.round_bands import Bands
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import TOPIC_LEADER_GOAL
-
-# Partners looked at on each side of the offer's size rank.
-WINDOW: Final = 48
-# Partners (nearest in size among those passing the cheap tests) checked against every band.
-PARTNERS: Final = 8
+from kafka_balancer.planner.tuning import TUNING
 
 
 def size_share(st: State, size_rank: Ints) -> FloatArray:
@@ -43,7 +39,7 @@ def may_give_take(counts: Ints, lo: FloatArray, hi: FloatArray) -> tuple[BoolArr
 
 
 def _window(index: PartnerIndex, topics: Ints, query: FloatArray, segment: tuple[Ints, Ints]) -> tuple[Ints, BoolArray]:
-    """Positions of the WINDOW keys on each side of ``query`` that are not of the offer's topic
+    """Positions of the TUNING.partner_window keys on each side of ``query`` that are not of the offer's topic
     (``topics``), and which of them lie inside the offer's segment [lo, hi).
 
     The offer's own topic can never be its partner, and a topic of many equal partitions filled the
@@ -52,19 +48,19 @@ def _window(index: PartnerIndex, topics: Ints, query: FloatArray, segment: tuple
     them in one jump (:func:`_topic_runs`)."""
     size = index.keys.size
     pos = np.searchsorted(index.keys, query)
-    idx = np.zeros((pos.size, 2 * WINDOW), dtype=np.int64)
+    idx = np.zeros((pos.size, 2 * TUNING.partner_window), dtype=np.int64)
     if size == 0:
         return idx, idx != 0
     run_start, run_end = index.runs
     right, left = pos, pos - 1
     last = max(size - 1, 0)
-    for j in range(WINDOW):
+    for j in range(TUNING.partner_window):
         at = np.minimum(right, last)
         right = np.where((right < size) & (index.topics[at] == topics), run_end[at], right)
-        idx[:, WINDOW + j] = right
+        idx[:, TUNING.partner_window + j] = right
         at = np.maximum(left, 0)
         left = np.where((left >= 0) & (index.topics[at] == topics), run_start[at] - 1, left)
-        idx[:, WINDOW - 1 - j] = left
+        idx[:, TUNING.partner_window - 1 - j] = left
         right, left = right + 1, left - 1
     lo, hi = segment
     ok: BoolArray = (idx >= lo[:, None]) & (idx < hi[:, None])
@@ -107,7 +103,7 @@ class PartnerIndex(NamedTuple):
         return PartnerIndex(parts, slots, keys[order], size_rank, share, topics, _topic_runs(topics), leaders)
 
     def near(self, st: State, segments: Ints, parts: Ints) -> tuple[Ints, BoolArray]:
-        """For each of ``parts``, the positions of the 2 x WINDOW partners of its segment nearest
+        """For each of ``parts``, the positions of the 2 x TUNING.partner_window partners of its segment nearest
         in size that are of another topic, and which of them are inside the segment."""
         nparts = max(st.model.num_partitions, 1)
         query = segments + self.size_rank[parts] / nparts
@@ -155,15 +151,17 @@ def leader_index(st: State, size_rank: Ints) -> PartnerIndex:
 
 # Each window position's rank by distance from the offer (of two at the same distance, the smaller
 # partner first), and the keys that put the positions failing a test after every one passing.
-_BY_DISTANCE: Final = np.argsort(np.argsort(np.abs(np.arange(-WINDOW, WINDOW)), kind="stable"))
-_FAILED: Final = 2 * WINDOW + np.arange(2 * WINDOW)
+_BY_DISTANCE: Final = np.argsort(
+    np.argsort(np.abs(np.arange(-TUNING.partner_window, TUNING.partner_window)), kind="stable")
+)
+_FAILED: Final = 2 * TUNING.partner_window + np.arange(2 * TUNING.partner_window)
 
 
 def nearest(ok: BoolArray, idx: Ints) -> tuple[Ints, BoolArray]:
-    """The cheap tests done, the PARTNERS nearest in size of each offer (positions, still acceptable):
+    """The cheap tests done, the TUNING.partners nearest in size of each offer (positions, still acceptable):
     those passing by distance, then those failing by position. The keys are distinct, so a partial
-    sort of each row's first PARTNERS gives what a stable sort of the whole window would."""
+    sort of each row's first TUNING.partners gives what a stable sort of the whole window would."""
     key = np.where(ok, _BY_DISTANCE[None, :], _FAILED[None, :])
-    first = np.argpartition(key, PARTNERS - 1, axis=1)[:, :PARTNERS]
+    first = np.argpartition(key, TUNING.partners - 1, axis=1)[:, : TUNING.partners]
     near = np.take_along_axis(first, np.argsort(np.take_along_axis(key, first, axis=1), axis=1), axis=1)
     return np.take_along_axis(idx, near, axis=1), np.take_along_axis(ok, near, axis=1)

@@ -9,8 +9,6 @@ difference best fits the gap.
 
 from __future__ import annotations
 
-from typing import Final
-
 import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray, FloatArray
@@ -18,17 +16,7 @@ from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import leader_candidates, replica_candidates
 from kafka_balancer.planner.base.pair_checks import Pair, PairCheck
 from kafka_balancer.planner.base.topic_spread import topic_ok
-
-# Swaps per (source, destination) pair and round; each one re-reads the loads it changed.
-SWAPS_PER_PAIR: Final = 8
-# Candidates kept on each side (largest first on s, smallest first on d): bounds the work per swap.
-SIDE_CANDIDATES: Final = 4096
-# Leader-count exchanges per pair and round, and the lightest/heaviest leaderships considered on each side.
-EXCHANGES_PER_PAIR: Final = 16
-EXCHANGE_SIDE: Final = 24
-# One-for-one leadership trades per pair and round, and the heaviest/lightest considered on each side.
-TRADES_PER_PAIR: Final = 16
-TRADE_SIDE: Final = 32
+from kafka_balancer.planner.tuning import TUNING
 
 
 def _closest(moved: FloatArray, ok: BoolArray, left: float) -> tuple[int, int] | None:
@@ -65,14 +53,14 @@ def swap_batch(pair: Pair, amount: float) -> float:
     yp, ys, yv = _side(pair.reversed())
     if xp.size == 0 or yp.size == 0:
         return 0.0
-    xo = np.argsort(-xv[:, q], kind="stable")[:SIDE_CANDIDATES]
-    yo = np.argsort(yv[:, q], kind="stable")[:SIDE_CANDIDATES]
+    xo = np.argsort(-xv[:, q], kind="stable")[: TUNING.swap_side]
+    yo = np.argsort(yv[:, q], kind="stable")[: TUNING.swap_side]
     xp, xs, xv = xp[xo], xs[xo], xv[xo]
     yp, ys, yv = yp[yo], ys[yo], yv[yo]
     x_free = np.ones(xp.size, dtype=np.bool_)
     y_free = np.ones(yp.size, dtype=np.bool_)
     left = amount
-    for _ in range(SWAPS_PER_PAIR):
+    for _ in range(TUNING.swaps_per_pair):
         if left <= 1e-9 * max(1.0, amount):
             break
         # For each x, the y whose value makes the difference closest to what is left (yv is ascending).
@@ -122,7 +110,7 @@ def leader_exchange(pair: Pair, amount: float) -> float:
     if not (st.can_lead[d] and st.can_lead[s]):
         return 0.0
     moved = 0.0
-    for _ in range(int(min(amount + 0.5, EXCHANGES_PER_PAIR))):
+    for _ in range(int(min(amount + 0.5, TUNING.leader_exchanges_per_pair))):
         ap, aslot = leader_candidates(st, index, s, d)
         bp, bslot = leader_candidates(st, index, d, s)
         if ap.size < 2 or bp.size == 0:
@@ -136,8 +124,8 @@ def leader_exchange(pair: Pair, amount: float) -> float:
         scale = np.maximum(b.avg[s], 1e-12)
         va, vb = st.lead[ap] - st.follow[ap], st.lead[bp] - st.follow[bp]
         wa, wb = (va / scale).sum(axis=1), (vb / scale).sum(axis=1)
-        light = np.argsort(wa, kind="stable")[:EXCHANGE_SIDE]
-        heavy = np.argsort(-wb, kind="stable")[:EXCHANGE_SIDE]
+        light = np.argsort(wa, kind="stable")[: TUNING.leader_exchange_side]
+        heavy = np.argsort(-wb, kind="stable")[: TUNING.leader_exchange_side]
         i, j = np.triu_indices(light.size, k=1)
         net = (va[light[i]] + va[light[j]])[:, None, :] - vb[heavy][None, :, :]  # (pairs, heavy, Q)
         ok = PairCheck(pair, amount=1.0)(net)
@@ -164,7 +152,7 @@ def leader_trade(pair: Pair, amount: float) -> float:
     if not (st.can_lead[d] and st.can_lead[s]):
         return 0.0
     left = amount
-    for _ in range(TRADES_PER_PAIR):
+    for _ in range(TUNING.trades_per_pair):
         if left <= 1e-9 * max(1.0, amount):
             break
         ap, aslot = leader_candidates(st, index, s, d)
@@ -175,8 +163,8 @@ def leader_trade(pair: Pair, amount: float) -> float:
         if ap.size == 0 or bp.size == 0:
             break
         va, vb = st.lead[ap] - st.follow[ap], st.lead[bp] - st.follow[bp]
-        heavy = np.argsort(-va[:, q], kind="stable")[:TRADE_SIDE]
-        light = np.argsort(vb[:, q], kind="stable")[:TRADE_SIDE]
+        heavy = np.argsort(-va[:, q], kind="stable")[: TUNING.trade_side]
+        light = np.argsort(vb[:, q], kind="stable")[: TUNING.trade_side]
         net = va[heavy][:, None, :] - vb[light][None, :, :]  # (heavy, light, Q)
         ok = PairCheck(pair, amount=np.inf)(net) & (net[..., q] > 0)
         if not ok.any():

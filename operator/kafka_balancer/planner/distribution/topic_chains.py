@@ -5,14 +5,15 @@ A broker leading too many of topic T often has T's partitions only on brokers th
 their share of T. Moving the leadership of one partition to such a broker ``a`` and, in the same
 step, the leadership of another T partition from ``a`` to a broker ``u`` with room, leaves ``a``'s
 count unchanged and moves one leadership from the over-full broker to ``u``: no data moves. Paths
-are found breadth-first over the topic's (leader -> follower) edges, at most MAX_DEPTH long, and a
+are found breadth-first over the topic's (leader -> follower) edges, at most TUNING.topic_chain_depth long, and a
 chain is applied only if every guarded band accepts the leaders' combined load changes. When a
 broker on the path sits on a band's edge, a leadership of another topic makes up for the load the
 path carries: going from the path's end back to its start (a cycle: every broker keeps its leader
 count), or into the start, or out of the end, from or to a third broker.
 
 This is the last resort after the vectorised rounds, so it only sees the topics left out of band;
-the work is bounded per topic and, on very large clusters, per call (MAX_TRIES, MAX_CHECKS).
+the work is bounded per topic and, on very large clusters, per call (the
+``topic_chain_tries`` and ``topic_chain_checks`` of :data:`TUNING`).
 """
 
 from __future__ import annotations
@@ -30,23 +31,7 @@ from kafka_balancer.planner.base.round_bands import Bands
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.base.together import Moves, fits_together, fits_with_each
 from kafka_balancer.planner.base.topic_spread import count_ok, leader_band
-
-# Edges per path (a breadth-first search visits each broker once, so a long limit costs little).
-MAX_DEPTH: Final = 8
-# Chains tried per topic and call beyond its out-of-band count (each is a small breadth-first
-# search in Python). Limits are per topic, so that a topic's result does not depend on the other
-# topics (or resource groups) planned with it, except for the cap per call: chains finish what the
-# vectorised rounds leave, and at millions of replicas those can leave too much for Python.
-SPARE_TRIES: Final = 2
-MAX_TRIES: Final = 15000
-# Band checks per call (paths and closings tried): the same cap on the work, counted where it is spent.
-MAX_CHECKS: Final = 60000
-# Alternative paths checked against the bands for one broker before giving up on it.
-PATHS_PER_BROKER: Final = 8
-# Failed closings per topic and call, and partners tried per closing.
-MAX_CLOSINGS: Final = 8
-CLOSING_TRIES: Final = 16
-
+from kafka_balancer.planner.tuning import TUNING
 
 Edge = tuple[int, int]  # (partition, slot of the new leader)
 
@@ -109,7 +94,7 @@ class _Budget:
 def leader_chains(st: State, b: Bands, *, share: float = 1.0) -> int:
     """Apply leadership chains that bring topics' leader counts into their band. Returns chains applied.
 
-    ``share`` scales the per-call caps (MAX_TRIES, MAX_CHECKS) for a second, briefer call.
+    ``share`` scales the per-call caps (TUNING.topic_chain_tries, TUNING.topic_chain_checks) for a second, briefer call.
     """
     counts, lo, hi = st.tlead, b.lead_lo, b.lead_hi
     in_group = topic_brokers(st) & b.topic_leader_on[:, None]
@@ -120,16 +105,16 @@ def leader_chains(st: State, b: Bands, *, share: float = 1.0) -> int:
     order = stable_order(st.ptopic)
     starts = np.searchsorted(st.ptopic[order], np.arange(len(st.model.topics) + 1))
     by_leader = _LeaderIndex(st)
-    work = _Work(int(MAX_CHECKS * share))
-    max_tries = int(MAX_TRIES * share)
+    work = _Work(int(TUNING.topic_chain_checks * share))
+    max_tries = int(TUNING.topic_chain_tries * share)
     applied = tried = 0
     for t in topics.tolist():
         parts = order[starts[t] : starts[t + 1]]
         parts = parts[st.scope.movable[parts]]
         member = in_group[t]
-        budget = _Budget(by_leader, MAX_CLOSINGS, work)
+        budget = _Budget(by_leader, TUNING.topic_chain_closings, work)
         distance = np.maximum(counts[t] - hi[t], 0) + np.maximum(lo[t] - counts[t], 0)
-        for _ in range(int(distance[member].sum()) + SPARE_TRIES):
+        for _ in range(int(distance[member].sum()) + TUNING.topic_chain_spare_tries):
             if tried >= max_tries or work.checks <= 0:
                 return applied
             tried += 1
@@ -244,8 +229,9 @@ class _Walk(NamedTuple):
 
 
 def _paths(walk: _Walk, start: int, ends: set[int], preferred: set[int]) -> list[list[Edge]]:
-    """Shortest edge paths (at most MAX_DEPTH) from ``start`` to up to PATHS_PER_BROKER brokers of
-    ``ends``, ``preferred`` ends first: a breadth-first search that visits each broker once."""
+    """Shortest edge paths (at most ``TUNING.topic_chain_depth``) from ``start`` to up to
+    ``TUNING.topic_chain_paths_per_broker`` brokers of ``ends``, ``preferred`` ends first: a
+    breadth-first search that visits each broker once."""
     parent: dict[int, tuple[int, int]] = {}  # broker -> (the broker before it, the edge between)
     depth = {start: 0}
     queue: deque[int] = deque([start])
@@ -257,9 +243,9 @@ def _paths(walk: _Walk, start: int, ends: set[int], preferred: set[int]) -> list
             # Every broker up to this depth is found, and what is found later lies deeper: once
             # enough ends are reached, the later ones would sort after them.
             level = depth[node]
-            if len(reached) >= PATHS_PER_BROKER:
+            if len(reached) >= TUNING.topic_chain_paths_per_broker:
                 break
-        if depth[node] >= MAX_DEPTH:
+        if depth[node] >= TUNING.topic_chain_depth:
             continue
         for nxt, e in zip(*walk.edges_of(node), strict=True):
             if nxt in depth:
@@ -271,7 +257,7 @@ def _paths(walk: _Walk, start: int, ends: set[int], preferred: set[int]) -> list
                 reached.append(nxt)
     reached.sort(key=lambda n: (depth[n], n not in preferred))
     out: list[list[Edge]] = []
-    for end in reached[:PATHS_PER_BROKER]:
+    for end in reached[: TUNING.topic_chain_paths_per_broker]:
         path: list[Edge] = []
         node = end
         while node != start:
@@ -305,7 +291,7 @@ def _close(st: State, b: Bands, chain: tuple[Ints, Ints], budget: _Budget) -> bo
     back, back_slots = back[fit], back_slots[fit]
     v = (st.lead[parts[0]] - st.follow[parts[0]]) / np.maximum(b.avg[start], 1e-12)
     gap = np.abs((st.lead[back] - st.follow[back]) / np.maximum(b.avg[start], 1e-12) - v).sum(axis=1)
-    for i in np.argsort(gap, kind="stable")[:CLOSING_TRIES].tolist():
+    for i in np.argsort(gap, kind="stable")[: TUNING.topic_chain_closing_tries].tolist():
         all_parts = np.r_[parts, back[i]]
         all_slots = np.r_[slots, back_slots[i]]
         if not budget.check():

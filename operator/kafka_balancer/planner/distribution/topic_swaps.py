@@ -15,7 +15,7 @@ Partners are found by size (:mod:`kafka_balancer.planner.distribution.partners`)
 
 from __future__ import annotations
 
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -31,15 +31,7 @@ from kafka_balancer.planner.distribution.partners import (
     may_give_take,
     nearest,
 )
-
-# Preference for partners going back to the broker they started on (cost units: net change over average).
-HOME_BONUS: Final = 1.0
-# Offers paired per round.
-MAX_OFFERS: Final = 16384
-# Only partitions in the smaller SIZE_CAP share of the cluster's sizes are swapped: a swap moves two
-# replicas, and the per-topic goals (counts) are not worth moving the big ones (measured: a cap of
-# 0.5 keeps bytes moved where the one-way moves had them; 1.0 adds ~0.3x the lower bound).
-SIZE_CAP: Final = 0.5
+from kafka_balancer.planner.tuning import TUNING
 
 
 def _weights(st: State, b: Bands, s: Ints) -> FloatArray:
@@ -94,12 +86,12 @@ def _first_partition(p: Ints, q: Ints) -> BoolArray:
 
 
 def most_needed(counts: Ints, hi: FloatArray, topics: Ints, src: Ints, *, limit: int = 0) -> Ints:
-    """Indices of at most ``limit`` (default MAX_OFFERS) offers, taken one topic at a time: each
+    """Indices of at most ``limit`` (default TUNING.topic_swap_offers) offers, taken one topic at a time: each
     topic's offer whose source holds most above its band, then each topic's second, and so on
     (bounds a round's memory and time at millions of replicas; later rounds take the rest). Kept in
     their original order. Most-needed first across topics instead gave one big topic a whole
     round, and its few destinations could take only a few hundred of the 16,384 offers."""
-    limit = limit or MAX_OFFERS
+    limit = limit or TUNING.topic_swap_offers
     if topics.size <= limit:
         return np.arange(topics.size)
     excess = counts[topics, src] - hi[topics]
@@ -139,7 +131,7 @@ def replica_swaps(st: State, b: Bands, offers: Offers, *, index: PartnerIndex, n
     ok &= _fits(st, b, src, dests.astype(np.int64), net)
     cost = (np.abs(net) * _weights(st, b, src)[:, None, :]).sum(axis=2)
     # A partner that lived on s before planning goes home: in the plan it is no move at all.
-    cost -= HOME_BONUS * (st.model.replicas[cp] == src[:, None, None]).any(axis=2)
+    cost -= TUNING.topic_swap_home_bonus * (st.model.replicas[cp] == src[:, None, None]).any(axis=2)
     found, j = _best_partners(ok, cost)
     p, k, d, s = parts[found], slots[found], dests[found], src[found]
     q, qk, net1 = cp[found, j], ck[found, j], net[found, j]

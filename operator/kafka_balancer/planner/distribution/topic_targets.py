@@ -5,7 +5,6 @@ many, too few, or may give one) and, per topic, the allowed brokers of each rack
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
 
 import numpy as np
 
@@ -14,15 +13,7 @@ from kafka_balancer.planner.base.arrays import Ints, cells, ranks
 from kafka_balancer.planner.base.measures import topic_brokers
 from kafka_balancer.planner.base.round_bands import Bands
 from kafka_balancer.planner.base.state import State
-
-# Emptiest brokers (for the topic) per rack that an offered replica may go to; a topic with more
-# replicas above its band than that gives all racks gets up to WIDE_DESTS_PER_RACK (a round moves at
-# most one of a topic onto each broker: at 4 per rack, one topic of 16,473 partitions of
-# bench.strong_skew, 1,500 replicas above its band, ran out of rounds at 24 moves a round).
-DESTS_PER_RACK: Final = 4
-WIDE_DESTS_PER_RACK: Final = 16
-# Candidates whose destination is chosen at once (bounds the candidates x brokers matrices).
-CHUNK: Final = 16384
+from kafka_balancer.planner.tuning import TUNING
 
 
 @dataclass(frozen=True)
@@ -76,7 +67,7 @@ def receivers(st: State, spread: TopicSpread, topics: Ints) -> tuple[Ints, BoolA
     own = st.groups.broker[None, :] == st.groups.topic[topics][:, None]
     racks = np.unique(st.rack[st.can_host])
     width = _widths(spread, topics, racks.size)
-    k = min(int(width.max(initial=DESTS_PER_RACK)), nb)
+    k = min(int(width.max(initial=TUNING.topic_dests_per_rack)), nb)
     out, usable = [], []
     for r in racks.tolist():
         masked = np.where((st.can_host & (st.rack == r))[None, :] & own, counts, np.inf)
@@ -96,9 +87,11 @@ def receivers(st: State, spread: TopicSpread, topics: Ints) -> tuple[Ints, BoolA
 
 def _widths(spread: TopicSpread, topics: Ints, nracks: int) -> Ints:
     """Destinations per rack for each of ``topics``: enough for all its replicas above its band in
-    one round, at least DESTS_PER_RACK, at most WIDE_DESTS_PER_RACK."""
+    one round, at least TUNING.topic_dests_per_rack, at most TUNING.topic_wide_dests_per_rack."""
     above = np.maximum(spread.counts[topics] - spread.hi[topics][:, None], 0).sum(axis=1)
-    width: Ints = np.clip(-(-above // max(nracks, 1)), DESTS_PER_RACK, WIDE_DESTS_PER_RACK).astype(np.int64)
+    width: Ints = np.clip(
+        -(-above // max(nracks, 1)), TUNING.topic_dests_per_rack, TUNING.topic_wide_dests_per_rack
+    ).astype(np.int64)
     return width
 
 
@@ -128,7 +121,7 @@ class Targets:
     fill: FloatArray
 
     def place(self, parts: Ints, slots: Ints, *, leaders: bool) -> tuple[Ints, Ints, Ints]:
-        """The offers that find a destination: (partitions, slots, destinations), in chunks of CHUNK.
+        """The offers that find a destination: (partitions, slots, destinations), in chunks of TUNING.topic_chunk.
 
         The r-th offer of a (topic, source) takes the r-th best destination, so that a broker far
         over a topic's band gives several replicas in one round (each to a different broker), and
@@ -139,9 +132,9 @@ class Targets:
         src_all = st.rep[parts, 0] if leaders else st.rep[parts, slots]
         pick = ranks(st.ptopic[parts].astype(np.int64) * st.model.num_brokers + src_all)
         out_p, out_s, out_d = [], [], []
-        for start in range(0, parts.size, CHUNK):
-            p, k = parts[start : start + CHUNK], slots[start : start + CHUNK]
-            r = pick[start : start + CHUNK]
+        for start in range(0, parts.size, TUNING.topic_chunk):
+            p, k = parts[start : start + TUNING.topic_chunk], slots[start : start + TUNING.topic_chunk]
+            r = pick[start : start + TUNING.topic_chunk]
             d, ok = _leader_dest(st, p, self.spread) if leaders else self.replica_dest(p, k, r)
             out_p.append(p[ok])
             out_s.append(k[ok])

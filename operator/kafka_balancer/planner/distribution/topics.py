@@ -10,8 +10,6 @@ earlier goal gets worse.
 
 from __future__ import annotations
 
-from typing import Final
-
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
@@ -23,29 +21,22 @@ from kafka_balancer.planner.catalogue import Q_DISK, Q_LEADERS, Q_REPLICAS, TOPI
 from kafka_balancer.planner.distribution.partners import PartnerIndex, leader_index, replica_index
 from kafka_balancer.planner.distribution.topic_chains import leader_chains
 from kafka_balancer.planner.distribution.topic_swaps import (
-    MAX_OFFERS,
-    SIZE_CAP,
     Offers,
     leader_swaps,
     most_needed,
     replica_swaps,
 )
 from kafka_balancer.planner.distribution.topic_targets import Targets, TopicSpread, receivers, topic_spread
-
-# Smallest partitions offered per (topic, source broker) and round: the spread goal is about
-# counts, so the cheapest items go first; a few alternatives cover rack and placement conflicts.
-OFFERS_PER_SOURCE: Final = 3
-# Offers per (topic, source) for the swap pass, whose partners must also match in size.
-SWAP_OFFERS: Final = 4
-# Rounds between rebuilds of the swap pass's partner index (a sort over every replica).
-REINDEX: Final = 8
-# One-way offers placed per round (at millions of replicas most are refused by one round's bands
-# and per-destination limits; placing them all cost 0.5 s a round at 2.8M replicas).
-ONE_WAY_OFFERS: Final = 4 * MAX_OFFERS
+from kafka_balancer.planner.tuning import TUNING
 
 
 def balance_topic_goal(
-    st: State, goal: str, *, size_cap: float = SIZE_CAP, rounds: int | None = None, chains_share: float = 1.0
+    st: State,
+    goal: str,
+    *,
+    size_cap: float = TUNING.topic_swap_size_cap,
+    rounds: int | None = None,
+    chains_share: float = 1.0,
 ) -> int:
     """Rounds of batched moves until the topic goal holds or nothing can move. Returns moves made.
 
@@ -68,7 +59,7 @@ def balance_topic_goal(
         # when some offer was refused: a topic's plan must not depend on other groups' offers.
         b = compute_bands(st)
         parts, slots, dests = _proposals(st, b, leaders=leaders, nracks=nracks, size_rank=size_rank, for_swaps=True)
-        if index is None or rnd % REINDEX == 0:
+        if index is None or rnd % TUNING.topic_reindex == 0:
             index = leader_index(st, size_rank) if leaders else replica_index(st, b, size_rank)
         if leaders:
             moved += leader_swaps(st, b, parts, dests, index=index)
@@ -96,7 +87,9 @@ def _leader_replica_trades(st: State, *, nracks: Ints, size_rank: Ints) -> int:
             break
         b = compute_bands(st)
         spread = topic_spread(st, b, leaders=True)
-        parts, slots = _offers(st, spread, leaders=True, size_rank=size_rank, per_source=SWAP_OFFERS)
+        parts, slots = _offers(
+            st, spread, leaders=True, size_rank=size_rank, per_source=TUNING.topic_swap_offers_per_source
+        )
         if parts.size == 0:
             break
         cands, usable = receivers(st, spread, np.unique(st.ptopic[parts]))
@@ -145,13 +138,13 @@ def _proposals(
 ) -> tuple[Ints, Ints, Ints]:
     """(partitions, slots, destination brokers): at most one item per (topic, source) and (topic, destination).
 
-    ``for_swaps``: SWAP_OFFERS per (topic, source) and no uniqueness; the swap pass picks among them
-    by how well a partner fits, then keeps one per (topic, broker).
+    ``for_swaps``: ``TUNING.topic_swap_offers_per_source`` per (topic, source) and no uniqueness; the
+    swap pass picks among them by how well a partner fits, then keeps one per (topic, broker).
     """
     spread = topic_spread(st, b, leaders=leaders)
-    per_source = SWAP_OFFERS if for_swaps else OFFERS_PER_SOURCE
+    per_source = TUNING.topic_swap_offers_per_source if for_swaps else TUNING.topic_offers_per_source
     parts, slots = _offers(st, spread, leaders=leaders, size_rank=size_rank, per_source=per_source)
-    # Place only the most needed offers (the swap pass pairs at most MAX_OFFERS per round, twice
+    # Place only the most needed offers (the swap pass pairs at most TUNING.topic_swap_offers per round, twice
     # that as some find no destination), not every offer of a cluster of millions of replicas: a
     # round's one-way moves are a fraction of its offers anyway; later rounds take the rest.
     src = st.rep[parts, 0] if leaders else st.rep[parts, slots]
@@ -165,7 +158,7 @@ def _proposals(
         spread.hi.astype(np.float64),
         st.ptopic[parts],
         src,
-        limit=2 * MAX_OFFERS if for_swaps else ONE_WAY_OFFERS,
+        limit=2 * TUNING.topic_swap_offers if for_swaps else TUNING.topic_one_way_offers,
     )
     parts, slots = parts[top], slots[top]
     fill = st.load[:, Q_DISK] / np.maximum(b.avg[:, Q_DISK], 1e-12)

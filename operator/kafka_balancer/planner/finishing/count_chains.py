@@ -5,7 +5,7 @@ room (or every shared one would push a topic's leader spread or a traffic band o
 leadership from it to a broker ``x`` and, in the same step, another from ``x`` onwards leaves
 ``x``'s count unchanged and moves one leadership from the full broker to the end of the path: no
 data moves. Paths are found breadth-first over the brokers (an edge where some partition led by one
-has a follower on the other and moving that leadership keeps its topic's spread), at most MAX_DEPTH
+has a follower on the other and moving that leadership keeps its topic's spread), at most TUNING.count_chain_depth
 long; a chain is applied only if every guarded band accepts the combined load changes on every
 broker it touches.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Final
 
 import numpy as np
 
@@ -25,19 +24,12 @@ from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.base.together import fits_together
 from kafka_balancer.planner.base.topic_spread import count_ok, leader_band
 from kafka_balancer.planner.catalogue import Q_LEADERS
-
-MAX_DEPTH: Final = 6
-# Candidate partitions kept per (leader, follower) broker pair, lightest leaderships first.
-PER_EDGE: Final = 4
-# Paths tried per broker and round, and chains tried per call (bounds the Python work on huge clusters).
-PATHS_PER_BROKER: Final = 8
-MAX_TRIES: Final = 2000
-ROUNDS: Final = 4
+from kafka_balancer.planner.tuning import TUNING
 
 
 class Candidates:
     """One round's leaderships that may move, grouped by (leader, follower) broker pair: arrays
-    sorted by pair, each pair's PER_EDGE lightest read when a chain passes along it (a round can
+    sorted by pair, each pair's TUNING.count_chain_per_edge lightest read when a chain passes along it (a round can
     hold half a million, and a call's chains use a few)."""
 
     def __init__(self, n: int, pair: Ints, columns: tuple[Ints, Ints, FloatArray]) -> None:
@@ -69,7 +61,7 @@ class Candidates:
             return []
         lo, hi = int(self.starts[i]), int(self.starts[i + 1])
         parts = self.parts[lo:hi]
-        order = np.lexsort((parts, self.weight[lo:hi]))[:PER_EDGE]
+        order = np.lexsort((parts, self.weight[lo:hi]))[: TUNING.count_chain_per_edge]
         return list(zip(parts[order].tolist(), self.slots[lo:hi][order].tolist(), strict=True))
 
     def drop(self, edge: tuple[int, int]) -> None:
@@ -116,7 +108,7 @@ class _Graph:
 
 @dataclass
 class _Work:
-    """Chains tried in this call (at most MAX_TRIES)."""
+    """Chains tried in this call (at most TUNING.count_chain_tries)."""
 
     tries: int = 0
 
@@ -125,7 +117,7 @@ def leader_count_chains(st: State, b: Bands) -> int:
     """Apply chains that bring brokers' leader counts into the band of ``b``. Returns chains applied."""
     applied = 0
     work = _Work()
-    for _ in range(ROUNDS):
+    for _ in range(TUNING.count_chain_rounds):
         before = applied
         cands = _candidates(st, b)
         if not cands:
@@ -146,7 +138,7 @@ def _into_band(st: State, b: Bands, graph: _Graph, end: tuple[int, bool], work: 
     chain is left: (chains applied, whether the call's tries ran out)."""
     applied = 0
     while _out_of_band(st, b, end[0]):
-        if work.tries > MAX_TRIES:
+        if work.tries > TUNING.count_chain_tries:
             return applied, True
         if not _one_chain(st, b, graph, end, work):
             break
@@ -228,14 +220,15 @@ def _no_candidates() -> tuple[Ints, tuple[Ints, Ints, FloatArray]]:
 
 
 def _paths(adj: Adjacency, start: int, ends: BoolArray) -> list[list[tuple[int, int]]]:
-    """Shortest broker paths from ``start`` to up to PATHS_PER_BROKER brokers of ``ends`` (breadth-first)."""
+    """Shortest broker paths from ``start`` to up to ``TUNING.count_chain_paths_per_broker`` brokers
+    of ``ends`` (breadth-first)."""
     parent = {start: start}
     depth = {start: 0}
     queue: deque[int] = deque([start])
     reached: list[int] = []
-    while queue and len(reached) < PATHS_PER_BROKER:
+    while queue and len(reached) < TUNING.count_chain_paths_per_broker:
         node = queue.popleft()
-        if depth[node] >= MAX_DEPTH:
+        if depth[node] >= TUNING.count_chain_depth:
             continue
         for nxt in sorted(adj.get(node, ())):
             if nxt in depth:
@@ -245,7 +238,7 @@ def _paths(adj: Adjacency, start: int, ends: BoolArray) -> list[list[tuple[int, 
             if ends[nxt]:
                 reached.append(nxt)
     out = []
-    for end in reached[:PATHS_PER_BROKER]:
+    for end in reached[: TUNING.count_chain_paths_per_broker]:
         path, node = [], end
         while node != start:
             path.append((parent[node], node))

@@ -12,7 +12,7 @@ if, at the end, no broker is further from any band (the rounded leader-count ave
 over a capacity limit, no (topic, broker) count is further from its band, and the topic's spread got
 better; otherwise every move of it is undone.
 
-Each attempt re-runs the goals, so this only runs when a handful of slots is left (MAX_CELLS). It
+Each attempt re-runs the goals, so this only runs when a handful of slots is left (TUNING.detour_max_cells). It
 works on one resource group at a time, with that group's own limits, so a group planned on its own
 gets the same detours as in the whole cluster.
 """
@@ -37,24 +37,7 @@ from kafka_balancer.planner.distribution.topic_targets import topic_spread
 from kafka_balancer.planner.finishing.revert import revert_moves
 from kafka_balancer.planner.finishing.substitute import substitute_moves
 from kafka_balancer.planner.finishing.tighten import tighten_leaders
-
-# More cells out of band than this is the vectorised passes' work, not one attempt each.
-MAX_CELLS: Final = 24
-# Rounds of mending the quantities a detour pushed out of band.
-MEND_ROUNDS: Final = 3
-# Detours per resource group (each re-runs goals over the group): at most MAX_DETOURS, and fewer on
-# large groups so that their time stays bounded (DETOUR_REPLICAS / replicas, at least one).
-# An attempt whose leadership move takes the leader counts off the rounded average re-runs their
-# finishing (finishing.tighten): 2.5 s at 325k replicas on 2 cores, so one attempt there (12 took
-# 27 s on a strongly skewed cluster), and 16 up to 31k replicas.
-MAX_DETOURS: Final = 16
-DETOUR_REPLICAS: Final = 500_000
-# Direct moves tried per cell (each attempt re-runs the broker-level goals).
-TRIES_PER_CELL: Final = 6
-# Replicas offered per cell (the cheapest to move) and per broker of a two-step detour.
-SOURCES: Final = 8
-# Destinations per offered replica (fewest of the topic, then least disk for the group).
-DESTS_PER_REPLICA: Final = 2
+from kafka_balancer.planner.tuning import TUNING
 
 # Marks a step that moves the leadership to ``slot`` (no data) instead of the replica in ``slot``.
 LEADERSHIP: Final = -1
@@ -147,11 +130,11 @@ def _group_detours(st: State, goals: Sequence[str]) -> int:
     b = compute_bands(st)
     nracks = st.group_racks()
     replicas = int((st.rep[st.scope.movable] != NO_BROKER).sum())
-    budget = _Budget(min(MAX_DETOURS, max(1, DETOUR_REPLICAS // max(replicas, 1))))
+    budget = _Budget(min(TUNING.detour_max_attempts, max(1, TUNING.detour_replicas_per_attempt // max(replicas, 1))))
     fixed = 0
     for goal in goals:
         cells = _cells(st, b, leaders=goal == TOPIC_LEADER_GOAL)
-        if len(cells) > MAX_CELLS:
+        if len(cells) > TUNING.detour_max_cells:
             continue
         for cell in cells:
             start = _distances(st, b)
@@ -222,21 +205,21 @@ def _cells(st: State, b: Bands, *, leaders: bool) -> list[_Cell]:
 
 def _direct_moves(st: State, b: Bands, cell: _Cell, *, nracks: Ints) -> list[tuple[float, Detour]]:
     """Moves that bring (t, x) one step towards its band without taking another count of t out of
-    its band, under every hard goal: the TRIES_PER_CELL that move fewest bytes. A replica that can
+    its band, under every hard goal: the TUNING.detour_tries_per_cell that move fewest bytes. A replica that can
     only go to a broker already at the topic's upper edge (racks allow no other, or it is the
     replica's original broker) goes there when that broker can pass one of its replicas of t on to a
     broker with room: two steps."""
     t, x, over, leaders = cell
     of_topic = np.flatnonzero((st.ptopic == t) & st.scope.movable)
     if leaders:
-        return [(0.0, move) for move in _leader_moves(st, b, t, x, of_topic, over=over)[:TRIES_PER_CELL]]
+        return [(0.0, move) for move in _leader_moves(st, b, t, x, of_topic, over=over)[: TUNING.detour_tries_per_cell]]
     if over:
         moves = _replica_moves_out(st, b, t, x, of_topic, nracks=nracks)
     else:
         moves = _replica_moves_in(st, b, t, x, of_topic, nracks=nracks)
     cost = [sum(_step_bytes(st, step) for step in move) for move in moves]
     order = sorted(range(len(moves)), key=lambda i: (cost[i], i))
-    return [(cost[i], moves[i]) for i in order[:TRIES_PER_CELL]]
+    return [(cost[i], moves[i]) for i in order[: TUNING.detour_tries_per_cell]]
 
 
 def _step_bytes(st: State, step: Step) -> float:
@@ -273,10 +256,10 @@ def _replica_moves_out(st: State, b: Bands, t: int, x: int, of_topic: Ints, *, n
     full: list[Step] = []  # first steps to a broker at the edge, for the two-step detours
     for p, k in _cheapest_on(st, of_topic, x):
         ok = _allowed(st, p, k, nracks)[by_room]
-        out += [((p, k, int(d)),) for d in by_room[ok & room][:DESTS_PER_REPLICA]]
+        out += [((p, k, int(d)),) for d in by_room[ok & room][: TUNING.detour_dests_per_replica]]
         at_edge = by_room[ok & ~room & (by_room != x)]
         home = np.isin(at_edge, st.model.replicas[p])
-        full += [(p, k, int(d)) for d in np.r_[at_edge[home], at_edge[~home]][:DESTS_PER_REPLICA]]
+        full += [(p, k, int(d)) for d in np.r_[at_edge[home], at_edge[~home]][: TUNING.detour_dests_per_replica]]
     for first in dict.fromkeys(full):
         p, _, d = first
         for q, k in _cheapest_on(st, of_topic[of_topic != p], d):
@@ -293,19 +276,19 @@ def _replica_moves_in(st: State, b: Bands, t: int, u: int, of_topic: Ints, *, nr
         for k, r in enumerate(st.rep[p].tolist()):
             if r != NO_BROKER and counts[r] - 1 >= lo and _allowed(st, p, k, nracks)[u]:
                 out.append(((p, k, u),))
-        if len(out) >= SOURCES:
+        if len(out) >= TUNING.detour_sources:
             break
     return out
 
 
 def _cheapest_on(st: State, of_topic: Ints, x: int) -> list[tuple[int, int]]:
-    """(partition, slot) of the topic's replicas on ``x``, at most SOURCES: those that arrived there
+    """(partition, slot) of the topic's replicas on ``x``, at most TUNING.detour_sources: those that arrived there
     (moving them on adds no bytes) first, then by size."""
     on = st.rep[of_topic] == x
     parts = of_topic[on.any(axis=1)]
     slots = np.argmax(on[on.any(axis=1)], axis=1)
     arrived = ~(st.model.replicas[parts] == x).any(axis=1)
-    order = np.lexsort((st.model.copy_bytes[parts], ~arrived))[:SOURCES]
+    order = np.lexsort((st.model.copy_bytes[parts], ~arrived))[: TUNING.detour_sources]
     return [(int(parts[i]), int(slots[i])) for i in order]
 
 
@@ -326,7 +309,7 @@ def _detour(st: State, b: Bands, move: Detour, start: _Distances, *, leadership_
     goal's moves may push another quantity out: a few rounds). Returns the distances at the end."""
     _make(st, move)
     goals = st.options.distribution_goals
-    for _ in range(MEND_ROUNDS):
+    for _ in range(TUNING.detour_mend_rounds):
         end = _distances(st, b)
         worse = end.worse_quantities(start)
         if not worse:

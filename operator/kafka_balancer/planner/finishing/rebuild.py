@@ -11,7 +11,7 @@ placement goes back to what it was. The random choice is seeded: the same input 
 plan. One resource group at a time, the others held still, as when a group is planned alone.
 
 A round costs about one pass of every goal, so a group's rounds shrink as it grows and stop at
-``LARGE`` replicas, where the plan itself must stay within its time targets (docs/performance.md).
+``TUNING.rebuild_large`` replicas, where the plan itself must stay within its time targets (docs/performance.md).
 
 The same keep-or-go-back test serves :func:`exchange_pass`, the second pass with replica-count
 exchanges for a plan that left that goal out of band.
@@ -32,18 +32,9 @@ from kafka_balancer.planner.base.state import State, arrived_replicas, only_grou
 from kafka_balancer.planner.catalogue import REPLICA_COUNT_GOAL, Exchange
 from kafka_balancer.planner.distribution.balance import balance_goal
 from kafka_balancer.planner.finishing.tighten import leaders_off_average
+from kafka_balancer.planner.tuning import TUNING
 
-# Share of the moved partitions each round undoes.
-RUIN_SHARE: Final = 0.1
-# Rounds at most, and the replicas x rounds a group may spend on them: a round costs about one
-# pass of every goal (0.75 s at 50k replicas, 3 s at 160k on the 2-core machine).
-MAX_ROUNDS: Final = 16
-WORK: Final = 800_000
-# None from this many replicas on: the plan alone takes 10-15 s at 320k replicas against 20.
-LARGE: Final = 200_000
-# A group with fewer moved partitions gets none: undoing a tenth of a handful re-plans one or two,
-# which the moves back home and the stand-ins have already tried.
-MIN_MOVED: Final = 50
+# Seed of the share each round undoes: the same input gives the same plan.
 SEED: Final = 20261122
 
 
@@ -72,9 +63,13 @@ class _Standing:
 
 
 def rounds_for(st: State) -> int:
-    """How many rounds a group gets: fewer as it grows, none from ``LARGE`` replicas on."""
+    """How many rounds a group gets: fewer as it grows, none from ``TUNING.rebuild_large`` replicas on."""
     replicas = int((st.rep[st.scope.movable] != NO_BROKER).sum())
-    return 0 if replicas >= LARGE else min(MAX_ROUNDS, WORK // max(replicas, 1))
+    return (
+        0
+        if replicas >= TUNING.rebuild_large
+        else min(TUNING.rebuild_max_rounds, TUNING.rebuild_work // max(replicas, 1))
+    )
 
 
 def rebuild_rounds(st: State, replan: Callable[[State], None], rounds: int | None = None) -> int:
@@ -102,9 +97,9 @@ def _rebuild_group(st: State, replan: Callable[[State], None], rounds: int) -> i
     kept = 0
     for _ in range(rounds):
         moved = np.flatnonzero(arrived_replicas(st.rep, orig).any(axis=1) & revertible)
-        if moved.size < MIN_MOVED or st.budget.spent():
+        if moved.size < TUNING.rebuild_min_moved or st.budget.spent():
             break
-        undo = np.sort(rng.choice(moved, size=max(1, round(RUIN_SHARE * moved.size)), replace=False))
+        undo = np.sort(rng.choice(moved, size=max(1, round(TUNING.rebuild_ruin_share * moved.size)), replace=False))
         saved = st.checkpoint()
         st.rep[undo] = orig[undo]
         st.refresh_loads()

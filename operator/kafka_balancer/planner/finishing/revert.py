@@ -10,8 +10,6 @@ confinement) holds, so the plan moves fewer bytes and every goal that held still
 
 from __future__ import annotations
 
-from typing import Final
-
 import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray
@@ -22,8 +20,7 @@ from kafka_balancer.planner.base.state import State, arrived_replicas
 from kafka_balancer.planner.base.together import accept_together
 from kafka_balancer.planner.base.topic_spread import within_budget
 from kafka_balancer.planner.catalogue import TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
-
-ROUNDS: Final = 6
+from kafka_balancer.planner.tuning import TUNING
 
 
 def revert_moves(st: State) -> int:
@@ -33,7 +30,7 @@ def revert_moves(st: State) -> int:
         return 0  # the replication factor changed: the original slots do not line up
     nracks = st.group_racks()
     total = 0
-    for _ in range(ROUNDS):
+    for _ in range(TUNING.revert_rounds):
         parts, slots, homes = _candidates(st, orig)
         if parts.size == 0:
             break

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, fields
-from typing import Final
 
 import numpy as np
 
@@ -33,24 +32,7 @@ from kafka_balancer.planner.base.together import accept_together
 from kafka_balancer.planner.base.topic_spread import within_budget
 from kafka_balancer.planner.catalogue import Q_DISK, Q_REPLICAS, TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
 from kafka_balancer.planner.finishing.revert import moved_replicas
-
-ROUNDS: Final = 4
-# Stand-ins tried per moved replica and round, smallest first among those smaller than it.
-TRIES: Final = 4
-# From afar, every broker's replicas of the topic are candidates, so more are tried (with one turn of
-# stand-ins from afar, mixed-rf seed 8: 8 tries ended at 1.184x the disk-only bound, 16 at 1.180, 32
-# at 1.179). With two turns (pipeline.distribution.FAR_TURNS), scale row 3 (320k replicas): 8 tries 1.300x in
-# 4.9 s, 12 tries 1.297x in 5.3 s, 16 tries 1.296x in 5.5 s; bench.strong_skew at 1.3M replicas
-# 1.149x with each.
-FAR_TRIES: Final = 12
-# Passes of dropping what a multi-leg exchange batch cannot take before halving the batch.
-SETTLE_PASSES: Final = 4
-# Moved replicas offered the wide searches (stand-ins from afar, or of another topic) per round, the
-# largest: at millions of replicas searching for all would take longer than it saves (from afar: 19 s
-# for 820 exchanges at 2.8M replicas; of another topic, at 1.3M replicas (bench.strong_skew): 1.4-1.7 s
-# a pass for all 290,000, 0.25 s for these, saving 0.28%, 0.17% and 0.03% of the plan's bytes in its
-# three passes against 0.28%, 0.22% and 0.07%).
-WIDE_OFFERS: Final = 16_384
+from kafka_balancer.planner.tuning import TUNING
 
 
 def substitute_moves(st: State, *, arrived: bool = False, far: bool = False) -> int:
@@ -68,17 +50,17 @@ def substitute_moves(st: State, *, arrived: bool = False, far: bool = False) -> 
     else:
         indexes = [_StandIns(st, orig, same_topic=same_topic, arrived=arrived) for same_topic in (True, False)]
     total = 0
-    for _ in range(ROUNDS):
+    for _ in range(TUNING.stand_in_rounds):
         b = compute_bands(st)
         made = 0
         moved = _Moved(st, orig)
         if far:
             moved = moved.homeward(st, b)
-        largest = moved.largest(WIDE_OFFERS)
+        largest = moved.largest(TUNING.stand_in_wide_offers)
         for index in indexes:
             offers = largest if index.wide else moved
             start, end = index.window(st, b, offers)
-            for attempt in range(FAR_TRIES if far else TRIES):
+            for attempt in range(TUNING.far_tries if far else TUNING.stand_in_tries):
                 made += _exchange(st, b, offers, index, window=(start + attempt, end), nracks=nracks)
         total += made
         if made == 0:
@@ -280,7 +262,7 @@ def _settle(st: State, b: Bands, legs: list[tuple[Ints, Ints, FloatArray]]) -> B
         if every.all():
             break
         passes += 1
-        keep = keep[every] if passes < SETTLE_PASSES else keep[: keep.size // 2]
+        keep = keep[every] if passes < TUNING.stand_in_settle_passes else keep[: keep.size // 2]
     out = np.zeros(n, dtype=np.bool_)
     out[keep] = True
     return out

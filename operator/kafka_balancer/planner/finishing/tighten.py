@@ -13,7 +13,6 @@ make room for the leaderships it must take or give (:func:`make_room`).
 from __future__ import annotations
 
 import dataclasses
-from typing import Final
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from kafka_balancer.planner.catalogue import LEADER_COUNT_GOAL, Q_LEADERS
 from kafka_balancer.planner.distribution.balance import balance_goal
 from kafka_balancer.planner.distribution.swaps import leader_trade
 from kafka_balancer.planner.finishing.count_chains import leader_count_chains, outside_leader_band
+from kafka_balancer.planner.tuning import TUNING
 
 
 def leaders_off_average(st: State) -> bool:
@@ -50,20 +50,12 @@ def tighten_leaders(st: State) -> int:
             rounds += balance_goal(st, LEADER_COUNT_GOAL, leadership_only=True)
             # What direct moves cannot do (no shared partition fits), chains through other brokers can.
             leader_count_chains(st, compute_bands(st))
-            for _ in range(ROOM_ROUNDS):
+            for _ in range(TUNING.leader_room_rounds):
                 if not make_room(st):
                     break
                 rounds += balance_goal(st, LEADER_COUNT_GOAL, leadership_only=True)
                 leader_count_chains(st, compute_bands(st))
     return rounds
-
-
-# Rounds of making room and moving leaderships again.
-ROOM_ROUNDS: Final = 8
-# Partner brokers tried per blocked broker and load (those with the most room in it first).
-ROOM_PARTNERS: Final = 6
-# A load this close to its band's edge (share of the half-band) blocks leaderships there.
-ROOM_EDGE: Final = 0.9
 
 
 def make_room(st: State) -> int:
@@ -96,11 +88,11 @@ def make_room(st: State) -> int:
         room_below = np.argsort(position, kind="stable")
         room_above = np.argsort(-position, kind="stable")
         trades = Pair(st, b, -1, -1, q, index, nracks)  # each trade's brokers are set below
-        for broker in np.flatnonzero(under & (position >= ROOM_EDGE)).tolist():
+        for broker in np.flatnonzero(under & (position >= TUNING.leader_room_edge)).tolist():
             group = int(st.groups.broker[broker])
             need = float(short[broker]) * typical.get(group, 0.0)
             traded += _trade(trades, broker, _partners(st, room_below, group), need=need, sheds=True)
-        for broker in np.flatnonzero(over & (position <= -ROOM_EDGE)).tolist():
+        for broker in np.flatnonzero(over & (position <= -TUNING.leader_room_edge)).tolist():
             group = int(st.groups.broker[broker])
             need = float(spare[broker]) * typical.get(group, 0.0)
             traded += _trade(trades, broker, _partners(st, room_above, group), need=need, sheds=False)
@@ -108,8 +100,8 @@ def make_room(st: State) -> int:
 
 
 def _partners(st: State, order: Ints, group: int) -> Ints:
-    """The first ``ROOM_PARTNERS`` brokers of ``order`` in ``group`` (only they share its partitions)."""
-    mine: Ints = order[st.groups.broker[order] == group][:ROOM_PARTNERS]
+    """The first ``TUNING.leader_room_partners`` brokers of ``order`` in ``group`` (only they share its partitions)."""
+    mine: Ints = order[st.groups.broker[order] == group][: TUNING.leader_room_partners]
     return mine
 
 

@@ -21,12 +21,13 @@ from kafka_balancer.planner.base.candidates import leader_candidates, replica_ca
 from kafka_balancer.planner.base.pair_checks import Pair, limits_check, take
 from kafka_balancer.planner.base.round_bands import compute_bands
 from kafka_balancer.planner.base.state import State
-from kafka_balancer.planner.base.topic_spread import EVENS_TOPIC, fit_order, topic_penalty
+from kafka_balancer.planner.base.topic_spread import fit_order, topic_penalty
 from kafka_balancer.planner.catalogue import Q_LEADERS, Q_REPLICAS, TOPIC_REPLICA_GOAL
 from kafka_balancer.planner.hard.evacuate import ids_text
 from kafka_balancer.planner.hard.ladder import descent_repair
 from kafka_balancer.planner.hard.room import destinations, over_limit_brokers, room_in_group
 from kafka_balancer.planner.options import PlanningError
+from kafka_balancer.planner.tuning import TUNING
 
 
 def enforce_capacity(st: State, *, fewest_bytes: bool = False, leadership_only: bool = False) -> None:
@@ -193,10 +194,6 @@ def _count_order(pair: Pair, parts: Ints, slots: Ints, v: FloatArray, *, count: 
     )
 
 
-# How much more a replica below its share of a giver's excess counts than one as far above it.
-SHORTFALL_WEIGHT = 10.0
-
-
 def _over_limits(st: State, s: int) -> dict[int, float]:
     """The other hard capacity quantities ``s`` is above its limit in, with its excess in each."""
     excess = st.load[s] - st.limit[s]
@@ -218,7 +215,7 @@ def _shed_order(v: FloatArray, over: dict[int, float], *, count: float) -> Ints:
         share = max(excess / max(count, 1.0), 1e-12)
         # Falling short of the share costs most (the kept replicas would stay above the limit); above
         # it, the nearest first (fewer bytes moved).
-        score += SHORTFALL_WEIGHT * np.maximum(share - v[:, q], 0.0) / share + np.abs(v[:, q] - share) / share
+        score += TUNING.shortfall_weight * np.maximum(share - v[:, q], 0.0) / share + np.abs(v[:, q] - share) / share
     order: Ints = np.argsort(score, kind="stable").astype(np.int64)
     return order
 
@@ -235,7 +232,7 @@ def _topic_first(pair: Pair, parts: Ints, slots: Ints, ordered: Ints) -> Ints:
     """
     topics = pair.st.ptopic[parts[ordered]]
     penalty = topic_penalty(pair, topics, leaders=slots[ordered] == 0, replicas_move=True)
-    out: Ints = ordered[np.argsort(penalty >= EVENS_TOPIC, kind="stable")]
+    out: Ints = ordered[np.argsort(penalty >= TUNING.evens_topic, kind="stable")]
     return out
 
 

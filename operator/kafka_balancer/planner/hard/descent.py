@@ -20,7 +20,7 @@ With ``leadership_only`` (demote-brokers moves no data) it is the only step.
 
 from __future__ import annotations
 
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -29,10 +29,7 @@ from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import leader_candidates, replica_candidates
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.hard.repair_round import RepairRound
-
-# Replicas compared on each side of an exchange (largest first on the giver, smallest first on the
-# taker): at most SIDE squared pairs per (giver, taker).
-SIDE: Final = 512
+from kafka_balancer.planner.tuning import TUNING
 
 
 class _Trade(NamedTuple):
@@ -87,8 +84,8 @@ def descend(rnd: RepairRound, s: int, takers: Ints) -> float:
         if gain.size and gain.max() > 0:
             m = _fewest_bytes(gain, xv[:, q])
             step.offer(float(gain[m]), float(xv[m, q]), [(int(xp[m]), int(xs[m]), d)])
-        xp, xs, xv = xp[:SIDE], xs[:SIDE], xv[:SIDE]
-        yp, ys, yv = _side(rnd, d, s, largest=False, count=SIDE)
+        xp, xs, xv = xp[: TUNING.descent_side], xs[: TUNING.descent_side], xv[: TUNING.descent_side]
+        yp, ys, yv = _side(rnd, d, s, largest=False, count=TUNING.descent_side)
         if yp.size == 0:
             continue
         net = xv[:, None, :] - yv[None, :, :]  # (X, Y, Q): what d gains and s loses
@@ -111,7 +108,9 @@ def _leadership(rnd: RepairRound, s: int, d: int, step: _Step, *, excess: float)
     if xp.size == 0:
         return
     xv = st.lead[xp] - st.follow[xp]
-    first = np.argsort(-xv[:, q], kind="stable")[:SIDE]  # largest first, as in the exchanges of replicas
+    first = np.argsort(-xv[:, q], kind="stable")[
+        : TUNING.descent_side
+    ]  # largest first, as in the exchanges of replicas
     xp, xs, xv = xp[first], xs[first], xv[first]
     room = float(st.limit[d, q] - st.load[d, q])
     gain = np.where(_fits_elsewhere(st, d, q, xv), _shrink(xv[:, q], excess, room), -np.inf)
@@ -122,7 +121,7 @@ def _leadership(rnd: RepairRound, s: int, d: int, step: _Step, *, excess: float)
     if yp.size == 0:
         return
     yv = st.lead[yp] - st.follow[yp]
-    first = np.argsort(yv[:, q], kind="stable")[:SIDE]
+    first = np.argsort(yv[:, q], kind="stable")[: TUNING.descent_side]
     yp, ys, yv = yp[first], ys[first], yv[first]
     net = xv[:, None, :] - yv[None, :, :]
     ok = _fits_elsewhere(st, d, q, net) & _giver_fits(st, s, net) & (net[..., q] > 0)

@@ -5,8 +5,6 @@ rack-aware and under every limit; leadership moves off brokers that may not lead
 
 from __future__ import annotations
 
-from typing import Final
-
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
@@ -15,10 +13,7 @@ from kafka_balancer.planner.base.measures import rack_allowance
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import Q_DISK, Q_LEADERS, Q_REPLICAS
 from kafka_balancer.planner.options import PlanningError
-
-# Evacuated replicas are placed in chunks of this many per destination broker, so one chunk
-# spreads round-robin over the least-filled brokers and the next chunk sees the new totals.
-CHUNK_PER_BROKER: Final = 4
+from kafka_balancer.planner.tuning import TUNING
 
 
 def ids_text(st: State, brokers: Ints | list[int]) -> str:
@@ -88,7 +83,7 @@ def _place(st: State, parts: Ints, slots: Ints, targets: BoolArray | None, nrack
                 f"them (dead, being removed, in excludedBrokersForReplicas or every log directory cordoned); "
                 "add a broker to the group",
             )
-        chunk = CHUNK_PER_BROKER * dests.size
+        chunk = TUNING.evacuate_chunk_per_broker * dests.size
         for start in range(0, gp.size, chunk):
             # Onto named targets, a partition's other replica still on a dead or removed broker (placed
             # in a later pass, which sees where this one went) does not hold its rack: the targets

@@ -28,7 +28,8 @@ from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import movable_replicas
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import Q_REPLICAS
-from kafka_balancer.planner.hard.repair_round import MAX_HOSTED, with_excluded
+from kafka_balancer.planner.hard.repair_round import with_excluded
+from kafka_balancer.planner.tuning import TUNING
 
 TINY: Final = 1e-12
 
@@ -37,7 +38,7 @@ def hand_leadership_to_room(st: State, hosts: Ints) -> int:
     """Hand the leadership of the movable partitions led from ``hosts`` to the replicas that leave
     most room (see the module's text); returns how many changed hands."""
     hosts = with_excluded(st, hosts)  # as the search places them, so that it may hand theirs too
-    if st.load[hosts, Q_REPLICAS].sum() > MAX_HOSTED:
+    if st.load[hosts, Q_REPLICAS].sum() > TUNING.ladder_max_hosted:
         return 0  # a Python step per partition: only the small groups the search serves
     index = st.broker_index_by_slot()
     parts = np.concatenate([movable_replicas(st, index, b, leaders_only=True)[0] for b in hosts.tolist()])

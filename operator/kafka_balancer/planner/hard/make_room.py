@@ -23,19 +23,8 @@ from kafka_balancer.planner.base.candidates import may_go_to, movable_replicas, 
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.hard.repair_round import RepairRound
 from kafka_balancer.planner.hard.room import most_room
+from kafka_balancer.planner.tuning import TUNING
 
-# Takers tried (least over their limit first), single replicas of the giver tried per taker, and third
-# brokers offered the taker's replicas (most room first): the step only runs where the descent
-# stalled, and must stay cheap at hundreds of brokers.
-TAKERS: Final = 16
-# And this many of the giver's own rack, as the capacity repair's destinations (room.destinations):
-# where each of its partitions has a replica in every rack, only those can take one. Without them a
-# 24-broker cluster's repair failed with its busiest broker 24 replicas over its limit: the 16
-# takers with most room were all in the other racks (bench.strong_skew, seed 1, 3,000
-# partitions, maxReplicasPerBroker 336).
-SAME_RACK_TAKERS: Final = 8
-GIVER_REPLICAS: Final = 8
-THIRD_BROKERS: Final = 16
 TOL: Final = 1e-9
 
 Move = tuple[int, int, int]  # (partition, slot, destination broker)
@@ -58,7 +47,9 @@ def make_room(rnd: RepairRound, s: int, hosts: Ints) -> float:
     excess = float(st.load[s, q] - st.limit[s, q])
     best: tuple[tuple[float, float], list[Move]] = ((TOL, 0.0), [])
     room = st.limit[:, q] - st.load[:, q]
-    takers = most_room(st, room, hosts[hosts != s], s, overall=TAKERS, same_rack=SAME_RACK_TAKERS)
+    takers = most_room(
+        st, room, hosts[hosts != s], s, overall=TUNING.room_takers, same_rack=TUNING.room_same_rack_takers
+    )
     for d in takers.tolist():
         xp, xs = replica_candidates(st, rnd.index, s, d=d, nracks=rnd.nracks, leaders_only=False)
         if xp.size == 0:
@@ -100,7 +91,7 @@ def _batches(st: State, d: int, q: int, xv: FloatArray, *, excess: float) -> Ite
         yield order[:k]
         k //= 2
     single = np.lexsort((np.where(xv[:, q] >= excess, xv[:, q], -xv[:, q]), xv[:, q] < excess))
-    for i in single[:GIVER_REPLICAS].tolist():
+    for i in single[: TUNING.room_giver_replicas].tolist():
         yield np.array([i])
 
 
@@ -119,7 +110,7 @@ def _pool(rnd: RepairRound, d: int, s: int, *, hosts: Ints) -> _Pool:
     st = rnd.st
     thirds = hosts[(hosts != s) & (hosts != d)]
     room = (st.limit[thirds] - st.load[thirds]).min(axis=1)
-    brokers = np.append(thirds[np.argsort(-room, kind="stable")][:THIRD_BROKERS], s).astype(np.int64)
+    brokers = np.append(thirds[np.argsort(-room, kind="stable")][: TUNING.room_third_brokers], s).astype(np.int64)
     mine = movable_replicas(st, rnd.index, d, leaders_only=False)
     found = [may_go_to(st, *mine, d=e, nracks=rnd.nracks) for e in brokers.tolist()]
     width = st.rep.shape[1]

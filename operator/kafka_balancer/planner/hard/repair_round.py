@@ -4,17 +4,11 @@ the rungs that place a group's replicas again or hand its leaderships out."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
 
 import numpy as np
 
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.state import State
-
-# Groups holding more replicas than this get neither the search nor the leaderships handed out (a
-# Python step per item: finding the movable ones costs as much as the whole repair step at a
-# million replicas, where the search would return at once).
-MAX_HOSTED: Final = 5_000
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-from typing import Final
-
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
@@ -13,14 +11,7 @@ from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import led_partitions
 from kafka_balancer.planner.base.measures import over_limit
 from kafka_balancer.planner.base.state import State
-
-# A capacity repair round offers an over-limit broker's load to this many brokers with most room,
-# and to this many of its own rack (with 8 there too, a 320k-replica cluster with near-full disks
-# ended with replica-distribution out of band; with 1 or 3 every goal held).
-DESTINATIONS: Final = 8
-
-
-SAME_RACK_DESTINATIONS: Final = 3
+from kafka_balancer.planner.tuning import TUNING
 
 
 def room_in_group(st: State, s: int, q: int, index: tuple[Ints, Ints], *, leadership_only: bool = False) -> FloatArray:
@@ -58,7 +49,14 @@ def destinations(st: State, room: FloatArray, s: int) -> Ints:
     partition already has a replica in each rack, a replica can only move within its rack, and the
     brokers with most room overall can all be in other racks (at 1.3M replicas with disks near full,
     the repair then stopped with 5 brokers over their limit and room to spare in their racks)."""
-    return most_room(st, room, np.flatnonzero(room > 0), s, overall=DESTINATIONS, same_rack=SAME_RACK_DESTINATIONS)
+    return most_room(
+        st,
+        room,
+        np.flatnonzero(room > 0),
+        s,
+        overall=TUNING.repair_destinations,
+        same_rack=TUNING.repair_same_rack_destinations,
+    )
 
 
 def most_room(st: State, room: FloatArray, brokers: Ints, s: int, *, overall: int, same_rack: int) -> Ints:

@@ -12,7 +12,7 @@ It is a branch and bound on the bytes moved: it keeps the placement that moves t
 bytes of those it finds within a budget of placements tried, puts back what can still go back, and
 changes nothing when it finds none. Each replica keeps its role (leader or follower; where the
 search finds nothing, :mod:`leadership_room` lets the leaderships change hands). It runs only
-on groups with at most ``MAX_REPLICAS`` movable replicas (at scale the descent has room to work
+on groups with at most ``TUNING.search_max_replicas`` movable replicas (at scale the descent has room to work
 with, and this search would be blind).
 """
 
@@ -28,19 +28,11 @@ from kafka_balancer.planner.base.candidates import may_host, movable_replicas
 from kafka_balancer.planner.base.measures import rack_allowance
 from kafka_balancer.planner.base.state import State, arrived_replicas
 from kafka_balancer.planner.catalogue import Q_REPLICAS
-from kafka_balancer.planner.hard.repair_round import MAX_HOSTED, with_excluded
+from kafka_balancer.planner.hard.repair_round import with_excluded
+from kafka_balancer.planner.tuning import TUNING
 
-# The search places at most this many movable replicas (and only in groups up to
-# repair_round.MAX_HOSTED replicas in all).
-MAX_REPLICAS: Final = 600
-# Placements tried, in all: ~10 µs each, so the search costs at most ~1 s where it fails.
-BUDGET: Final = 60_000
 TOL: Final = 1e-9
-# Placements the jittered restarts may try after both depth-first runs found nothing (at most
-# ~0.2 s), and how much they jitter the items' sizes (their order) and the brokers' rooms (in item
-# sizes). The draw is seeded: the same input gives the same plan.
-RESTART_BUDGET: Final = BUDGET // 4
-JITTER: Final = 0.2
+# Seed of the jittered restarts (TUNING.search_jitter): the same input gives the same plan.
 RESTART_SEED: Final = 20261125
 
 
@@ -51,24 +43,26 @@ def search(st: State, q: int, *, hosts: Ints, nracks: Ints) -> float:
     if packing is None:
         return 0.0
     # Staying put first finds the placements that move least; most room first, the ones that fit.
-    placement = packing.run(home_first=True, budget=BUDGET // 2)
+    placement = packing.run(home_first=True, budget=TUNING.search_budget // 2)
     if placement is None:
-        placement = packing.run(home_first=False, budget=BUDGET // 2)
+        placement = packing.run(home_first=False, budget=TUNING.search_budget // 2)
     if placement is None:
-        placement = packing.restarts(budget=RESTART_BUDGET)
+        placement = packing.restarts(budget=TUNING.search_restart_budget)
     if placement is None:
         return 0.0
     return packing.apply(st, placement)
 
 
-def packing_of(st: State, q: int, *, hosts: Ints, nracks: Ints, most: int = MAX_REPLICAS) -> Packing | None:
+def packing_of(
+    st: State, q: int, *, hosts: Ints, nracks: Ints, most: int = TUNING.search_max_replicas
+) -> Packing | None:
     """The packing of the replicas that may move on ``hosts`` (sorted) and the live brokers excluded
     from new replicas, when some of them is above its limit of ``q`` and there are at most ``most``
     of them (None otherwise, and where what may not move is over the limit already)."""
     hosts = with_excluded(st, hosts)  # the broker over its limit may be one of them
     if _excess(st, q, hosts) <= TOL:
         return None
-    if st.load[hosts, Q_REPLICAS].sum() > MAX_HOSTED:
+    if st.load[hosts, Q_REPLICAS].sum() > TUNING.ladder_max_hosted:
         return None
     index = st.broker_index_by_slot()
     found = [movable_replicas(st, index, b, leaders_only=False) for b in hosts.tolist()]
@@ -248,11 +242,13 @@ class Packing:
         for _ in range(budget // n):
             self._reset()
             at = np.full(n, -1, dtype=np.int64)
-            for i in np.argsort(-size * rng.uniform(1 - JITTER, 1 + JITTER, n), kind="stable").tolist():
+            for i in np.argsort(
+                -size * rng.uniform(1 - TUNING.search_jitter, 1 + TUNING.search_jitter, n), kind="stable"
+            ).tolist():
                 cands = np.flatnonzero(self._fits(i))
                 if cands.size == 0:
                     break
-                key = self.room[cands, self.q] + JITTER * size[i] * rng.random(cands.size)
+                key = self.room[cands, self.q] + TUNING.search_jitter * size[i] * rng.random(cands.size)
                 at[i] = cands[int(np.argmax(key))]
                 self._place(i, int(at[i]), 1)
             else:

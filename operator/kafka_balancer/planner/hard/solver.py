@@ -6,13 +6,13 @@ replicas against a limit of 45, the network and disk at 98.5% of their limits: 6
 found none), and a larger group it does not try at all (15 brokers, 616 replicas against a limit of
 44: the plan was refused). Here the same packing (:class:`search.Packing`: the group's movable
 replicas, each keeping its role, under every limit, the rack spread, the group, the exclusions and
-the named brokers), of up to ``MAX_REPLICAS`` replicas, is handed to HiGHS as a 0-1 program over
+the named brokers), of up to ``TUNING.solver_max_replicas`` replicas, is handed to HiGHS as a 0-1 program over
 (replica, broker) pairs. It asks for any placement, not the one moving the fewest bytes: proving
 that took HiGHS its whole 10 s on groups of 370-640 partitions, and its answer moved 0-3% fewer bytes
 by the plan's end, once the finishing passes had sent back what the goals did not need. The
 placement found then has the replicas it moved put back where that still fits, biggest first
 (:meth:`search.Packing.settle`). A solve stops at its first placement, so the same input gives the
-same plan; ``MAX_SECONDS`` (or what is left of the time budget) only bounds a solve that finds none.
+same plan; ``TUNING.solver_max_seconds`` (or what is left of the time budget) only bounds a solve that finds none.
 """
 
 from __future__ import annotations
@@ -25,22 +25,18 @@ from kafka_balancer.model.cluster import FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.hard.search import Packing, packing_of
+from kafka_balancer.planner.tuning import TUNING
 
-# Movable replicas the solver places at most (groups up to repair_round.MAX_HOSTED replicas in all).
-MAX_REPLICAS: Final = 5_000
-# Seconds HiGHS may take (at most what is left of the planning budget): a first placement took
-# 0.2-0.9 s on groups of 300-650 partitions on 8-24 brokers.
-MAX_SECONDS: Final = 10.0
 TINY: Final = 1e-300
 
 
 def solve(st: State, q: int, *, hosts: Ints, nracks: Ints) -> float:
     """Bring every one of ``hosts`` under its limit of ``q`` by placing the replicas that may move
     again as the solver finds; returns the excess removed (all of it), or 0 with nothing changed."""
-    packing = packing_of(st, q, hosts=hosts, nracks=nracks, most=MAX_REPLICAS)
+    packing = packing_of(st, q, hosts=hosts, nracks=nracks, most=TUNING.solver_max_replicas)
     if packing is None:
         return 0.0
-    seconds = min(MAX_SECONDS, st.budget.seconds_left())
+    seconds = min(TUNING.solver_max_seconds, st.budget.seconds_left())
     placement = _solved(packing, seconds)
     if placement is None:
         return 0.0

@@ -17,7 +17,6 @@ Only the partitions the plan may move are placed again; the others keep their di
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
 
 import numpy as np
 
@@ -29,10 +28,7 @@ from kafka_balancer.planner.base.measures import log_dir_over_limit
 from kafka_balancer.planner.base.state import State, arrived_replicas
 from kafka_balancer.planner.catalogue import CORDONED_LOG_DIRS, LOG_DIR_CAPACITY, LOG_DIR_DISTRIBUTION
 from kafka_balancer.planner.options import PlanningError
-
-# Rounds of moves inside the brokers: each moves at most one directory pair's gap per broker, so a
-# broker with n open directories needs about n - 1 rounds when the gaps are covered by whole replicas.
-MAX_ROUNDS: Final = 64
+from kafka_balancer.planner.tuning import TUNING
 
 
 @dataclass
@@ -79,7 +75,7 @@ def place_log_dirs(st: State, movable: BoolArray, *, balance: bool) -> None:
     )
     _fill(placing)
     if placing.balance or st.options.hard(LOG_DIR_CAPACITY):
-        for _ in range(MAX_ROUNDS):
+        for _ in range(TUNING.log_dir_rounds):
             if not _round(placing):
                 break
     st.dirs = placing.dirs

@@ -28,22 +28,10 @@ from kafka_balancer.planner.pipeline.plan_run import (
     prefers_racks,
     uses_goal,
 )
+from kafka_balancer.planner.tuning import TUNING
 
 # The per-topic replica goal also runs once right after this goal's turn.
 TOPIC_SPREAD_EARLY_AFTER: Final = "disk-distribution"
-# Rounds of that early pass (and of the repeat at the end): gains fall off fast (measured at 1.3M
-# replicas: half the distance in the first 10 rounds, under 1% per round after that).
-TOPIC_SPREAD_EARLY_ROUNDS: Final = 12
-# Share of the leader chains' per-call caps for the last call, after the leader counts are finished
-# (the caps only bind on very large clusters: 2.8M replicas, 65 s for the full caps).
-FINAL_CHAINS_SHARE: Final = 0.05
-# And for the chains of the per-topic repeat (2.8M replicas: 21 s for 471 slots with the full caps).
-REPEAT_CHAINS_SHARE: Final = 0.3
-# Turns of stand-ins from afar and shortcuts (bench.strong_skew at 1.3M replicas: the first takes
-# 1.05% off the plan's bytes, the second 0.3%). A pass that revisits a finished plan (a rebuilding
-# round, the count exchanges) takes one: in every round the second cost the small clusters, which get
-# up to 16 rounds, 8-21% of their time (bench.planner table rows 2 and 1: 7.8 -> 8.5 s, 6.7 -> 8.1 s).
-FAR_TURNS: Final = 2
 
 
 def again(run: PlanRun, *, detours: bool) -> Callable[[State], None]:
@@ -102,7 +90,7 @@ def _turn(st: State, goal: str) -> None:
     if goal == TOPIC_SPREAD_EARLY_AFTER and TOPIC_REPLICA_GOAL in st.options.distribution_goals:
         # While the brokers still have slack in the later goals' bands, one-way moves can even out
         # the topics; at the end only exchanges (twice the bytes) could.
-        balance_topic_goal(st, TOPIC_REPLICA_GOAL, rounds=TOPIC_SPREAD_EARLY_ROUNDS)
+        balance_topic_goal(st, TOPIC_REPLICA_GOAL, rounds=TUNING.topic_spread_early_rounds)
 
 
 def _topic_goals_again(run: PlanRun) -> None:
@@ -112,7 +100,7 @@ def _topic_goals_again(run: PlanRun) -> None:
     for goal in st.catalogue.topic_goals:
         if goal in st.options.distribution_goals:
             balance_topic_goal(
-                st, goal, size_cap=1.0, rounds=TOPIC_SPREAD_EARLY_ROUNDS, chains_share=REPEAT_CHAINS_SHARE
+                st, goal, size_cap=1.0, rounds=TUNING.topic_spread_early_rounds, chains_share=TUNING.repeat_chains_share
             )
 
 
@@ -120,7 +108,7 @@ def _final_chains(run: PlanRun) -> None:
     """The traffic and leader counts changed since the topic-leader goal's turn: its chains (no data
     moves) may now find a way for what it left out of band. Briefly: at millions of replicas a full
     call would take a minute."""
-    leader_chains(run.st, compute_bands(run.st), share=FINAL_CHAINS_SHARE)
+    leader_chains(run.st, compute_bands(run.st), share=TUNING.final_chains_share)
 
 
 def _finish_by_leadership(run: PlanRun) -> None:
@@ -147,7 +135,7 @@ def _finish_by_leadership(run: PlanRun) -> None:
 def _far_and_shortcuts(run: PlanRun) -> None:
     """Turns of stand-ins from afar and shortcuts: each changes which replicas left which brokers,
     and so opens up some of the other's exchanges again."""
-    for turn in range(1 if run.revisits else FAR_TURNS):
+    for turn in range(1 if run.revisits else TUNING.far_turns):
         if turn and run.out_of_time("stand-ins from afar, then shortcuts"):
             return
         with run.step("stand-ins from afar"):
