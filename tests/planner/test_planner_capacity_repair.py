@@ -7,15 +7,16 @@ relieved of most of its replicas keeps each topic inside the topic's band where 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from checks import broker_loads, disk_over_limit, one_rack_per_broker, placement_after
 from kafka_balancer.model import ClusterBuilder
-from kafka_balancer.planner import OperationOptions, PlannerOptions, plan
+from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
 from kafka_balancer.planner.base.measures import goal_violation
 from kafka_balancer.planner.base.resource_groups import resolve_groups
 from kafka_balancer.planner.base.round_bands import compute_bands
 from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.capacity.repair import attempt_repair, enforce_capacity
 from kafka_balancer.planner.catalogue import Q_DISK, Q_LEADERS, Q_REPLICAS
-from kafka_balancer.planner.hard.capacity import enforce_capacity
 
 from bench.strong_skew import Shape, strong_skew_cluster
 from bench.synthetic import disk_lower_bound, skewed_cluster, with_disk_capacity
@@ -33,6 +34,22 @@ def _cluster_over_its_replica_limit() -> tuple[State, PlannerOptions]:
     model = one_rack_per_broker(parts, brokers=6)
     options = PlannerOptions(max_replicas_per_broker=25)
     return State(model, options, resolve_groups(model, options)), options
+
+
+def test_a_repair_attempt_says_what_it_left_broken_instead_of_raising_it() -> None:
+    # The retry of the operations that pin partitions is a step on this value, not an exception caught.
+    st, _ = _cluster_over_its_replica_limit()
+    assert attempt_repair(st) is None
+    assert st.load[:, Q_REPLICAS].max() <= 25
+    model = st.model
+    options = PlannerOptions(max_replicas_per_broker=20)  # 140 replicas cannot fit on 6 x 20
+    shortfall = attempt_repair(State(model, options, resolve_groups(model, options)))
+    assert isinstance(shortfall, PlanningError)
+    assert shortfall.reason == "replica-capacity"
+    assert "above its limit 20" in shortfall.details
+    with pytest.raises(PlanningError) as raised:
+        enforce_capacity(State(model, options, resolve_groups(model, options)))
+    assert raised.value.details == shortfall.details
 
 
 def test_the_repair_does_not_pile_one_topic_onto_the_new_brokers() -> None:

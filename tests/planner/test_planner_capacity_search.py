@@ -1,5 +1,5 @@
 """Where the descent and make-room stall on a tight packing, the capacity repair places the group's
-movable replicas again by search (planner.hard.search): the plan keeps every hard goal, and a
+movable replicas again by search (planner.capacity.search): the plan keeps every hard goal, and a
 packing that does not exist still fails with the broker and the capacity that would fix it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The capacity precheck (planner/hard/feasibility.py): a cluster whose aggregate load cannot fit is
+"""The capacity precheck (planner/capacity/precheck.py): a cluster whose aggregate load cannot fit is
 refused at once, by its totals, its largest items or its racks' shares, with a reason that names what
 is missing; and, on strongly skewed clusters, the planner never refuses what the exact check
 (bench.feasibility, a mixed-integer program) can place, but for one known case (a strict xfail)."""
@@ -97,7 +97,7 @@ def test_strongly_skewed_clusters_are_refused_only_where_no_placement_exists(see
 
 
 # Each found by bench.strong_skew_draws and refused before the ladder had its solver rung
-# (planner/hard/solver.py), where the exact check places every replica.
+# (planner/capacity/solver.py), where the exact check places every replica.
 _BEYOND_THE_SEARCH = [
     # 255 replicas on 6 brokers in 2 racks (2 new) against a limit of 45 each, network and disk at
     # 98.5% of the limits: the one-way moves left broker 2 seven replicas over its limit and over its

@@ -23,10 +23,10 @@ FACTS = {
     "distribution/topic_chains.py": {"PAIR_TABLE_MAX"},
     "finishing/detours.py": {"LEADERSHIP"},
     "finishing/rebuild.py": {"SEED"},
-    "hard/leadership_room.py": {"TINY"},
-    "hard/make_room.py": {"TOL"},
-    "hard/search.py": {"TOL", "RESTART_SEED"},
-    "hard/solver.py": {"TINY"},
+    "capacity/leadership_room.py": {"TINY"},
+    "capacity/make_room.py": {"TOL"},
+    "capacity/search.py": {"TOL", "RESTART_SEED"},
+    "capacity/solver.py": {"TINY"},
 }
 
 

@@ -10,23 +10,11 @@ import numpy as np
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.measures import rack_allowance
+from kafka_balancer.planner.base.messages import ids_text
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import Q_DISK, Q_LEADERS, Q_REPLICAS
 from kafka_balancer.planner.options import PlanningError
 from kafka_balancer.planner.tuning import TUNING
-
-
-def ids_text(st: State, brokers: Ints | list[int]) -> str:
-    """Broker ids as ``[1, 2, 5-9]``: error messages stay readable on clusters of hundreds of brokers."""
-    ids = sorted(int(st.model.broker_ids[b]) for b in brokers)
-    runs: list[list[int]] = []
-    for i in ids:
-        if runs and i == runs[-1][-1] + 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    text = [", ".join(map(str, r)) if len(r) < 3 else f"{r[0]}-{r[-1]}" for r in runs]
-    return "[" + ", ".join(text) + "]"
 
 
 def bad_slots(st: State, evacuate: BoolArray) -> tuple[Ints, Ints]:

@@ -18,7 +18,7 @@ from kafka_balancer.model.cluster import NO_BROKER, BoolArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.scope import Named, Scope
 from kafka_balancer.planner.base.state import State
-from kafka_balancer.planner.hard.capacity import enforce_capacity
+from kafka_balancer.planner.capacity.repair import attempt_repair, enforce_capacity
 from kafka_balancer.planner.hard.evacuate import bad_slots, evacuate
 from kafka_balancer.planner.hard.operations import topic_partitions
 from kafka_balancer.planner.options import PlanningError
@@ -85,14 +85,18 @@ def repair_capacity(st: State, free: BoolArray, evacuated: Ints, *, fewest_bytes
     if arrived_only:
         first[evacuated] = True
     with _movable(st, first, arrived_only=arrived_only, onto=(held, need) if locked.any() else None):
-        try:
-            enforce_capacity(st, fewest_bytes=fewest_bytes)
-        except PlanningError as error:
-            # Again with the other partitions, and the peers of the replicas that moved first.
-            if error.reason not in dict(st.catalogue.capacity_goals) or not ((allowed & ~first).any() or arrived_only):
-                raise
-            with st.scoped(movable=allowed | first, arrived_only=False):
-                enforce_capacity(st, fewest_bytes=fewest_bytes)
+        shortfall = attempt_repair(st, fewest_bytes=fewest_bytes)
+        if shortfall is not None and ((allowed & ~first).any() or arrived_only):
+            shortfall = _repair_wider(st, allowed | first, fewest_bytes=fewest_bytes)
+    if shortfall is not None:
+        raise shortfall
+
+
+def _repair_wider(st: State, allowed: BoolArray, *, fewest_bytes: bool) -> PlanningError | None:
+    """The retry of :func:`repair_capacity` where the operation's own replicas left a limit broken:
+    again with the other partitions of ``allowed``, and the peers of the replicas that moved first."""
+    with st.scoped(movable=allowed, arrived_only=False):
+        return attempt_repair(st, fewest_bytes=fewest_bytes)
 
 
 def _held_on_removed(st: State, parts: Ints) -> Ints:

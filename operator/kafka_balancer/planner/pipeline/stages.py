@@ -10,9 +10,9 @@ from typing import Final
 import numpy as np
 
 from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.capacity.precheck import precheck
 from kafka_balancer.planner.finishing.rebuild import exchange_pass, rebuild_rounds
 from kafka_balancer.planner.hard.evacuate import bad_slots, evacuate, fix_leadership
-from kafka_balancer.planner.hard.feasibility import precheck
 from kafka_balancer.planner.hard.operations import change_replication_factor, move_topics
 from kafka_balancer.planner.hard.pinned import repair_capacity, repair_capacity_by_leadership, repair_racks_and_groups
 from kafka_balancer.planner.log_dirs.placement import place_log_dirs

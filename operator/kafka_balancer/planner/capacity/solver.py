@@ -24,7 +24,7 @@ import numpy as np
 from kafka_balancer.model.cluster import FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.state import State
-from kafka_balancer.planner.hard.search import Packing, packing_of
+from kafka_balancer.planner.capacity.search import Packing, packing_of
 from kafka_balancer.planner.tuning import TUNING
 
 TINY: Final = 1e-300

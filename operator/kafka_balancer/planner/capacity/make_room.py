@@ -21,8 +21,8 @@ from kafka_balancer.model.cluster import BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import may_go_to, movable_replicas, replica_candidates
 from kafka_balancer.planner.base.state import State
-from kafka_balancer.planner.hard.repair_round import RepairRound
-from kafka_balancer.planner.hard.room import most_room
+from kafka_balancer.planner.capacity.repair_round import RepairRound
+from kafka_balancer.planner.capacity.room import most_room
 from kafka_balancer.planner.tuning import TUNING
 
 TOL: Final = 1e-9

@@ -27,9 +27,9 @@ import numpy as np
 from kafka_balancer.model.cluster import BoolArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.measures import EPS
+from kafka_balancer.planner.base.messages import ids_text
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.catalogue import GROUP_CONFINEMENT, Q_REPLICAS
-from kafka_balancer.planner.hard.evacuate import ids_text
 from kafka_balancer.planner.options import PlanningError
 
 

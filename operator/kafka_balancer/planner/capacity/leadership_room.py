@@ -27,8 +27,8 @@ from kafka_balancer.model.cluster import NO_BROKER
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import movable_replicas
 from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.capacity.repair_round import with_excluded
 from kafka_balancer.planner.catalogue import Q_REPLICAS
-from kafka_balancer.planner.hard.repair_round import with_excluded
 from kafka_balancer.planner.tuning import TUNING
 
 TINY: Final = 1e-12

@@ -27,8 +27,8 @@ from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import may_host, movable_replicas
 from kafka_balancer.planner.base.measures import rack_allowance
 from kafka_balancer.planner.base.state import State, arrived_replicas
+from kafka_balancer.planner.capacity.repair_round import with_excluded
 from kafka_balancer.planner.catalogue import Q_REPLICAS
-from kafka_balancer.planner.hard.repair_round import with_excluded
 from kafka_balancer.planner.tuning import TUNING
 
 TOL: Final = 1e-9

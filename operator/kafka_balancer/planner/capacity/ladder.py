@@ -20,13 +20,13 @@ import numpy as np
 
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.state import Checkpoint, State
-from kafka_balancer.planner.hard.descent import descend
-from kafka_balancer.planner.hard.leadership_room import hand_leadership_to_room
-from kafka_balancer.planner.hard.make_room import make_room
-from kafka_balancer.planner.hard.repair_round import RepairRound
-from kafka_balancer.planner.hard.room import destinations, hosts_for, over_limit_brokers, room_in_group
-from kafka_balancer.planner.hard.search import search
-from kafka_balancer.planner.hard.solver import solve
+from kafka_balancer.planner.capacity.descent import descend
+from kafka_balancer.planner.capacity.leadership_room import hand_leadership_to_room
+from kafka_balancer.planner.capacity.make_room import make_room
+from kafka_balancer.planner.capacity.repair_round import RepairRound
+from kafka_balancer.planner.capacity.room import destinations, hosts_for, over_limit_brokers, room_in_group
+from kafka_balancer.planner.capacity.search import search
+from kafka_balancer.planner.capacity.solver import solve
 
 
 @dataclass

@@ -28,7 +28,7 @@ from kafka_balancer.model.cluster import BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.candidates import leader_candidates, replica_candidates
 from kafka_balancer.planner.base.state import State
-from kafka_balancer.planner.hard.repair_round import RepairRound
+from kafka_balancer.planner.capacity.repair_round import RepairRound
 from kafka_balancer.planner.tuning import TUNING
 
 

@@ -1,12 +1,6 @@
-"""The capacity goals: every broker under its limits of replicas, disk, network in and out and CPU.
-
-The precheck (:mod:`kafka_balancer.planner.hard.feasibility`) has refused what cannot fit at all.
-Rounds of one-way moves from each broker above a limit to the brokers with most room, leadership
-first where leadership carries the load; what they cannot repair goes to the ladder of
-:mod:`kafka_balancer.planner.hard.ladder`. A limit still broken
-after that fails the plan with a message naming the broker, its load, its limit and the capacity
-missing.
-"""
+"""The capacity repair's one-way rounds: moves from each broker above a limit to the brokers with most
+room, leadership first where leadership carries the load, in passes that first fill each taker only
+up to the band of the distribution goal that follows (:func:`one_way_repair`)."""
 
 from __future__ import annotations
 
@@ -22,44 +16,15 @@ from kafka_balancer.planner.base.pair_checks import Pair, limits_check, take
 from kafka_balancer.planner.base.round_bands import compute_bands
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.base.topic_spread import fit_order, topic_penalty
+from kafka_balancer.planner.capacity.room import destinations, over_limit_brokers, room_in_group
 from kafka_balancer.planner.catalogue import Q_LEADERS, Q_REPLICAS, TOPIC_REPLICA_GOAL
-from kafka_balancer.planner.hard.evacuate import ids_text
-from kafka_balancer.planner.hard.ladder import descent_repair
-from kafka_balancer.planner.hard.room import destinations, over_limit_brokers, room_in_group
-from kafka_balancer.planner.options import PlanningError
 from kafka_balancer.planner.tuning import TUNING
 
 
-def enforce_capacity(st: State, *, fewest_bytes: bool = False, leadership_only: bool = False) -> None:
-    """Move load off brokers above a capacity limit onto brokers of the same group with room.
-
-    Where a distribution goal follows, the takers first fill only up to the upper edge of the band
-    of the quantity's distribution goal, and disk and traffic are first moved in no more replicas
-    than the replica-count goal would move between the two brokers (at least one per pair and
-    round), so the repair, which runs before any distribution goal, does not leave brokers too full
-    to take the replicas that goal must bring them; only what that cannot repair is moved up to the
-    limits and without the cap (:func:`_passes`). With ``fewest_bytes`` (no
-    distribution goal follows, so nothing is gained by choosing for it) each pair moves the fewest
-    bytes that cover the excess instead. With ``leadership_only`` (demote-brokers: no data moves)
-    only the loads leadership carries are repaired, and by leadership moves alone.
-    """
-    with st.scoped(repairing=True):
-        _enforce_capacity(st, fewest_bytes=fewest_bytes, leadership_only=leadership_only)
-
-
-def _enforce_capacity(st: State, *, fewest_bytes: bool, leadership_only: bool) -> None:
-    nracks = st.group_racks()
-    # A group without brokers (unmanaged partitions, see State.unmanaged) spreads over every rack.
-    nracks[nracks == 0] = np.unique(st.rack[st.can_host]).size
-    for goal, q in st.catalogue.capacity_goals:
-        if not st.options.hard(goal) or not np.isfinite(st.limit[:, q]).any():
-            continue
-        if leadership_only and not st.catalogue.leadership_carries(q):
-            continue
-        for rules in _passes(q, fewest_bytes=fewest_bytes, leadership_only=leadership_only):
-            _one_way_rounds(st, q, nracks, rules)
-        descent_repair(st, q, nracks, leadership_only=leadership_only)
-        _check_capacity(st, goal, q)
+def one_way_repair(st: State, q: int, nracks: Ints, *, fewest_bytes: bool, leadership_only: bool) -> None:
+    """Every one-way pass for ``q`` (:func:`_passes`), each repairing what the ones before it left."""
+    for rules in _passes(q, fewest_bytes=fewest_bytes, leadership_only=leadership_only):
+        _one_way_rounds(st, q, nracks, rules)
 
 
 def _one_way_rounds(st: State, q: int, nracks: Ints, rules: _Rules) -> None:
@@ -87,7 +52,7 @@ def _one_way_rounds(st: State, q: int, nracks: Ints, rules: _Rules) -> None:
 
 @dataclass(frozen=True)
 class _Rules:
-    """How one pass of the one-way capacity repair chooses what moves (see :func:`enforce_capacity`)."""
+    """How one pass of the one-way capacity repair chooses what moves (see :mod:`.repair`)."""
 
     count_cap: bool  # no more replicas per pair than the replica-count goal would move
     fewest_bytes: bool  # the fewest bytes that cover the excess (no distribution goal follows)
@@ -268,31 +233,3 @@ def _fewest_bytes_order(v: FloatArray, excess: float) -> tuple[Ints, float]:
     if sums.size == 0:
         return order, 0.0
     return order, float(sums[min(int(np.searchsorted(sums, excess - 1e-9)), sums.size - 1)])
-
-
-def _check_capacity(st: State, goal: str, q: int) -> None:
-    over = over_limit_brokers(st, q)
-    if over.size == 0:
-        return
-    b = int(over[0])
-    g = int(st.groups.broker[b])
-    hosts = np.flatnonzero(st.hosts_of_group(g))
-    load, limit = float(st.load[b, q]), float(st.limit[b, q])
-    what = st.catalogue.quantity_names[q]
-    raise PlanningError(
-        goal,
-        f"broker {int(st.model.broker_ids[b])} would carry {load:.6g} {what} above its limit "
-        f"{limit:.6g} and no broker of group '{st.groups.names[g]}' ({ids_text(st, hosts)}) can take the excess "
-        f"without breaking another hard goal; add a broker with at least {load - limit:.6g} free "
-        f"{what} capacity{_budget_note(st)}",
-    )
-
-
-def _budget_note(st: State) -> str:
-    """What a capacity failure says when the time budget stopped the repair's search."""
-    if st.budget.cut_short is None:
-        return ""
-    return (
-        f" (the search stopped at goals.maxPlanningSeconds, {st.budget.seconds:g} s: a larger budget may find "
-        "a placement)"
-    )
