@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 from kafka_balancer.model import ClusterModel
+from kafka_balancer.model.quantities import network_out_rows
 from kafka_balancer.planner import OperationOptions, PlannerOptions, PlanningError, plan
 
 from bench.synthetic import broker_disk, disk_lower_bound, goals_lower_bound, place_replicas
@@ -189,7 +190,7 @@ def _with_capacities(model: ClusterModel, shape: Shape) -> ClusterModel:
     bytes_in, bytes_out, size = model.bytes_in.copy(), model.bytes_out.copy(), model.size_bytes.copy()
     for _ in range(3):  # the cut lowers the totals, which lowers the limits: a few turns settle it
         net_in = (bytes_in * rf).sum() / (shape.network_fill * THRESHOLD * shape.brokers)
-        net_out = (bytes_out + (rf - 1) * bytes_in).sum() / (shape.disk_fill * THRESHOLD * shape.brokers)
+        net_out = network_out_rows(bytes_in, bytes_out, rf)[0].sum() / (shape.disk_fill * THRESHOLD * shape.brokers)
         disk = (size * rf).sum() / (shape.disk_fill * THRESHOLD * shape.brokers)
         scale = np.minimum(1.0, LARGEST_SHARE * THRESHOLD * net_in / np.maximum(bytes_in, 1e-9))
         scale = np.minimum(scale, LARGEST_SHARE * THRESHOLD * net_out / np.maximum(bytes_out + 2 * bytes_in, 1e-9))

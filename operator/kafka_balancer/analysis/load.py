@@ -27,6 +27,8 @@ import pandas as pd
 from kafka_balancer.analysis.job import JobResult, Statistic, windows_in_range
 from kafka_balancer.analysis.report import REPORT_VERSION
 from kafka_balancer.model import parse_snapshot
+from kafka_balancer.model.cluster import FloatArray
+from kafka_balancer.model.quantities import CpuWeights, network_in_rows, network_out_rows, per_replica
 
 DEFAULT_GROUP: Final = "cluster"
 RESOURCES: Final = ("replicas", "leaders", "disk", "network-in", "network-out", "cpu")
@@ -38,9 +40,8 @@ class AnalysisError(ValueError):
 
 @dataclass(frozen=True)
 class CpuModel:
-    leader_in_weight: float = 0.6
-    leader_out_weight: float = 0.1
-    follower_in_weight: float = 0.3
+    # Weighted bytes per byte/s of traffic by role (Cruise Control's default weights).
+    weights: CpuWeights = field(default_factory=lambda: CpuWeights(leader_in=0.6, leader_out=0.1, follower_in=0.3))
     weighted_bytes_per_core: float = 100e6  # the assumption when CPU is not measured
 
 
@@ -169,12 +170,14 @@ def build_load(job: JobResult, options: LoadOptions) -> LoadResult:
     fanout = _fanout(parts)
     msg_size = parts["topic"].map(sizes).fillna(0.0).to_numpy(np.float64)
     msg_rate = parts[f"msg_rate_{stat}"].fillna(0.0).to_numpy(np.float64)
-    bytes_in = msg_rate * msg_size
+    bytes_in: FloatArray = msg_rate * msg_size
     consumed = parts[f"consumed_rate_{stat}"].to_numpy(np.float64)
     fan = parts["topic"].map(fanout).to_numpy(np.float64)
-    bytes_out = np.where(~np.isnan(consumed), np.nan_to_num(consumed) * msg_size, np.nan_to_num(fan) * bytes_in)
+    bytes_out: FloatArray = np.where(
+        ~np.isnan(consumed), np.nan_to_num(consumed) * msg_size, np.nan_to_num(fan) * bytes_in
+    )
     cpu_model = options.cpu
-    weighted_leader = cpu_model.leader_in_weight * bytes_in + cpu_model.leader_out_weight * bytes_out
+    weighted_cpu = cpu_model.weights.rows(bytes_in, bytes_out)
 
     # Per-broker loads, replica by replica (a few hundred thousand replicas: numpy over flat arrays).
     position = {b: i for i, b in enumerate(broker_ids)}
@@ -194,22 +197,19 @@ def build_load(job: JobResult, options: LoadOptions) -> LoadResult:
         ],
         dtype=np.float64,
     )
-    followers = np.maximum(rf - 1, 0)
+
+    def on_brokers(weights: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return np.bincount(flat_brokers, weights=weights, minlength=nb)
+
+    # The formulas are model/quantities' (disk is each replica's own size, measured per replica).
     load = {
         "replicas": np.bincount(flat_brokers, minlength=nb).astype(np.float64),
         "leaders": np.bincount(flat_brokers[is_leader], minlength=nb).astype(np.float64),
-        "disk": np.bincount(flat_brokers, weights=replica_size, minlength=nb),
-        # Followers fetch the leader's bytes in; the leader serves consumers plus every follower.
-        "network-in": np.bincount(flat_brokers, weights=bytes_in[owner], minlength=nb),
-        "network-out": np.bincount(
-            flat_brokers, weights=np.where(is_leader, (bytes_out + bytes_in * followers)[owner], 0.0), minlength=nb
-        ),
+        "disk": on_brokers(replica_size),
+        "network-in": on_brokers(per_replica(network_in_rows(bytes_in), owner, is_leader)),
+        "network-out": on_brokers(per_replica(network_out_rows(bytes_in, bytes_out, rf), owner, is_leader)),
     }
-    weighted = np.bincount(
-        flat_brokers,
-        weights=np.where(is_leader, weighted_leader[owner], cpu_model.follower_in_weight * bytes_in[owner]),
-        minlength=nb,
-    )
+    weighted = on_brokers(per_replica(weighted_cpu, owner, is_leader))
     measured = brokers[f"cpu_rate_{stat}"].to_numpy(np.float64)
     if np.isfinite(measured).all() and weighted.sum() > 0:
         cores_per_byte, cpu_source = float(measured.sum() / weighted.sum()), "measured"
@@ -217,7 +217,7 @@ def build_load(job: JobResult, options: LoadOptions) -> LoadResult:
     else:
         cores_per_byte, cpu_source = 1.0 / cpu_model.weighted_bytes_per_core, "estimated"
         load["cpu"] = weighted * cores_per_byte
-    cpu_leader = weighted_leader * cores_per_byte
+    cpu_leader = weighted_cpu[0] * cores_per_byte
 
     # ----- snapshot -------------------------------------------------------------------------
     snapshot_brokers = []

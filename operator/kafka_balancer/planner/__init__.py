@@ -6,7 +6,8 @@ split/merge helpers for planning resource groups in parallel.
 """
 
 from kafka_balancer.model.policy.fields import OPERATIONS
-from kafka_balancer.planner.catalogue import CATALOGUE, Catalogue, Exchange, Goal, Quantity
+from kafka_balancer.model.quantities import Quantity
+from kafka_balancer.planner.catalogue import CATALOGUE, Catalogue, Exchange, Goal
 from kafka_balancer.planner.options import GroupOptions, OperationOptions, PlannerOptions, PlanningError
 from kafka_balancer.planner.pipeline import plan
 from kafka_balancer.planner.proposal import Evaluation, evaluate

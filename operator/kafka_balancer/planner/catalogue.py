@@ -1,9 +1,10 @@
 """The goal catalogue: every goal the planner knows, one record each, and the quantities they weigh.
 
-A :class:`Quantity` is a per-broker load, the sum of a load row over the replicas a broker holds
-(its leader row where the replica leads): replica count, disk, network in and out, CPU, leader
-count, leader bytes-in. Its record says whether it counts whole items, how much of it leadership
-carries, which column of the snapshot's capacities limits it, and how to load it per partition.
+A :class:`Quantity` (model/quantities, where each per-partition formula is written once) is a
+per-broker load, the sum of a load row over the replicas a broker holds (its leader row where the
+replica leads): replica count, disk, network in and out, CPU, leader count, leader bytes-in. Its
+record says whether it counts whole items, how much of it leadership carries, which column of the
+snapshot's capacities limits it, and how to load it per partition.
 
 A :class:`Goal` is a hard goal (a limit a plan never breaks), a distribution goal (a quantity inside
 its group's band), a per-topic goal (a topic's replicas or leaders spread over its group) or a
@@ -18,28 +19,24 @@ plan reads its catalogue from its options, so a goal can be added for one plan (
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
 from typing import Final, Literal
 
-import numpy as np
+from kafka_balancer.model.quantities import (
+    CPU_CORES,
+    DISK_BYTES,
+    LEADER_BYTES_IN,
+    LEADERS,
+    NETWORK_IN_BYTES,
+    NETWORK_OUT_BYTES,
+    QUANTITIES,
+    REPLICAS,
+    Quantity,
+)
 
-from kafka_balancer.model.cluster import CPU, DISK, NETWORK_IN, NETWORK_OUT, ClusterModel, FloatArray, IntArray
-
-# CPU estimate when a partition's leader CPU is not measured: cores per byte/s. Produce (in) is
-# costlier than fetch (out, zero-copy); a follower's replication fetch costs about half of a
-# leader's produce path. Only ratios matter for balancing; absolute cores matter for capacity.
-CPU_PER_BYTE_IN: Final = 1.0 / (40 * 1024 * 1024)
-CPU_PER_BYTE_OUT: Final = 1.0 / (120 * 1024 * 1024)
-FOLLOWER_CPU_SHARE: Final = 0.5
-
-# (leader row, follower row) of a quantity per partition; ``rf`` is each partition's replication factor.
-Loader = Callable[[ClusterModel, IntArray], tuple[FloatArray | float, FloatArray | float]]
-# How much of a quantity leadership carries: none (leader and followers carry the same), part (the
-# leader carries more), all (followers carry none of it).
-Leadership = Literal["none", "part", "all"]
 GoalKind = Literal["hard", "distribution", "topic", "directory"]
 
 
@@ -59,27 +56,6 @@ class Exchange(Enum):
 
 
 @dataclass(frozen=True)
-class Quantity:
-    """A per-broker load (a column of the planner's load arrays)."""
-
-    name: str  # as in the summary's statistics and the imbalance triggers
-    count: bool  # whole items: a band of it is rounded outwards to whole numbers
-    leadership: Leadership
-    load: Loader
-    capacity_column: int | None = None  # of ClusterModel.capacity, for its capacity goal
-
-    @property
-    def leadership_carries(self) -> bool:
-        """Whether moving a leadership moves some of it (no data moves)."""
-        return self.leadership != "none"
-
-    @property
-    def leaders_only(self) -> bool:
-        """Whether only leaders carry it: only leader replicas (or leaderships) can move it."""
-        return self.leadership == "all"
-
-
-@dataclass(frozen=True)
 class Goal:
     """One goal: what holds it, and for distribution goals how the planner may reach it."""
 
@@ -95,53 +71,6 @@ class Goal:
     # a plan, the plan (hashed too) tells them apart.
     id_neutral: bool = False
 
-
-def _replicas(_model: ClusterModel, _rf: IntArray) -> tuple[float, float]:
-    return 1.0, 1.0
-
-
-def _disk(model: ClusterModel, _rf: IntArray) -> tuple[FloatArray, FloatArray]:
-    return model.size_bytes, model.size_bytes
-
-
-def _network_in(model: ClusterModel, _rf: IntArray) -> tuple[FloatArray, FloatArray]:
-    return model.bytes_in, model.bytes_in
-
-
-def _network_out(model: ClusterModel, rf: IntArray) -> tuple[FloatArray, float]:
-    # Followers fetch every produced byte from the leader: replication is leader outbound traffic.
-    leader: FloatArray = model.bytes_out + model.bytes_in * np.maximum(rf - 1, 0)
-    return leader, 0.0
-
-
-def _cpu(model: ClusterModel, _rf: IntArray) -> tuple[FloatArray, FloatArray]:
-    est = model.bytes_in * CPU_PER_BYTE_IN + model.bytes_out * CPU_PER_BYTE_OUT
-    leader: FloatArray = np.where(np.isnan(model.cpu_leader), est, model.cpu_leader)
-    follower: FloatArray = model.bytes_in * CPU_PER_BYTE_IN * FOLLOWER_CPU_SHARE
-    return leader, follower
-
-
-def _leaders(_model: ClusterModel, _rf: IntArray) -> tuple[float, float]:
-    return 1.0, 0.0
-
-
-def _leader_bytes_in(model: ClusterModel, _rf: IntArray) -> tuple[FloatArray, float]:
-    return model.bytes_in, 0.0
-
-
-REPLICAS: Final = "replicas"
-DISK_BYTES: Final = "disk"
-LEADERS: Final = "leaders"
-
-QUANTITIES: Final = (
-    Quantity(REPLICAS, count=True, leadership="none", load=_replicas),
-    Quantity(DISK_BYTES, count=False, leadership="none", load=_disk, capacity_column=DISK),
-    Quantity("network-in", count=False, leadership="none", load=_network_in, capacity_column=NETWORK_IN),
-    Quantity("network-out", count=False, leadership="part", load=_network_out, capacity_column=NETWORK_OUT),
-    Quantity("cpu", count=False, leadership="part", load=_cpu, capacity_column=CPU),
-    Quantity(LEADERS, count=True, leadership="all", load=_leaders),
-    Quantity("leader-bytes-in", count=False, leadership="all", load=_leader_bytes_in),
-)
 
 # The goals the code refers to by name: their role is their own, not a property others share.
 RACK_AWARENESS: Final = "rack-awareness"
@@ -164,9 +93,9 @@ GOALS: Final = (
     Goal(RACK_AWARENESS, "hard"),
     Goal("replica-capacity", "hard", REPLICAS),
     Goal("disk-capacity", "hard", DISK_BYTES),
-    Goal("network-in-capacity", "hard", "network-in"),
-    Goal("network-out-capacity", "hard", "network-out"),
-    Goal("cpu-capacity", "hard", "cpu"),
+    Goal("network-in-capacity", "hard", NETWORK_IN_BYTES),
+    Goal("network-out-capacity", "hard", NETWORK_OUT_BYTES),
+    Goal("cpu-capacity", "hard", CPU_CORES),
     Goal(GROUP_CONFINEMENT, "hard"),
     Goal(EXCLUDED_BROKERS, "hard", leadership_mends=True),
     Goal(CORDONED_LOG_DIRS, "hard", id_neutral=True),
@@ -174,11 +103,11 @@ GOALS: Final = (
     Goal(LOG_DIR_CAPACITY, "hard", id_neutral=True),
     Goal(REPLICA_COUNT_GOAL, "distribution", REPLICAS, frozenset({Exchange.COUNT_EXCHANGES})),
     Goal("disk-distribution", "distribution", DISK_BYTES, _BYTE_SHIFTS),
-    Goal("network-in-distribution", "distribution", "network-in", _BYTE_SHIFTS),
-    Goal("network-out-distribution", "distribution", "network-out", _LEADERSHIP_SHIFTS | _BYTE_SHIFTS),
-    Goal("cpu-distribution", "distribution", "cpu", _LEADERSHIP_SHIFTS | _BYTE_SHIFTS),
+    Goal("network-in-distribution", "distribution", NETWORK_IN_BYTES, _BYTE_SHIFTS),
+    Goal("network-out-distribution", "distribution", NETWORK_OUT_BYTES, _LEADERSHIP_SHIFTS | _BYTE_SHIFTS),
+    Goal("cpu-distribution", "distribution", CPU_CORES, _LEADERSHIP_SHIFTS | _BYTE_SHIFTS),
     Goal(LEADER_COUNT_GOAL, "distribution", LEADERS, frozenset({Exchange.LEADER_EXCHANGES})),
-    Goal("leader-bytes-in-distribution", "distribution", "leader-bytes-in", _LEADERSHIP_SHIFTS),
+    Goal("leader-bytes-in-distribution", "distribution", LEADER_BYTES_IN, _LEADERSHIP_SHIFTS),
     Goal(TOPIC_REPLICA_GOAL, "topic", REPLICAS),
     Goal(TOPIC_LEADER_GOAL, "topic", LEADERS),
     Goal(LOG_DIR_DISTRIBUTION, "directory", id_neutral=True),
