@@ -27,6 +27,7 @@ from kafka_balancer.model.documents import MAX_MANIFEST_BYTES, loads_manifests
 from kafka_balancer.model.errors import ModelError
 from kafka_balancer.model.limits import INT32_MAX, shown
 from kafka_balancer.model.policy.fields import DEFAULT_MAX_PLANNING_SECONDS, MAX_PLANNING_SECONDS_LIMIT
+from kafka_balancer.model.policy.operations import REBALANCE
 from kafka_balancer.model.policy.parsing import BalancePolicy, ResourceGroup, parse_manifests
 from kafka_balancer.planner import OPERATIONS, OperationOptions, PlannerOptions, PlanningError, Trace, plan
 from kafka_balancer.planner.policy import options_from_policy
@@ -133,7 +134,7 @@ def build_options(args: argparse.Namespace, model: ClusterModel) -> tuple[Planne
         min_completeness = policy.spec.goals.min_completeness
     operation = _operation(args, options.operation)
     topics = options.topics
-    if operation.type == "rebalance" and args.topics:
+    if operation.kind is REBALANCE and args.topics:
         topics, operation = args.topics, dataclasses.replace(operation, topics=())
     budget = options.max_planning_seconds if args.max_seconds is None else args.max_seconds
     if not 0 < budget <= MAX_PLANNING_SECONDS_LIMIT:

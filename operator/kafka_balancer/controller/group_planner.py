@@ -25,8 +25,6 @@ from kafka_balancer.planner.policy import options_from_policy
 
 logger = logging.getLogger(__name__)
 
-PER_GROUP_OPERATIONS = frozenset({"rebalance", "add-brokers", "remove-brokers", "fix-offline-replicas"})
-
 
 class SparkGroupPlanner(ModulePlanner):
     """:class:`ModulePlanner` that plans policies with at least ``min_groups`` groups on Spark."""
@@ -48,7 +46,7 @@ class SparkGroupPlanner(ModulePlanner):
         engine = spec.analysis.engine
         if (
             len(options.resource_groups) < self.min_groups
-            or options.operation.type not in PER_GROUP_OPERATIONS
+            or not options.operation.kind.per_group
             or engine.type == "sparkApplication"
         ):
             return planner.plan(model, options)

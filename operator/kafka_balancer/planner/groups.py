@@ -60,7 +60,7 @@ def subset(model: ClusterModel, parts: Ints) -> ClusterModel:
 
 def split(model: ClusterModel, options: PlannerOptions) -> list[GroupJob]:
     """One job per resource group that has brokers and partitions (a rebalance only)."""
-    if options.operation.type not in {"rebalance", "add-brokers", "remove-brokers", "fix-offline-replicas"}:
+    if not options.operation.kind.per_group:
         raise PlanningError("invalid-options", f"operation {options.operation.type} is planned whole, not per group")
     groups = resolve_groups(model, options)
     jobs = []

@@ -10,7 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from kafka_balancer.model.policy.fields import DEFAULT_MAX_PLANNING_SECONDS, MAX_PLANNING_SECONDS_LIMIT, OPERATIONS
+from pydantic.alias_generators import to_snake
+
+from kafka_balancer.model.policy.fields import DEFAULT_MAX_PLANNING_SECONDS, MAX_PLANNING_SECONDS_LIMIT
+from kafka_balancer.model.policy.operations import OperationKind, operation_kind
 from kafka_balancer.model.topic_patterns import PatternError, compile_pattern, matches_any
 from kafka_balancer.planner.catalogue import CATALOGUE, PREFERRED_LEADER_RACKS, Catalogue
 
@@ -78,22 +81,23 @@ class OperationOptions:
     log_dirs: tuple[tuple[int, str], ...] = ()
 
     def __post_init__(self) -> None:
-        if self.type not in OPERATIONS:
-            raise _invalid("operation.type", f"must be one of {', '.join(OPERATIONS)}", self.type)
-        if self.type in {"add-brokers", "remove-brokers", "demote-brokers"} and not self.brokers:
-            raise _invalid("operation.brokers", f"must not be empty for {self.type}", list(self.brokers))
-        if self.type == "change-replication-factor":
-            if not self.topics:
-                raise _invalid("operation.topics", "must not be empty for change-replication-factor", [])
-            if self.replication_factor is None or self.replication_factor < 1:
-                raise _invalid("operation.replicationFactor", "must be an integer >= 1", self.replication_factor)
-        if self.type == "remove-disks" and not self.log_dirs:
-            raise _invalid("operation.logDirs", "must not be empty for remove-disks", [])
-        if self.type == "move-topics":
-            if not self.topics:
-                raise _invalid("operation.topics", "must not be empty for move-topics", [])
-            if not self.target_brokers and self.target_group is None:
-                raise _invalid("operation.targetBrokers", "or targetGroup is needed for move-topics", [])
+        try:
+            kind = operation_kind(self.type)
+        except ValueError as err:
+            raise PlanningError("invalid-options", str(err)) from None
+        missing = kind.missing(self)
+        if missing:
+            others = f" (or {', '.join(missing[1:])})" if len(missing) > 1 else ""
+            field = missing[0]
+            value = getattr(self, to_snake(field))
+            raise _invalid(f"operation.{field}", f"must not be empty for {self.type}{others}", value)
+        if self.replication_factor is not None and self.replication_factor < 1:
+            raise _invalid("operation.replicationFactor", "must be an integer >= 1", self.replication_factor)
+
+    @property
+    def kind(self) -> OperationKind:
+        """The operation's record: what it needs and how a plan treats it."""
+        return operation_kind(self.type)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from kafka_balancer.model.cluster import ClusterModel
 from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
 from kafka_balancer.model.policy.groups import check_groups, group_brokers
+from kafka_balancer.model.policy.operations import REBALANCE, operation_kind
 from kafka_balancer.model.policy.resource_group import ResourceGroupSpec
 from kafka_balancer.planner.options import GroupOptions, OperationOptions, PlannerOptions, PlanningError
 
@@ -48,14 +49,15 @@ def options_from_policy(
     )
     goals = spec.goals
     op = spec.operation
+    kind = operation_kind(op.type)
     operation = OperationOptions(
         type=op.type,
         brokers=tuple(op.brokers),
-        topics=tuple(op.topics) if op.type in {"change-replication-factor", "move-topics"} else (),
+        topics=tuple(op.topics) if "topics" in kind.required else (),
         replication_factor=op.replication_factor,
         target_brokers=tuple(op.target_brokers),
         target_group=op.target_group,
-        log_dirs=tuple((d.broker, d.path) for d in op.log_dirs) if op.type == "remove-disks" else (),
+        log_dirs=tuple((d.broker, d.path) for d in op.log_dirs) if "log_dirs" in kind.required else (),
     )
     return PlannerOptions(
         hard_goals=tuple(goals.hard),
@@ -70,5 +72,5 @@ def options_from_policy(
         resource_groups=group_options,
         operation=operation,
         # A rebalance limited to some topics names them in operation.topics.
-        topics=tuple(op.topics) if op.type == "rebalance" else (),
+        topics=tuple(op.topics) if kind is REBALANCE else (),
     )

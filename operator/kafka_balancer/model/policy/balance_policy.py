@@ -27,6 +27,7 @@ from kafka_balancer.model.policy.fields import (
     TopicName,
     listed_once,
 )
+from kafka_balancer.model.policy.operations import operation_kind
 
 # ----- BalancePolicy.spec.cluster ---------------------------------------------------------------
 
@@ -164,20 +165,12 @@ class Operation(SpecModel):
 
     @model_validator(mode="after")
     def _required_fields(self) -> Operation:
-        needs_brokers = {"add-brokers", "remove-brokers", "demote-brokers"}
-        if self.type in needs_brokers and not self.brokers:
-            raise ValueError(f"operation {self.type} needs a non-empty 'brokers' list")
-        if self.type == "remove-disks" and not self.log_dirs:
-            raise ValueError("operation remove-disks needs a non-empty 'logDirs' list")
-        if self.type == "change-replication-factor" and (not self.topics or self.replication_factor is None):
-            raise ValueError("operation change-replication-factor needs 'topics' and 'replicationFactor'")
-        if self.type == "move-topics":
-            if not self.topics:
-                raise ValueError("operation move-topics needs a non-empty 'topics' list")
-            if not self.target_brokers and self.target_group is None:
-                raise ValueError("operation move-topics needs 'targetBrokers' or 'targetGroup'")
+        kind = operation_kind(self.type)
+        missing = kind.missing(self)
+        if missing:
+            raise ValueError(f"operation {self.type} needs a non-empty {' or '.join(repr(f) for f in missing)}")
         overlap = sorted(set(self.brokers) & set(self.target_brokers))
-        if self.type == "remove-brokers" and overlap:
+        if kind.removes_brokers and overlap:
             raise ValueError(f"broker {overlap[0]} is both removed and a target")
         return self
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from kafka_balancer.model.cluster import DISK, NO_BROKER, BoolArray, ClusterModel, FloatArray
 from kafka_balancer.model.log_dirs import DirLayout
+from kafka_balancer.model.policy.operations import DEMOTE_BROKERS
 from kafka_balancer.planner.base.arrays import Ints, stable_order
 from kafka_balancer.planner.base.budget import Budget
 from kafka_balancer.planner.base.leader_racks import leader_tiers, preferred_tier
@@ -92,7 +93,7 @@ class State:
         )
         self.removed: BoolArray = np.zeros(nb, dtype=np.bool_)
         op = options.operation
-        if op.type == "remove-brokers":
+        if op.kind.removes_brokers:
             self.removed[[self.index_of(b, "operation.brokers") for b in op.brokers]] = True
         self.active: BoolArray = model.broker_alive & ~self.removed
         self.can_host: BoolArray = self.active.copy()
@@ -106,7 +107,7 @@ class State:
             # A broker whose every log directory is cordoned (KIP-1066) takes no new replica; one
             # with some left takes them there (Kafka picks the directory). Both keep what they hold.
             self.can_host &= ~model.broker_cordoned
-        if op.type == "demote-brokers":
+        if op.kind is DEMOTE_BROKERS:
             for b in op.brokers:
                 self.can_lead[self.index_of(b, "operation.brokers")] = False
         # Preferred leader racks: the tier each broker's leaderships count in (None without them).

@@ -15,6 +15,7 @@ import contextlib
 import numpy as np
 
 from kafka_balancer.model.cluster import NO_BROKER, BoolArray
+from kafka_balancer.model.policy.operations import FIX_OFFLINE_REPLICAS, MOVE_TOPICS
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.scope import Named, Scope
 from kafka_balancer.planner.base.state import State
@@ -37,7 +38,7 @@ def _named_brokers_topics(st: State) -> BoolArray:
     """The partitions move-topics put on brokers the user named: they stay there."""
     locked = np.zeros(st.model.num_partitions, dtype=np.bool_)
     op = st.options.operation
-    if op.type == "move-topics" and op.target_group is None:
+    if op.kind is MOVE_TOPICS and op.target_group is None:
         locked[topic_partitions(st, op.topics, "operation.topics")] = True
     return locked
 
@@ -74,12 +75,12 @@ def repair_capacity(st: State, free: BoolArray, evacuated: Ints, *, fewest_bytes
     # anywhere in its group.
     held = _named_brokers_topics(st)
     need = np.zeros(st.model.num_partitions, dtype=np.int64)
-    onto_targets = op.type == "remove-brokers" and bool(op.target_brokers)
+    onto_targets = op.kind.removes_brokers and bool(op.target_brokers)
     if onto_targets:
         need[evacuated] = _held_on_removed(st, evacuated)
     locked = held | (need > 0)
     allowed = (free | st.scope.movable) & ~locked
-    replaced = op.type == "fix-offline-replicas"
+    replaced = op.kind is FIX_OFFLINE_REPLICAS
     arrived_only = replaced or onto_targets
     first = st.scope.movable | locked
     if arrived_only:

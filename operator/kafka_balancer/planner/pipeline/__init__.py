@@ -43,7 +43,7 @@ def plan(model: ClusterModel, options: PlannerOptions | None = None, *, trace: T
     # Also while replicas sit on dead or removed brokers: the bands before are around the averages of
     # the brokers that stay (a plan that skipped the recomputation then left the per-topic spread
     # worse than it found it, where guarding the goal kept it: issue 56).
-    comparable = options.operation.type in {"rebalance", "add-brokers"}
+    comparable = options.operation.kind.balances_from_start
     # The broker-level goals (the directory goal is the last stage's, on the placement it is given).
     broker_goals = [g for g in options.distribution_goals if options.catalogue.goal(g).kind != "directory"]
     start = {g: goal_violation(before, g) for g in broker_goals} if comparable else {}
@@ -85,13 +85,13 @@ def _run(
 def _final_checks(st: State, original: Ints, answers_for: BoolArray) -> None:
     """Every hard goal the plan is responsible for holds (``answers_for``: the partitions it may move)."""
     status = hard_goal_status(st, original, answers_for)
-    if st.options.operation.type == "demote-brokers":
+    if not st.options.operation.kind.moves_data:
         # Demotion moves no data, so it cannot fix racks, groups, or loads leadership does not carry.
         status = {g: ok for g, ok in status.items() if st.catalogue.leadership_mends(g)}
     failed = [g for g, ok in status.items() if not ok]
     if failed:
         raise PlanningError(failed[0], f"the plan would still break hard goal {failed[0]}; see docs/goals.md")
     offline = (st.rep != NO_BROKER) & ~st.active[np.maximum(st.rep, 0)]
-    if st.options.operation.type != "demote-brokers" and offline.any():
+    if st.options.operation.kind.moves_data and offline.any():
         p = int(np.flatnonzero(offline.any(axis=1))[0])
         raise PlanningError("excluded-brokers", f"partition {st.model.topic_name(p)} still has a replica offline")

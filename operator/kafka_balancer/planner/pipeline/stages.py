@@ -9,6 +9,7 @@ from typing import Final
 
 import numpy as np
 
+from kafka_balancer.model.policy.operations import ADD_BROKERS, CHANGE_REPLICATION_FACTOR, MOVE_TOPICS
 from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.capacity.precheck import precheck
 from kafka_balancer.planner.finishing.rebuild import exchange_pass, rebuild_rounds
@@ -20,21 +21,15 @@ from kafka_balancer.planner.options import PlannerOptions, PlanningError
 from kafka_balancer.planner.pipeline.distribution import again, distribute
 from kafka_balancer.planner.pipeline.plan_run import PlanRun, Stage, always, lead_from_preferred_racks, prefers_racks
 
-# Operations that only change the cluster's shape: no distribution rounds afterwards, so the
-# data moved is just what the operation needs.
-SHAPE_ONLY: Final = frozenset(
-    {"demote-brokers", "fix-offline-replicas", "change-replication-factor", "move-topics", "remove-disks"}
-)
-
 
 def _operation(run: PlanRun) -> None:
     """The operation's shape change (replication factor, topics moved); what the rest may move."""
     st = run.st
     _check_operation(st)
     op = st.options.operation
-    if op.type == "change-replication-factor" and op.replication_factor is not None:
+    if op.kind is CHANGE_REPLICATION_FACTOR and op.replication_factor is not None:
         change_replication_factor(st, op.topics, op.replication_factor)
-    elif op.type == "move-topics":
+    elif op.kind is MOVE_TOPICS:
         target_group = None
         if op.target_group is not None:
             target_group = st.groups.names.index(op.target_group)
@@ -56,7 +51,7 @@ def _check_operation(st: State) -> None:
         st.index_of(b, "operation.brokers")
     for b in op.target_brokers:
         st.index_of(b, "operation.targetBrokers")
-    if op.type == "add-brokers":
+    if op.kind is ADD_BROKERS:
         for b in op.brokers:
             i = st.index_of(b, "operation.brokers")
             if not st.model.broker_alive[i]:
@@ -64,14 +59,15 @@ def _check_operation(st: State) -> None:
 
 
 def shape_only(options: PlannerOptions) -> bool:
-    """Whether the plan only changes the cluster's shape (no distribution goals afterwards).
+    """Whether the plan only changes the cluster's shape (no distribution goals afterwards, so the
+    data moved is just what the operation needs).
 
     Removing brokers onto named target brokers is such a change, as a hardware swap: their
     replicas land on the targets and nothing else moves (a rebalance over the targets and the
     rest would move replicas from the removed brokers onwards, off the brokers the user named).
     """
     op = options.operation
-    return op.type in SHAPE_ONLY or (op.type == "remove-brokers" and bool(op.target_brokers))
+    return op.kind.shape_only or (op.kind.removes_brokers and bool(op.target_brokers))
 
 
 def _evacuation(run: PlanRun) -> None:
@@ -85,7 +81,7 @@ def _evacuation(run: PlanRun) -> None:
     parts, slots = bad_slots(st, ~st.active)
     run.evacuated = parts
     op = st.options.operation
-    if op.type == "remove-brokers" and op.target_brokers:
+    if op.kind.removes_brokers and op.target_brokers:
         removed = st.removed[st.rep[parts, slots]]
         evacuate(st, parts[removed], slots[removed], st.named_targets())
         parts, slots = parts[~removed], slots[~removed]
@@ -103,7 +99,7 @@ def _place_log_dirs(run: PlanRun) -> None:
 
 def moves_data(run: PlanRun) -> bool:
     # demote-brokers moves no data: the totals that must fit are not its to change.
-    return run.st.options.operation.type != "demote-brokers"
+    return run.st.options.operation.kind.moves_data
 
 
 def balances(run: PlanRun) -> bool:
