@@ -55,8 +55,8 @@ container-tools:
 # LocalTieredStorage, from Maven Central with Maven: kafka-runtime/pom.xml lists them, the dependency
 # plugin copies them into build/kafka/<version>/libs, once per version (stamped; a version dropped from
 # the list is deleted). The tests and the demo run real KRaft brokers from these jars
-# (kafka_balancer.sandbox.real; KAFKA_VERSION there, 4.3.1, unless told otherwise: the newest whose jars
-# carry LocalTieredStorage, which 4.4.0's test jars no longer do).
+# (kafka_balancer.sandbox.real; KAFKA_VERSION there unless told otherwise). LocalTieredStorage is in
+# kafka-storage's test jar up to Kafka 4.3 and in its test-fixtures jar from 4.4 on (-Dkafka.testFixtures).
 # Debian's maven (and a Java 17 runtime) are installed when missing, with sudo when not root.
 KAFKA_VERSIONS := 3.9.2 4.3.1 4.4.0
 KAFKA_DIR := build/kafka
@@ -67,7 +67,8 @@ kafka: $(foreach v,$(KAFKA_VERSIONS),$(KAFKA_DIR)/$(v)/.fetched)
 $(KAFKA_DIR)/%/.fetched: kafka-runtime/pom.xml
 	$(call apt_install,java mvn,openjdk-17-jre-headless maven)
 	rm -rf $(KAFKA_DIR)/$*/libs
-	mvn -q -B -Dstyle.color=never -f kafka-runtime/pom.xml -Dkafka.version=$* dependency:copy-dependencies \
+	case $* in 3.*|4.[0-3].*) fixtures=;; *) fixtures=-Dkafka.testFixtures;; esac; \
+	mvn -q -B -Dstyle.color=never -f kafka-runtime/pom.xml -Dkafka.version=$* $$fixtures dependency:copy-dependencies \
 	  -DincludeScope=runtime -DoutputDirectory=$(abspath $(KAFKA_DIR)/$*/libs)
 	touch $@
 

@@ -10,12 +10,15 @@ import socket
 import subprocess
 from pathlib import Path
 
+import pytest
 from kafka_balancer.kafka.adapter import KafkaAdapter
 from kafka_balancer.kafka.connection import ConnectionSpec
 from kafka_balancer.sandbox.ports import free_port_range
-from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions
-from kafka_balancer.sandbox.traffic import RecordWriter, TopicSpec, create_topics
+from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions, fetched_versions, kafka_libs
+from kafka_balancer.sandbox.traffic import RecordWriter, TopicSpec, create_topics, read_digests
+from kafka_targets import wait_until
 
+from realkafka.test_tiered_real import RECORD, RECORDS, TIERED, MiB
 from realkafka.workflow import CLI, cli
 
 
@@ -151,3 +154,38 @@ def test_a_data_dir_that_would_add_lines_to_server_properties_is_refused(tmp_pat
         assert refused.stderr.count("\n") == 1, refused.stderr
         assert f"--data-dir {str(data_dir)!r}: {shown} cannot be written into server.properties" in refused.stderr
         assert not data_dir.exists()
+
+
+def test_sandbox_real_tiers_closed_segments_on_the_newest_version(tmp_path: Path) -> None:
+    """`--tiered-storage` on the newest fetched Kafka (from 4.4 on, LocalTieredStorage comes in kafka-storage's
+    test-fixtures jar, not its test jar): closed segments go to remote storage, and every record reads back
+    from offset 0. The main test cluster's version does the same in tests/realkafka/test_tiered_real.py."""
+    newest = fetched_versions()[-1]
+    base = free_port_range(2)
+    libs = kafka_libs(version=newest)
+    proc, first = _start("--brokers", "1", "--racks", "1", "--log-dirs", "1", "--port-base", str(base),
+                         "--tiered-storage", "--kafka-libs", str(libs))  # fmt: skip
+    if not first.startswith("bootstrap.servers="):
+        pytest.fail(f"sandbox --real --tiered-storage on Kafka {newest} did not start: {_stop(proc)[1]}")
+    try:
+        bootstrap = first.removeprefix("bootstrap.servers=")
+        create_topics(bootstrap, [TopicSpec("logs", ((1,),), TIERED)])
+        writer = RecordWriter(bootstrap, record_bytes=RECORD)
+        writer.write("logs", [0], RECORDS)
+        writer.flush()
+        adapter = KafkaAdapter(ConnectionSpec(bootstrap))
+        try:
+
+            def tiered() -> bool:
+                model = adapter.read_cluster()
+                row = model.partition_index("logs", 0)
+                return model.remote_bytes is not None and model.remote_bytes[row] > 4 * MiB >= model.size_bytes[row]
+
+            wait_until(tiered, f"Kafka {newest} to keep closed segments in remote storage only", timeout_s=120)
+        finally:
+            adapter.close()
+        offsets, _ = read_digests(bootstrap, [("logs", 0)])[("logs", 0)]
+        assert offsets == RECORDS
+    finally:
+        _out, err = _stop(proc)
+    assert proc.returncode == 0, err

@@ -22,7 +22,7 @@ from types import FrameType
 from kafka_balancer.cli.arguments import integer, number
 from kafka_balancer.cli.files import load_snapshot
 from kafka_balancer.sandbox import EmulatedCluster, EmulatorOptions
-from kafka_balancer.sandbox.real import RealCluster, RealClusterOptions, SandboxError
+from kafka_balancer.sandbox.real import KAFKA_VERSION, RealCluster, RealClusterOptions, SandboxError
 
 HELP = "Run a local Kafka cluster on 127.0.0.1: real brokers (--real) or the emulator serving a snapshot."
 
@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     real.add_argument(
         "--kafka-libs",
         type=Path,
-        help="folder of Kafka's jars (default: build/kafka/4.3.1/libs, sandbox.real.KAFKA_VERSION)",
+        help=f"folder of Kafka's jars (default: build/kafka/{KAFKA_VERSION}/libs, sandbox.real.KAFKA_VERSION)",
     )
     real.add_argument(
         "--heap-mb",

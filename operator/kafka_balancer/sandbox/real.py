@@ -47,8 +47,7 @@ from kafka_balancer.sandbox.versions import version_key
 CONTROLLER_ID = 0
 LIBS_ENV = "KAFKA_BALANCER_KAFKA_LIBS"
 JAVA_MAJOR = 17
-# The version a cluster runs unless told otherwise (the sandbox, the demo, the tests' main cluster): the
-# newest of the Makefile's KAFKA_VERSIONS whose jars carry LocalTieredStorage (4.4.0's do not).
+# The version a cluster runs unless told otherwise (the sandbox, the demo, the tests' main cluster).
 KAFKA_VERSION = "4.3.1"
 # build/kafka/<version>/libs, one folder per version of the Makefile's KAFKA_VERSIONS (`make kafka`).
 _REPO_KAFKA = Path(__file__).resolve().parents[3] / "build" / "kafka"
@@ -147,9 +146,9 @@ def libs_version(libs: Path) -> str | None:
 
 
 def has_local_tiered_storage(libs: Path) -> bool:
-    """Whether the jars in ``libs`` hold LocalTieredStorage (kafka-storage's test jar up to Kafka 4.3; the
-    test jars Maven Central serves for 4.4.0 no longer do)."""
-    for jar in libs.glob("*-test.jar"):
+    """Whether the jars in ``libs`` hold LocalTieredStorage (kafka-storage's test jar up to Kafka 4.3, its
+    test-fixtures jar from 4.4 on)."""
+    for jar in (*libs.glob("*-test.jar"), *libs.glob("*-test-fixtures.jar")):
         with zipfile.ZipFile(jar) as archive:
             if _LOCAL_TIERED_STORAGE in archive.namelist():
                 return True
