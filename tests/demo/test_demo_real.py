@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from kafka_balancer.sandbox.real import KAFKA_VERSION
 
 from demo.test_demo import CLI, _left_behind, _refused, _section, _table
 
@@ -43,7 +44,7 @@ def test_demo_on_real_brokers_balances_measured_traffic(tmp_path: Path) -> None:
 
     marks = [
         "==> Apache Kafka brokers",
-        "Apache Kafka 4.3.1 (KRaft): 6 brokers in 3 racks",
+        f"Apache Kafka {KAFKA_VERSION} (KRaft): 6 brokers in 3 racks",
         "==> Kubernetes API emulator",
         "==> Starting the operator",
         "balancepolicy.kafkabalancer.io/measured created",

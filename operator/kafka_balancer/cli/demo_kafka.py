@@ -114,7 +114,8 @@ class RealDemo:
         self.cluster = cluster
         self.bootstrap_servers = cluster.bootstrap_servers
         self.title = (
-            f"Apache Kafka 4.3.1 (KRaft): {BROKERS} brokers in {RACKS} racks, brokers 5 and 6 new and empty; "
+            f"Apache Kafka {cluster.version} (KRaft): {BROKERS} brokers in {RACKS} racks, "
+            "brokers 5 and 6 new and empty; "
             f"controller on 127.0.0.1:{cluster.options.controller_port}, data in {cluster.data_dir}"
         )
         self.samples: Path | None = None
