@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -25,33 +24,30 @@ import tempfile
 import time
 import traceback
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from kafka_balancer.cli import demo_view as view
 from kafka_balancer.cli.arguments import number
+from kafka_balancer.cli.demo_approval import approve_and_follow, policy_status, stalled
+from kafka_balancer.cli.demo_context import Context, say, step
 from kafka_balancer.cli.demo_kafka import DemoError, EmulatedDemo, RealDemo, emulated, placement, real
 from kafka_balancer.interrupts import interruption
-from kafka_balancer.kafka.adapter import KafkaAdapter
-from kafka_balancer.kafka.connection import ConnectionSpec
-from kafka_balancer.model.policy.fields import API_VERSION
 from kafka_balancer.model.policy.groups import group_brokers
 from kafka_balancer.model.policy.parsing import parse_manifests
 from kafka_balancer.report import write_report
 from kafka_balancer.sandbox.ports import free_port
 
 if TYPE_CHECKING:
-    from kafka_balancer.cli.demo_kubectl import Kubectl
     from kafka_balancer.sandbox.kube import KubeApiServer, KubeClient
 
 HELP = "Run the embedded demo: the operator balances an emulated skewed Kafka cluster end to end."
 
 REPO = Path(__file__).resolve().parents[3]  # operator/kafka_balancer/cli/demo.py -> repository root
-T = TypeVar("T")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,36 +76,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=number, default=300.0, help="fail if the demo takes longer (seconds)")
     parser.add_argument("--examples", type=Path, default=REPO / "examples", help="the examples/ directory")
     parser.add_argument("--crds", type=Path, default=REPO / "crds", help="the crds/ directory")
-
-
-@dataclass
-class Context:
-    args: argparse.Namespace
-    started: float
-    deadline: float
-    workdir: Path
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
-
-    def wait(self, what: str, probe: Callable[[], T | None], interval: float = 0.5) -> T:
-        """Poll ``probe`` until it returns something; DemoError at the demo's deadline."""
-        while True:
-            found = probe()
-            if found is not None:
-                return found
-            if time.monotonic() > self.deadline:
-                raise DemoError(f"timed out after {self.args.timeout:.0f} s waiting for {what}")
-            time.sleep(interval)
-
-
-def say(text: str = "") -> None:
-    print(text, flush=True)
-
-
-def step(text: str) -> None:
-    say()
-    say(f"==> {text}")
 
 
 @contextlib.contextmanager
@@ -266,18 +232,6 @@ def load_examples(
     return groups, policy, changes
 
 
-def policy_status(client: KubeClient, policy: dict[str, Any]) -> dict[str, Any]:
-    meta = policy["metadata"]
-    found = client.get(API_VERSION, "balancepolicies", meta["namespace"], meta["name"])
-    return dict(found.get("status") or {})
-
-
-def stalled(status: dict[str, Any]) -> None:
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "Stalled" and cond.get("status") == "True":
-            raise DemoError(f"the policy is Stalled: {cond.get('reason')}: {cond.get('message')}")
-
-
 # ----- the demo -----------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
     if args.time_scale <= 0:
@@ -416,72 +370,3 @@ def operator_view(ctx: Context, client: KubeClient, policy: dict[str, Any], befo
     shown = "-" if now is None else f"{float(now):.2f}"
     was = "-" if before is None else f"{before:.2f}"
     say(f"    the operator re-read the cluster: status.imbalance {shown} (was {was}), state {status.get('state')}")
-
-
-def _now(kafka: EmulatedDemo | RealDemo, start: float) -> float:
-    """Seconds on the clock copies run by: the emulator's, else the wall clock since ``start``."""
-    clock = kafka.clock()
-    return time.monotonic() - start if clock is None else clock
-
-
-def approve_and_follow(
-    ctx: Context, kubectl: Kubectl, policy: dict[str, Any], proposal: dict[str, Any], kafka: EmulatedDemo | RealDemo
-) -> dict[str, Any]:
-    meta = policy["metadata"]
-    patch = {"spec": {"approvedProposal": proposal["id"]}}
-    step("Approving it, as a person would")
-    say(f"    $ {view.command_line(meta['namespace'], meta['name'], patch)}")
-    kubectl.patch(meta["namespace"], meta["name"], patch)
-    client = kubectl.client
-    configmap = client.get("v1", "configmaps", meta["namespace"], proposal["configMap"])
-    summary = json.loads((configmap.get("data") or {}).get("summary.json", "{}"))
-
-    step("Executing (progress from status.progress; moves in flight from Kafka's ListPartitionReassignments)")
-    start = time.monotonic()
-    clock0 = kafka.clock()
-    adapter = KafkaAdapter(ConnectionSpec(kafka.bootstrap_servers))
-    last_line, last_bytes, last_clock = "", 0.0, _now(kafka, start)
-    rate: float | None = None  # bytes per (emulated) second: what the policy's throttle limits
-    try:
-        while True:
-            status = policy_status(client, policy)
-            stalled(status)
-            run_ = status.get("lastRun") or {}
-            if run_.get("proposalId") == proposal["id"] and run_.get("result"):
-                break
-            progress = status.get("progress") or {}
-            clock = _now(kafka, start)
-            moved = float(progress.get("bytesMoved", 0))
-            if moved > last_bytes and clock > last_clock:
-                rate, last_bytes, last_clock = (moved - last_bytes) / (clock - last_clock), moved, clock
-            in_flight = len(adapter.list_reassignments())
-            line = view.progress_line(time.monotonic() - start, progress, in_flight, rate)
-            if progress and line.split("]", 1)[1] != last_line:
-                say(line)
-                last_line = line.split("]", 1)[1]
-            if time.monotonic() > ctx.deadline:
-                raise DemoError(
-                    f"timed out after {ctx.args.timeout:.0f} s waiting for the execution "
-                    f"(state {status.get('state')}, progress {progress})"
-                )
-            time.sleep(1.0)
-    finally:
-        adapter.close()
-    seconds = time.monotonic() - start
-    end = kafka.clock()
-    emulated = None if end is None or clock0 is None else end - clock0
-    if run_["result"] != "Completed":
-        raise DemoError(f"the execution ended {run_['result']}: {run_.get('message') or status.get('state')}")
-    progress = status.get("progress") or {}
-    say(view.progress_line(seconds, progress, 0, rate))
-    say(
-        f"    execution Completed (status.lastRun): {run_.get('partitionsMoved', 0)} partitions, "
-        f"{view.gigabytes(float(run_.get('bytesMoved', 0)))}, {run_.get('startedAt')} -> {run_.get('finishedAt')}"
-    )
-    return {
-        "bytesMoved": int(run_.get("bytesMoved", 0)),
-        "partitions": int(run_.get("partitionsMoved", 0)),
-        "seconds": seconds,
-        "emulated": emulated,
-        "summary": summary,
-    }

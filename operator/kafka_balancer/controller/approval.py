@@ -15,6 +15,9 @@ from typing import Any
 from kafka_balancer.controller.cron import in_maintenance_window
 from kafka_balancer.model.policy.balance_policy import BalancePolicySpec
 
+# The Stalled reason of an approval that names another proposal than the current one.
+STALE_APPROVAL = "StaleApproval"
+
 
 @dataclass(frozen=True)
 class Doubts:
@@ -89,7 +92,7 @@ def decide(
         if approved != proposal_id:
             return Decision(
                 False,
-                "StaleApproval",
+                STALE_APPROVAL,
                 f"approvedProposal '{approved}' is not the current proposal '{proposal_id}' (the cluster or the spec "
                 f"changed since it was made, or the id is wrong): review status.proposal and approve its id",
                 stalled=True,
