@@ -7,21 +7,25 @@ import dataclasses
 
 import numpy as np
 import pytest
+from checks import one_rack_per_broker
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.model.cluster import FloatArray, IntArray
 from kafka_balancer.model.policy.balance_policy import Goals
 from kafka_balancer.model.policy.fields import DISTRIBUTION_GOALS, HARD_GOALS
 from kafka_balancer.planner import (
     CATALOGUE,
+    Catalogue,
     Exchange,
     Goal,
     OperationOptions,
     PlannerOptions,
     PlanningError,
     Quantity,
+    Trace,
     plan,
 )
 from kafka_balancer.planner.groups import merge
+from kafka_balancer.planner.pipeline.distribution import FINISHING
 
 from bench.synthetic import skewed_cluster
 
@@ -86,3 +90,37 @@ def test_options_name_the_goals_of_their_catalogue() -> None:
         PlannerOptions(distribution_goals=(MESSAGES_GOAL.name,))
     catalogue = CATALOGUE.with_goals(MESSAGES_GOAL, quantities=[MESSAGES_IN])
     assert PlannerOptions(catalogue=catalogue, distribution_goals=(MESSAGES_GOAL.name,)).distribution_goals
+
+
+def test_a_leader_count_goal_under_another_name_gets_the_leader_count_finishing() -> None:
+    # The finishing pass that evens leader counts out to the rounded average applies to a goal over a
+    # count only leaders carry, whatever the goal is called. 30 identical partitions on all 3 brokers,
+    # led 11/10/9: inside the band, so only that pass (leadership is free) evens them out.
+    renamed = Catalogue(
+        tuple(
+            dataclasses.replace(g, name="leaders-even") if g.name == "leader-count-distribution" else g
+            for g in CATALOGUE.goals
+        )
+    )
+    parts = [
+        (f"t{p % 10}", p // 10, [b % 3, (b + 1) % 3, (b + 2) % 3], 1e9)
+        for p, b in enumerate([0] * 11 + [1] * 10 + [2] * 9)
+    ]
+    model = one_rack_per_broker(parts, brokers=3)
+    options = PlannerOptions(catalogue=renamed, distribution_goals=renamed.distribution_goals)
+    trace = Trace()
+
+    proposal = plan(model, options, trace=trace)
+
+    leaders = {(c.topic, c.partition): model.broker_index(c.new_leader) for c in proposal.leader_changes}
+    led = [leaders.get((model.topic_name(p), int(model.partition_id[p])), int(model.leader[p])) for p in range(30)]
+    assert np.bincount(led, minlength=3).tolist() == [10, 10, 10]
+    assert proposal.summary["moves"] == 0
+    finishing = {stage.name for stage in FINISHING}
+    assert "leader counts to the average" in [s.name for s in trace.steps if s.name in finishing]
+
+
+def test_an_early_turn_after_a_goal_that_is_not_a_distribution_goal_is_refused() -> None:
+    early = Goal("topic-spread-2", "topic", "replicas", early_after="rack-awareness")
+    with pytest.raises(ValueError, match="field 'early_after' of 'topic-spread-2' names 'rack-awareness'"):
+        CATALOGUE.with_goals(early)

@@ -10,8 +10,9 @@ A :class:`Goal` is a hard goal (a limit a plan never breaks), a distribution goa
 its group's band), a per-topic goal (a topic's replicas or leaders spread over its group) or a
 directory goal (a broker's bytes spread over its log directories: planner/log_dirs). Every
 table the planner reads about goals (which quantity a goal balances, which goals are capacities,
-which quantities leadership carries, which exchanges a goal may use) is a view of these records,
-so adding a goal is one record here (and a loader, for a new quantity); see docs/goals.md.
+which quantities leadership carries, which exchanges a goal may use, which goals a stage applies
+to) is a view of these records, so adding a goal is one record here (and a loader, for a new
+quantity); see docs/goals.md.
 
 The default catalogue (:data:`CATALOGUE`) lists the goals in the CRD's default priority order. A
 plan reads its catalogue from its options, so a goal can be added for one plan (the tests do).
@@ -70,6 +71,9 @@ class Goal:
     # options a proposal id hashes, so the ids of existing policies do not change. Where it changes
     # a plan, the plan (hashed too) tells them apart.
     id_neutral: bool = False
+    # A per-topic goal: one brief turn of it right after this distribution goal's turn, while the
+    # brokers still have slack in the later goals' bands (at the end only exchanges could even it out).
+    early_after: str | None = None
 
 
 # The goals the code refers to by name: their role is their own, not a property others share.
@@ -80,8 +84,6 @@ CORDONED_LOG_DIRS: Final = "cordoned-log-dirs"
 PREFERRED_LEADER_RACKS: Final = "preferred-leader-racks"
 LOG_DIR_CAPACITY: Final = "log-dir-capacity"
 LOG_DIR_DISTRIBUTION: Final = "log-dir-distribution"
-REPLICA_COUNT_GOAL: Final = "replica-distribution"
-LEADER_COUNT_GOAL: Final = "leader-count-distribution"
 TOPIC_REPLICA_GOAL: Final = "topic-replica-distribution"
 TOPIC_LEADER_GOAL: Final = "topic-leader-distribution"
 
@@ -101,14 +103,14 @@ GOALS: Final = (
     Goal(CORDONED_LOG_DIRS, "hard", id_neutral=True),
     Goal(PREFERRED_LEADER_RACKS, "hard", leadership_mends=True, id_neutral=True),
     Goal(LOG_DIR_CAPACITY, "hard", id_neutral=True),
-    Goal(REPLICA_COUNT_GOAL, "distribution", REPLICAS, frozenset({Exchange.COUNT_EXCHANGES})),
+    Goal("replica-distribution", "distribution", REPLICAS, frozenset({Exchange.COUNT_EXCHANGES})),
     Goal("disk-distribution", "distribution", DISK_BYTES, _BYTE_SHIFTS),
     Goal("network-in-distribution", "distribution", NETWORK_IN_BYTES, _BYTE_SHIFTS),
     Goal("network-out-distribution", "distribution", NETWORK_OUT_BYTES, _LEADERSHIP_SHIFTS | _BYTE_SHIFTS),
     Goal("cpu-distribution", "distribution", CPU_CORES, _LEADERSHIP_SHIFTS | _BYTE_SHIFTS),
-    Goal(LEADER_COUNT_GOAL, "distribution", LEADERS, frozenset({Exchange.LEADER_EXCHANGES})),
+    Goal("leader-count-distribution", "distribution", LEADERS, frozenset({Exchange.LEADER_EXCHANGES})),
     Goal("leader-bytes-in-distribution", "distribution", LEADER_BYTES_IN, _LEADERSHIP_SHIFTS),
-    Goal(TOPIC_REPLICA_GOAL, "topic", REPLICAS),
+    Goal(TOPIC_REPLICA_GOAL, "topic", REPLICAS, early_after="disk-distribution"),
     Goal(TOPIC_LEADER_GOAL, "topic", LEADERS),
     Goal(LOG_DIR_DISTRIBUTION, "directory", id_neutral=True),
 )
@@ -136,7 +138,19 @@ class Catalogue:
                 raise ValueError(f"goal catalogue: goal {goal.name!r} names unknown quantity {goal.quantity!r}")
             if goal.kind != "distribution" and goal.exchanges:
                 raise ValueError(f"goal catalogue: only distribution goals use exchanges, not {goal.name!r}")
+            if goal.early_after is not None:
+                self._check_early_after(goal, {g.name: g.kind for g in self.goals})
         object.__setattr__(self, "_by_name", {g.name: g for g in self.goals})
+
+    @staticmethod
+    def _check_early_after(goal: Goal, kinds: dict[str, GoalKind]) -> None:
+        if goal.kind != "topic":
+            raise ValueError(f"goal catalogue: only per-topic goals have an early turn, not {goal.name!r}")
+        if kinds.get(goal.early_after or "") != "distribution":
+            raise ValueError(
+                f"goal catalogue: field 'early_after' of {goal.name!r} names {goal.early_after!r},"
+                " which is not a distribution goal of the catalogue"
+            )
 
     def with_goals(self, *goals: Goal, quantities: Iterable[Quantity] = ()) -> Catalogue:
         """This catalogue with more goals (and the new quantities they weigh) after its own."""
@@ -178,6 +192,31 @@ class Catalogue:
     def uses(self, goal: str, exchange: Exchange, allowed: frozenset[Exchange] = frozenset()) -> bool:
         """Whether ``goal`` may use ``exchange`` now (a gated one only when ``allowed`` names it)."""
         return exchange in self._by_name[goal].exchanges and (not exchange.gated or exchange in allowed)
+
+    def leader_count_goals(self, goals: Iterable[str]) -> tuple[str, ...]:
+        """Of ``goals``, the distribution goals over a quantity that counts whole items and that only
+        leaders carry (the leader count): leadership moves alone, which move no data, can finish them."""
+        return tuple(g for g in goals if (q := self.balances(g)) is not None and self.count(q) and self.leaders_only(q))
+
+    def topic_leader_goals(self, goals: Iterable[str]) -> tuple[str, ...]:
+        """Of ``goals``, the per-topic goals over a quantity only leaders carry (a topic's leaders)."""
+        return tuple(g for g in goals if self._topic_quantity(g) in self._leaders_only_names)
+
+    def using(self, exchange: Exchange, goals: Iterable[str]) -> tuple[str, ...]:
+        """Of ``goals``, those whose record lists ``exchange``."""
+        return tuple(g for g in goals if exchange in self._by_name[g].exchanges)
+
+    def early_turns(self, goal: str) -> tuple[str, ...]:
+        """The per-topic goals that have a brief turn right after ``goal``'s (``Goal.early_after``)."""
+        return tuple(g.name for g in self.goals if g.early_after == goal)
+
+    def _topic_quantity(self, goal: str) -> str | None:
+        record = self._by_name[goal]
+        return record.quantity if record.kind == "topic" else None
+
+    @cached_property
+    def _leaders_only_names(self) -> frozenset[str]:
+        return frozenset(q.name for q in self.quantities if q.leaders_only)
 
     def leadership_mends(self, goal: str) -> bool:
         """Whether leadership moves alone can mend a hard goal (demote-brokers answers only for those)."""

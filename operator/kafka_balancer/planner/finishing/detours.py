@@ -31,12 +31,12 @@ from kafka_balancer.planner.base.candidates import rack_ok
 from kafka_balancer.planner.base.measures import bands, count_distance, topic_brokers
 from kafka_balancer.planner.base.round_bands import Bands, band_distance, compute_bands
 from kafka_balancer.planner.base.state import Checkpoint, State, arrived_replicas, only_group
-from kafka_balancer.planner.catalogue import LEADER_COUNT_GOAL, Q_DISK, Q_LEADERS, TOPIC_LEADER_GOAL
+from kafka_balancer.planner.catalogue import Q_DISK, Q_LEADERS, TOPIC_LEADER_GOAL
 from kafka_balancer.planner.distribution.balance import balance_goal
 from kafka_balancer.planner.distribution.topic_targets import topic_spread
 from kafka_balancer.planner.finishing.revert import revert_moves
 from kafka_balancer.planner.finishing.substitute import substitute_moves
-from kafka_balancer.planner.finishing.tighten import tighten_leaders
+from kafka_balancer.planner.finishing.tighten import leader_count_goal, tighten_leaders
 from kafka_balancer.planner.tuning import TUNING
 
 # Marks a step that moves the leadership to ``slot`` (no data) instead of the replica in ``slot``.
@@ -343,7 +343,7 @@ def _distances(st: State, b: Bands) -> _Distances:
     size = st.catalogue.size  # the column after the quantities': the rounded leader-count average
     broker = np.zeros((st.model.num_brokers, size + 1))
     broker[:, :size] = band_distance(load, b.lower, b.upper)
-    if LEADER_COUNT_GOAL in st.options.distribution_goals and np.isfinite(b.upper[:, Q_LEADERS]).any():
+    if leader_count_goal(st) is not None and np.isfinite(b.upper[:, Q_LEADERS]).any():
         lo, hi, _ = bands(st, Q_LEADERS, 1.0)
         broker[:, size] = band_distance(load[:, Q_LEADERS], lo, hi)
     over_limit = band_distance(load, np.full_like(load, -np.inf), st.limit)

@@ -29,7 +29,7 @@ from kafka_balancer.model.cluster import NO_BROKER, BoolArray, FloatArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.measures import ended_worse, goal_violation, hard_goal_status, rack_violations
 from kafka_balancer.planner.base.state import State, arrived_replicas, only_group
-from kafka_balancer.planner.catalogue import REPLICA_COUNT_GOAL, Exchange
+from kafka_balancer.planner.catalogue import Exchange
 from kafka_balancer.planner.distribution.balance import balance_goal
 from kafka_balancer.planner.finishing.tighten import leaders_off_average
 from kafka_balancer.planner.tuning import TUNING
@@ -154,7 +154,8 @@ def _revertible(st: State, orig: Ints) -> BoolArray:
 
 
 def exchange_pass(st: State, replan: Callable[[State], None]) -> bool:
-    """A plan that left the replica-count goal out of band gets one more pass of every goal
+    """A plan that left the replica-count goal (the goal whose catalogue record allows count
+    exchanges) out of band gets one more pass of every goal
     (``replan``), in which that goal may also exchange several light replicas for one heavy one
     (distribution.count_exchange). Kept when that goal gets closer to its band, no goal ends further
     from its band and no hard goal that held breaks. Returns whether it was kept.
@@ -170,7 +171,9 @@ def exchange_pass(st: State, replan: Callable[[State], None]) -> bool:
     band. A budget spent: a plan cut short without it kept the brokers' replica counts from 0.34x to
     1.39x of their average (the 270-broker strongly skewed cluster at the default 60 s; the turn
     takes 0.8 s). Returns whether the pass or the turn was kept."""
-    if REPLICA_COUNT_GOAL not in st.options.distribution_goals or goal_violation(st, REPLICA_COUNT_GOAL) <= 0:
+    using = st.catalogue.using(Exchange.COUNT_EXCHANGES, st.options.distribution_goals)
+    goal = using[0] if using else None
+    if goal is None or goal_violation(st, goal) <= 0:
         return False
     standing = _Standing.of(st)
     kept = False
@@ -178,30 +181,30 @@ def exchange_pass(st: State, replan: Callable[[State], None]) -> bool:
         saved = st.checkpoint()
         with st.scoped(exchanges=st.scope.exchanges | {Exchange.COUNT_EXCHANGES}):
             after = _replan(st, replan, standing)
-        kept = _count_closer(standing, after)
+        kept = _count_closer(goal, standing, after)
         if kept:
             standing = after
         else:
             st.restore(saved)
-        if standing.violation[REPLICA_COUNT_GOAL] <= 0:
+        if standing.violation[goal] <= 0:
             return kept
     with st.budget.reserve():
-        return _count_turn(st, standing) or kept
+        return _count_turn(st, goal, standing) or kept
 
 
-def _count_turn(st: State, standing: _Standing) -> bool:
+def _count_turn(st: State, goal: str, standing: _Standing) -> bool:
     """The replica-count goal's turn with the count exchanges, every goal guarded; kept as the pass is."""
     saved = st.checkpoint()
     guarded = frozenset(st.options.distribution_goals) | st.scope.guarded
     with st.scoped(exchanges=st.scope.exchanges | {Exchange.COUNT_EXCHANGES}, guarded=guarded):
-        balance_goal(st, REPLICA_COUNT_GOAL)
-    if _count_closer(standing, _Standing.of(st)):
+        balance_goal(st, goal)
+    if _count_closer(goal, standing, _Standing.of(st)):
         return True
     st.restore(saved)
     return False
 
 
-def _count_closer(standing: _Standing, after: _Standing) -> bool:
-    """The replica-count goal ends closer to its band and ``standing`` allows the rest."""
-    before, now = standing.violation[REPLICA_COUNT_GOAL], after.violation[REPLICA_COUNT_GOAL]
+def _count_closer(goal: str, standing: _Standing, after: _Standing) -> bool:
+    """``goal`` ends closer to its band and ``standing`` allows the rest."""
+    before, now = standing.violation[goal], after.violation[goal]
     return standing.allows(after) and now < before - 1e-9 * max(1.0, before)

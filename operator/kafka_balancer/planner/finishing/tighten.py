@@ -21,16 +21,22 @@ from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.pair_checks import Pair
 from kafka_balancer.planner.base.round_bands import compute_bands
 from kafka_balancer.planner.base.state import State
-from kafka_balancer.planner.catalogue import LEADER_COUNT_GOAL, Q_LEADERS
+from kafka_balancer.planner.catalogue import Q_LEADERS
 from kafka_balancer.planner.distribution.balance import balance_goal
 from kafka_balancer.planner.distribution.swaps import leader_trade
 from kafka_balancer.planner.finishing.count_chains import leader_count_chains, outside_leader_band
 from kafka_balancer.planner.tuning import TUNING
 
 
+def leader_count_goal(st: State) -> str | None:
+    """The plan's goal over the leader count (the first, by the catalogue's ``leader_count_goals``)."""
+    goals = st.catalogue.leader_count_goals(st.options.distribution_goals)
+    return goals[0] if goals else None
+
+
 def leaders_off_average(st: State) -> bool:
     """Whether some broker's leader count is outside its group's average rounded down or up."""
-    if LEADER_COUNT_GOAL not in st.options.distribution_goals:
+    if leader_count_goal(st) is None:
         return False
     with st.scoped(exact=frozenset({Q_LEADERS})):
         over, under = outside_leader_band(st, compute_bands(st))
@@ -41,19 +47,20 @@ def tighten_leaders(st: State) -> int:
     """Leadership moves, exchanges and chains that bring every broker's leader count into its band
     and then within rounding of its group's average, where no guarded goal gets worse. Returns the
     rounds run."""
-    if LEADER_COUNT_GOAL not in st.options.distribution_goals:
+    goal = leader_count_goal(st)
+    if goal is None:
         return 0
     rounds = 0
     # The band first (brokers furthest out get the leaderships), then the rounded average.
     for exact in (frozenset(), frozenset({Q_LEADERS})):
         with st.scoped(exact=exact):
-            rounds += balance_goal(st, LEADER_COUNT_GOAL, leadership_only=True)
+            rounds += balance_goal(st, goal, leadership_only=True)
             # What direct moves cannot do (no shared partition fits), chains through other brokers can.
             leader_count_chains(st, compute_bands(st))
             for _ in range(TUNING.leader_room_rounds):
                 if not make_room(st):
                     break
-                rounds += balance_goal(st, LEADER_COUNT_GOAL, leadership_only=True)
+                rounds += balance_goal(st, goal, leadership_only=True)
                 leader_count_chains(st, compute_bands(st))
     return rounds
 

@@ -11,7 +11,6 @@ from typing import Final
 from kafka_balancer.planner.base.measures import goal_violation
 from kafka_balancer.planner.base.round_bands import compute_bands
 from kafka_balancer.planner.base.state import State
-from kafka_balancer.planner.catalogue import LEADER_COUNT_GOAL, TOPIC_LEADER_GOAL, TOPIC_REPLICA_GOAL
 from kafka_balancer.planner.distribution.balance import balance_goal
 from kafka_balancer.planner.distribution.topic_chains import leader_chains
 from kafka_balancer.planner.distribution.topics import balance_topic_goal
@@ -24,14 +23,12 @@ from kafka_balancer.planner.pipeline.plan_run import (
     PlanRun,
     Stage,
     always,
+    counts_leaders,
     lead_from_preferred_racks,
     prefers_racks,
-    uses_goal,
+    spreads_topic_leaders,
 )
 from kafka_balancer.planner.tuning import TUNING
-
-# The per-topic replica goal also runs once right after this goal's turn.
-TOPIC_SPREAD_EARLY_AFTER: Final = "disk-distribution"
 
 
 def again(run: PlanRun, *, detours: bool) -> Callable[[State], None]:
@@ -87,10 +84,11 @@ def _turn(st: State, goal: str) -> None:
         balance_topic_goal(st, goal, size_cap=1.0)
         return
     balance_goal(st, goal)
-    if goal == TOPIC_SPREAD_EARLY_AFTER and TOPIC_REPLICA_GOAL in st.options.distribution_goals:
-        # While the brokers still have slack in the later goals' bands, one-way moves can even out
-        # the topics; at the end only exchanges (twice the bytes) could.
-        balance_topic_goal(st, TOPIC_REPLICA_GOAL, rounds=TUNING.topic_spread_early_rounds)
+    for early in st.catalogue.early_turns(goal):
+        if early in st.options.distribution_goals:
+            # While the brokers still have slack in the later goals' bands, one-way moves can even out
+            # the topics; at the end only exchanges (twice the bytes) could.
+            balance_topic_goal(st, early, rounds=TUNING.topic_spread_early_rounds)
 
 
 def _topic_goals_again(run: PlanRun) -> None:
@@ -154,10 +152,8 @@ FINISHING: Final = (
     # them (bench.planner scale --preferred-leader-racks 1 at 320k replicas: 0.001 of an average over
     # their band at the end). A hard goal's stage.
     Stage("leadership to preferred racks before the counts", prefers_racks, lead_from_preferred_racks),
-    Stage(
-        "leader counts to the average", uses_goal(LEADER_COUNT_GOAL), lambda run: tighten_leaders(run.st), bounded=True
-    ),
-    Stage("topic leader chains", uses_goal(TOPIC_LEADER_GOAL), _final_chains, bounded=True),
+    Stage("leader counts to the average", counts_leaders, lambda run: tighten_leaders(run.st), bounded=True),
+    Stage("topic leader chains", spreads_topic_leaders, _final_chains, bounded=True),
     Stage("detours", lambda run: run.detours, lambda run: repair_topic_slots(run.st), bounded=True),
     # After the detours: run before them, it left them fewer ways out (a mixed-rf seed kept a
     # topic slot out of band); so did the stand-ins from afar.
@@ -166,7 +162,7 @@ FINISHING: Final = (
     # The shortcuts and stand-ins moved replicas: a topic's partitions may now offer a path its
     # leadership could not take before (bench.strong_skew, 270 brokers, --max-replicas 5000: the
     # last topic-leader slot).
-    Stage("topic leader chains again", uses_goal(TOPIC_LEADER_GOAL), _final_chains, bounded=True),
+    Stage("topic leader chains again", spreads_topic_leaders, _final_chains, bounded=True),
     # Replica moves since the first leadership stage may have taken a leader's rack away or brought a
     # more preferred one in (where a partition has fewer replicas than there are racks); the leader-borne
     # goals then finish inside the tiers, by leadership moves that keep each partition in its rack.

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from kafka_balancer.model.cluster import BoolArray
 from kafka_balancer.planner.base.arrays import Ints
 from kafka_balancer.planner.base.state import State
+from kafka_balancer.planner.catalogue import Exchange
 from kafka_balancer.planner.hard.leader_racks import applies as leader_racks_apply
 from kafka_balancer.planner.hard.leader_racks import lead_from_preferred_racks as lead_from_racks
 from kafka_balancer.planner.trace import Trace
@@ -63,9 +64,20 @@ def always(_run: PlanRun) -> bool:
     return True
 
 
-def uses_goal(goal: str) -> Callable[[PlanRun], bool]:
-    """Whether the plan's distribution goals include ``goal``."""
-    return lambda run: goal in run.st.options.distribution_goals
+def counts_leaders(run: PlanRun) -> bool:
+    """Whether the plan has a goal over the leader count (a count only leaders carry: the catalogue's
+    ``leader_count_goals``), which leadership moves alone can finish."""
+    return bool(run.st.catalogue.leader_count_goals(run.st.options.distribution_goals))
+
+
+def spreads_topic_leaders(run: PlanRun) -> bool:
+    """Whether the plan has a per-topic goal over a topic's leaders (the catalogue's ``topic_leader_goals``)."""
+    return bool(run.st.catalogue.topic_leader_goals(run.st.options.distribution_goals))
+
+
+def exchanges_counts(run: PlanRun) -> bool:
+    """Whether the plan has a goal whose record allows count exchanges (the replica count)."""
+    return bool(run.st.catalogue.using(Exchange.COUNT_EXCHANGES, run.st.options.distribution_goals))
 
 
 def prefers_racks(run: PlanRun) -> bool:

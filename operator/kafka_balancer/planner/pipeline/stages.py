@@ -19,7 +19,14 @@ from kafka_balancer.planner.hard.pinned import repair_capacity, repair_capacity_
 from kafka_balancer.planner.log_dirs.placement import place_log_dirs
 from kafka_balancer.planner.options import PlannerOptions, PlanningError
 from kafka_balancer.planner.pipeline.distribution import again, distribute
-from kafka_balancer.planner.pipeline.plan_run import PlanRun, Stage, always, lead_from_preferred_racks, prefers_racks
+from kafka_balancer.planner.pipeline.plan_run import (
+    PlanRun,
+    Stage,
+    always,
+    exchanges_counts,
+    lead_from_preferred_racks,
+    prefers_racks,
+)
 
 
 def _operation(run: PlanRun) -> None:
@@ -130,7 +137,11 @@ STAGES: Final = (
     Stage("rebuilding rounds", balances, lambda run: rebuild_rounds(run.st, again(run, detours=False)), bounded=True),
     # Not bounded: once the search is cut short it is one turn of the replica-count goal, in the
     # budget's reserve (exchange_pass).
-    Stage("count exchanges", balances, lambda run: exchange_pass(run.st, again(run, detours=True))),
+    Stage(
+        "count exchanges",
+        lambda run: balances(run) and exchanges_counts(run),
+        lambda run: exchange_pass(run.st, again(run, detours=True)),
+    ),
     # Again at the end: the distribution goals balance the leader-borne loads inside each leader
     # tier, which keeps most leaderships in their rack, but a leadership may still leave it where a
     # lower tier had room (or a replica move took the leader's rack away). A hard goal's stage.
