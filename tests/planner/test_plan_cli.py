@@ -146,7 +146,7 @@ def test_plan_trace_shows_where_the_moves_and_bytes_come_from(tmp_path: Path) ->
     assert abs(sum(s["bytesAdded"] for s in top) - facts["bytesToMove"]) <= 1e-6 * facts["bytesToMove"]
     inner = [s["stage"] for s in stages if s["depth"] == 1]
     assert inner[0] == "replica-distribution"  # each goal's turn, then the finishing passes
-    assert "stand-ins from afar, then shortcuts" in inner
+    assert "stand-ins from afar, shortcuts and topic leader chains" in inner
     assert top[0]["goalsOutOfBand"]  # the skewed cluster starts out of band
     assert stages[-1]["goalsOutOfBand"] == facts["goalsViolated"]
     table = run("--snapshot", snapshot, "--output", out, "--trace")

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 from checks import placement_after
 from dead_broker import left_worse_by_the_hard_goals, with_dead_broker
 from independent import distances
 from kafka_balancer.model import ClusterModel
 from kafka_balancer.planner import OperationOptions, PlannerOptions, Trace, plan
+from kafka_balancer.planner.base.budget import Budget
+from kafka_balancer.planner.base.resource_groups import resolve_groups
+from kafka_balancer.planner.base.state import State
 from kafka_balancer.planner.pipeline.distribution import FINISHING
+from kafka_balancer.planner.pipeline.plan_run import FixedPoint, PlanRun, Stage, always
 from kafka_balancer.planner.pipeline.stages import STAGES
 
 from bench.synthetic import skewed_cluster
@@ -88,3 +95,47 @@ def test_a_goal_ending_worse_is_one_the_summary_names_as_left_worse_by_the_hard_
     assert _worse(model, options, placement_after(model, proposal.plan)) == named
     planner_worse = {g for g, s in proposal.summary["goals"].items() if s["violationAfter"] > s["violationBefore"]}
     assert planner_worse == named
+
+
+def _fixed_point_run() -> PlanRun:
+    model = skewed_cluster(brokers=6, new_brokers=0, partitions=120, seed=3)
+    options = PlannerOptions()
+    st = State(model, options, resolve_groups(model, options))
+    free = st.scope.movable
+    return PlanRun(st, frozenset(), free=free, movable=free, evacuated=np.zeros(0, dtype=np.int64), trace=Trace())
+
+
+def _leadership_handover(calls: list[int], changes: int) -> Stage:
+    """A pass that hands one more partition's leadership to its second replica on each of its first
+    ``changes`` calls, and then finds nothing left to do."""
+
+    def hand_over(run: PlanRun) -> None:
+        calls.append(len(calls))
+        if len(calls) <= changes:
+            run.st.swap_leader(np.array([len(calls)]), np.array([1]))
+
+    return Stage("hand over", always, hand_over)
+
+
+def test_a_fixed_point_repeats_its_passes_until_a_turn_changes_nothing() -> None:
+    run, calls = _fixed_point_run(), []
+    group = FixedPoint("group", (_leadership_handover(calls, changes=2),), lambda _run: 5)
+    # Two turns change the placement, the third finds nothing: a fourth would start where the third did.
+    assert group.run(run) == 3
+    assert len(calls) == 3
+
+
+def test_a_fixed_point_stops_at_its_turn_limit() -> None:
+    run, calls = _fixed_point_run(), []
+    group = FixedPoint("group", (_leadership_handover(calls, changes=9),), lambda _run: 2)
+    assert group.run(run) == 2
+    assert len(calls) == 2
+
+
+def test_a_fixed_point_past_the_time_budget_runs_one_turn_without_its_bounded_passes() -> None:
+    run, calls, bounded_calls = _fixed_point_run(), [], []
+    run.st.budget = Budget(0.0)  # spent from the start
+    bounded = dataclasses.replace(_leadership_handover(bounded_calls, changes=9), bounded=True)
+    group = FixedPoint("group", (_leadership_handover(calls, changes=9), bounded), lambda _run: 5)
+    assert group.run(run) == 1
+    assert (len(calls), len(bounded_calls)) == (1, 0)

@@ -172,7 +172,8 @@ class Tuning:
     # Stand-ins from afar tried per moved replica. decfee0: bench.planner scale row 3 (320k replicas)
     # 8 tries 1.300x in 4.9 s, 12 1.297x in 5.3 s, 16 1.296x in 5.5 s; bench.strong_skew 1.3M 1.149x each.
     far_tries: int = 12
-    # Turns of stand-ins from afar and shortcuts (one in a pass that revisits a finished plan). decfee0:
+    # Turns of the finishing fixed point (stand-ins from afar, shortcuts, topic leader chains; one in a pass
+    # that revisits a finished plan). decfee0:
     # bench.strong_skew 1.3M, the first turn takes 1.05% off the plan's bytes, the second 0.3%; a second
     # turn in every revisit cost bench.planner rows 2 and 1 7.8 -> 8.5 s and 6.7 -> 8.1 s.
     far_turns: int = 2

@@ -20,6 +20,7 @@ from kafka_balancer.planner.finishing.substitute import substitute_moves
 from kafka_balancer.planner.finishing.tighten import leaders_off_average, tighten_leaders
 from kafka_balancer.planner.options import PlannerOptions
 from kafka_balancer.planner.pipeline.plan_run import (
+    FixedPoint,
     PlanRun,
     Stage,
     always,
@@ -130,16 +131,9 @@ def _finish_by_leadership(run: PlanRun) -> None:
         tighten_leaders(st)
 
 
-def _far_and_shortcuts(run: PlanRun) -> None:
-    """Turns of stand-ins from afar and shortcuts: each changes which replicas left which brokers,
-    and so opens up some of the other's exchanges again."""
-    for turn in range(1 if run.revisits else TUNING.far_turns):
-        if turn and run.out_of_time("stand-ins from afar, then shortcuts"):
-            return
-        with run.step("stand-ins from afar"):
-            substitute_moves(run.st, far=True)
-        with run.step("shortcuts again"):
-            substitute_moves(run.st, arrived=True)
+def _far_turns(run: PlanRun) -> int:
+    """TUNING.far_turns, one in a pass that revisits a finished plan."""
+    return 1 if run.revisits else TUNING.far_turns
 
 
 FINISHING: Final = (
@@ -158,11 +152,18 @@ FINISHING: Final = (
     # After the detours: run before them, it left them fewer ways out (a mixed-rf seed kept a
     # topic slot out of band); so did the stand-ins from afar.
     Stage("shortcuts", always, lambda run: substitute_moves(run.st, arrived=True), bounded=True),
-    Stage("stand-ins from afar, then shortcuts", always, _far_and_shortcuts, bounded=True),
-    # The shortcuts and stand-ins moved replicas: a topic's partitions may now offer a path its
-    # leadership could not take before (bench.strong_skew, 270 brokers, --max-replicas 5000: the
-    # last topic-leader slot).
-    Stage("topic leader chains again", spreads_topic_leaders, _final_chains, bounded=True),
+    # Each pass changes which replicas left which brokers, and so opens up some of the others' exchanges
+    # again; the chains find paths for a topic's leadership among the replicas the other two moved
+    # (bench.strong_skew, 270 brokers, --max-replicas 5000: the last topic-leader slot).
+    FixedPoint(
+        "stand-ins from afar, shortcuts and topic leader chains",
+        (
+            Stage("stand-ins from afar", always, lambda run: substitute_moves(run.st, far=True)),
+            Stage("shortcuts", always, lambda run: substitute_moves(run.st, arrived=True)),
+            Stage("topic leader chains", spreads_topic_leaders, _final_chains, bounded=True),
+        ),
+        _far_turns,
+    ),
     # Replica moves since the first leadership stage may have taken a leader's rack away or brought a
     # more preferred one in (where a partition has fewer replicas than there are racks); the leader-borne
     # goals then finish inside the tiers, by leadership moves that keep each partition in its rack.

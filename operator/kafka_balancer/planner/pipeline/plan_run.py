@@ -1,11 +1,14 @@
 """One run of the plan's stages: the working state a stage reads and hands on (:class:`PlanRun`),
-a stage (:class:`Stage`), and the conditions and steps stages of both lists share."""
+a stage (:class:`Stage`), a group of passes repeated to a fixed point (:class:`FixedPoint`), and the
+conditions and steps stages of both lists share."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+
+import numpy as np
 
 from kafka_balancer.model.cluster import BoolArray
 from kafka_balancer.planner.base.arrays import Ints
@@ -32,7 +35,7 @@ class PlanRun:
     def step(self, name: str) -> AbstractContextManager[None]:
         return nullcontext() if self.trace is None else self.trace.step(self.st, name)
 
-    def runs(self, stage: Stage) -> bool:
+    def runs(self, stage: Stage | FixedPoint) -> bool:
         """Whether ``stage`` runs now: it applies, and it is not bounded or the time budget is not spent."""
         self._starting(stage.name)
         return stage.applies(self) and not (stage.bounded and self.st.budget.spent())
@@ -58,6 +61,38 @@ class Stage:
     run: Callable[[PlanRun], object]  # what it returns (a count of moves, say) is not used
     # A search for balance: skipped once the time budget is spent (the hard goals' stages never are).
     bounded: bool = False
+
+
+@dataclass(frozen=True)
+class FixedPoint:
+    """A named group of passes, each able to open moves for the others, repeated: a turn runs every
+    pass that applies, in order, and the group stops after a turn that changed nothing (no replica,
+    leadership or load moved: the next turn would start from the same state and change nothing
+    either), after ``turns(run)`` turns, or when the time budget is spent before a turn (a bounded
+    stage; a pass marked bounded is also skipped inside a turn once it is spent). Each pass is a step
+    of the trace."""
+
+    name: str
+    passes: tuple[Stage, ...]
+    turns: Callable[[PlanRun], int]
+    bounded: bool = True
+
+    def applies(self, run: PlanRun) -> bool:
+        return any(p.applies(run) for p in self.passes)
+
+    def run(self, run: PlanRun) -> int:
+        """Runs the turns; returns how many ran."""
+        st, ran = run.st, 0
+        while ran < self.turns(run) and not (ran and run.out_of_time(self.name)):
+            ran += 1
+            rep, load = st.rep.copy(), st.load.copy()
+            for p in self.passes:
+                if p.applies(run) and not (p.bounded and st.budget.spent()):
+                    with run.step(p.name):
+                        p.run(run)
+            if np.array_equal(rep, st.rep) and np.array_equal(load, st.load):
+                break
+        return ran
 
 
 def always(_run: PlanRun) -> bool:
