@@ -56,19 +56,22 @@ def superseding(status: dict[str, Any], approved: str) -> dict[str, Any] | None:
     return dict(current)
 
 
-def _approve(kubectl: Kubectl, policy: dict[str, Any], proposal: dict[str, Any]) -> None:
+def _approve(kubectl: Kubectl, policy: dict[str, Any], proposal: dict[str, Any]) -> dict[str, Any]:
+    """Approve ``proposal``; its summary, read from its ConfigMap now (the operator rewrites that ConfigMap
+    with the next proposal once the execution ends)."""
     meta = policy["metadata"]
     patch = {"spec": {"approvedProposal": proposal["id"]}}
     say(f"    $ {view.command_line(meta['namespace'], meta['name'], patch)}")
     kubectl.patch(meta["namespace"], meta["name"], patch)
+    configmap = kubectl.client.get("v1", "configmaps", meta["namespace"], proposal["configMap"])
+    return dict(json.loads((configmap.get("data") or {}).get("summary.json", "{}")))
 
 
 def _approve_again(kubectl: Kubectl, policy: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
     say(f"    {STALE_APPROVAL}: the operator made proposal {newer['id']} before it saw the approval:")
     for line in view.proposal_lines(newer):
         say(line)
-    _approve(kubectl, policy, newer)
-    return newer
+    return _approve(kubectl, policy, newer)
 
 
 def _now(kafka: EmulatedDemo | RealDemo, start: float) -> float:
@@ -81,7 +84,7 @@ def approve_and_follow(
     ctx: Context, kubectl: Kubectl, policy: dict[str, Any], proposal: dict[str, Any], kafka: EmulatedDemo | RealDemo
 ) -> dict[str, Any]:
     step("Approving it, as a person would")
-    _approve(kubectl, policy, proposal)
+    summary = _approve(kubectl, policy, proposal)
     approvals = 1
     client = kubectl.client
 
@@ -96,7 +99,7 @@ def approve_and_follow(
             status = policy_status(client, policy)
             newer = superseding(status, proposal["id"])
             if newer is not None and approvals < MAX_APPROVALS:
-                proposal, approvals = _approve_again(kubectl, policy, newer), approvals + 1
+                summary, proposal, approvals = _approve_again(kubectl, policy, newer), newer, approvals + 1
                 continue
             stalled(status)
             run_ = status.get("lastRun") or {}
@@ -125,8 +128,6 @@ def approve_and_follow(
     emulated = None if end is None or clock0 is None else end - clock0
     if run_["result"] != "Completed":
         raise DemoError(f"the execution ended {run_['result']}: {run_.get('message') or status.get('state')}")
-    configmap = client.get("v1", "configmaps", policy["metadata"]["namespace"], proposal["configMap"])
-    summary = json.loads((configmap.get("data") or {}).get("summary.json", "{}"))
     progress = status.get("progress") or {}
     say(view.progress_line(seconds, progress, 0, rate))
     say(
